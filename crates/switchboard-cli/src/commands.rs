@@ -1,0 +1,667 @@
+//! What each subcommand does.
+
+use std::collections::BTreeSet;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::{Map, Value, json};
+use switchboard::catalog::export::{ToolFormat, tools_json};
+use switchboard::catalog::naming::sanitize;
+use switchboard::config::{self, LoadOptions, LoadedConfig, NewServer, Scope, ServerEntry};
+use switchboard::policy::TrustStore;
+use switchboard::status::ServerStatus;
+use switchboard::{CallOptions, Hub, HubOptions, Paths};
+use tokio_util::sync::CancellationToken;
+
+use crate::render::{self, short, status_word, table};
+use crate::{Cli, Command, ConfigAction};
+
+/// Runs the command; returns the exit code.
+pub async fn run(cli: Cli) -> u8 {
+    match dispatch(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!(
+                "{} {e:#}",
+                if render::stderr_tty() { console::style("error:").red().bold().to_string() } else { "error:".into() }
+            );
+            2
+        }
+    }
+}
+
+struct Ctx {
+    paths: Paths,
+    loaded: LoadedConfig,
+}
+
+fn load(cli: &Cli) -> Result<Ctx> {
+    let paths = Paths::from_env();
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let mut options = LoadOptions::from_env(cwd, &paths);
+    options.extra_files = cli.configs.clone();
+    let loaded = config::load(&options);
+    Ok(Ctx { paths, loaded })
+}
+
+/// Starts the hub (only `only`, when given), with a spinner while servers connect, and runs
+/// `body`; Ctrl-C at any point shuts the hub down (ending every server tree) and exits 130.
+async fn with_hub<F, Fut>(ctx: &Ctx, only: Option<BTreeSet<String>>, body: F) -> Result<u8>
+where
+    F: FnOnce(Hub, CancellationToken) -> Fut,
+    Fut: std::future::Future<Output = Result<u8>>,
+{
+    let mut options = HubOptions::new(ctx.paths.clone());
+    options.only = only;
+    let hub = Hub::start(&ctx.loaded, options);
+    let cancel = CancellationToken::new();
+    let work = async {
+        let connecting = hub.servers().iter().filter(|s| matches!(s.status, ServerStatus::Connecting)).count();
+        let spinner = (connecting > 0 && render::stderr_tty()).then(|| {
+            let pb = indicatif::ProgressBar::new_spinner();
+            pb.set_message(format!("connecting to {connecting} server{}…", if connecting == 1 { "" } else { "s" }));
+            pb.enable_steady_tick(Duration::from_millis(80));
+            pb
+        });
+        hub.ready().await;
+        if let Some(pb) = spinner {
+            pb.finish_and_clear();
+        }
+        body(hub.clone(), cancel.clone()).await
+    };
+    tokio::pin!(work);
+    let result = tokio::select! {
+        r = &mut work => r,
+        _ = tokio::signal::ctrl_c() => {
+            cancel.cancel();
+            // Give a call in flight a moment to send its cancellation.
+            let _ = tokio::time::timeout(Duration::from_millis(300), &mut work).await;
+            eprintln!("interrupted");
+            Ok(130)
+        }
+    };
+    hub.shutdown().await;
+    result
+}
+
+fn print_json(v: &Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn kv_args(args: &[String]) -> Result<Map<String, Value>> {
+    let mut map = Map::new();
+    for a in args {
+        let (k, v) = a.split_once('=').ok_or_else(|| anyhow!("`--arg {a}`: expected key=value"))?;
+        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
+        map.insert(k.to_string(), value);
+    }
+    Ok(map)
+}
+
+fn only(name: &str, loaded: &LoadedConfig) -> Result<BTreeSet<String>> {
+    if !loaded.servers.contains_key(name) {
+        bail!("no server named `{name}` (see `switchboard list`)");
+    }
+    Ok(BTreeSet::from([name.to_string()]))
+}
+
+async fn dispatch(cli: Cli) -> Result<u8> {
+    let ctx = load(&cli)?;
+    let ctx = &ctx;
+    for d in ctx
+        .loaded
+        .diagnostics
+        .iter()
+        .filter(|d| !matches!(cli.command, Command::Config { .. }) && d.severity == config::Severity::Error)
+    {
+        eprintln!("{d}");
+    }
+    match cli.command {
+        Command::List { json } => with_hub(ctx, None, |hub, _| async move { list(ctx, &hub, json) }).await,
+        Command::Get { ref server, json } => {
+            let only = only(server, &ctx.loaded)?;
+            with_hub(ctx, Some(only), |hub, _| async move { get(ctx, &hub, server, json) }).await
+        }
+        Command::Tools { ref server, ref format, json } => {
+            let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
+            let format: Option<ToolFormat> =
+                format.as_deref().map(str::parse).transpose().map_err(|e: String| anyhow!(e))?;
+            with_hub(ctx, only, |hub, _| async move {
+                let catalog = hub.catalog();
+                let tools: Vec<_> = catalog.tools().iter().filter(|t| server.as_ref().is_none_or(|s| &t.server == s)).collect();
+                if let Some(format) = format {
+                    print_json(&tools_json(tools, format))?;
+                } else if json {
+                    print_json(&json!({"tools": tools.iter().map(|t| json!({"name": t.name, "server": t.server, "tool": t.tool.name, "description": t.tool.description, "input_schema": *t.input_schema})).collect::<Vec<_>>()}))?;
+                } else {
+                    let mut t = table(&["TOOL", "SERVER", "DESCRIPTION"]);
+                    for tool in &tools {
+                        t.add_row(vec![tool.name.clone(), tool.server.clone(), short(tool.tool.description.as_deref().unwrap_or(""), 70)]);
+                    }
+                    println!("{t}");
+                    warn_not_connected(&hub);
+                }
+                Ok(0)
+            })
+            .await
+        }
+        Command::Call { ref tool, ref json_args, ref args, timeout, json } => {
+            call(ctx, tool, json_args.as_deref(), args, timeout, json).await
+        }
+        Command::Resources { ref server, json } => {
+            let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
+            with_hub(ctx, only, |hub, _| async move {
+                let catalog = hub.catalog();
+                if json {
+                    print_json(
+                        &json!({"resources": catalog.resources(), "resource_templates": catalog.resource_templates()}),
+                    )?;
+                } else {
+                    let mut t = table(&["URI", "SERVER", "NAME", "MIME TYPE"]);
+                    for r in catalog.resources() {
+                        t.add_row(vec![
+                            r.resource.uri.clone(),
+                            r.server.clone(),
+                            r.resource.name.clone(),
+                            r.resource.mime_type.clone().unwrap_or_default(),
+                        ]);
+                    }
+                    for r in catalog.resource_templates() {
+                        t.add_row(vec![
+                            r.template.uri_template.clone(),
+                            r.server.clone(),
+                            format!("{} (template)", r.template.name),
+                            r.template.mime_type.clone().unwrap_or_default(),
+                        ]);
+                    }
+                    println!("{t}");
+                    warn_not_connected(&hub);
+                }
+                Ok(0)
+            })
+            .await
+        }
+        Command::Read { ref server, ref uri, json } => {
+            let only = only(server, &ctx.loaded)?;
+            with_hub(ctx, Some(only), |hub, _| async move {
+                let result = hub.read_resource(server, uri).await?;
+                if json {
+                    print_json(&serde_json::to_value(&result)?)?;
+                } else {
+                    for c in serde_json::to_value(&result.contents)?.as_array().into_iter().flatten() {
+                        match (c.get("text").and_then(Value::as_str), c.get("blob").and_then(Value::as_str)) {
+                            (Some(text), _) => println!("{text}"),
+                            (None, Some(blob)) => println!(
+                                "[binary {}, {} bytes of base64; use --json]",
+                                c.get("mimeType").and_then(Value::as_str).unwrap_or("?"),
+                                blob.len()
+                            ),
+                            _ => println!("{c}"),
+                        }
+                    }
+                }
+                Ok(0)
+            })
+            .await
+        }
+        Command::Prompts { ref server, json } => {
+            let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
+            with_hub(ctx, only, |hub, _| async move {
+                let catalog = hub.catalog();
+                if json {
+                    print_json(&json!({"prompts": catalog.prompts()}))?;
+                } else {
+                    let mut t = table(&["PROMPT", "SERVER", "ARGUMENTS", "DESCRIPTION"]);
+                    for p in catalog.prompts() {
+                        let args = serde_json::to_value(&p.prompt.arguments)
+                            .ok()
+                            .and_then(|v| v.as_array().cloned())
+                            .unwrap_or_default();
+                        let args: Vec<String> = args
+                            .iter()
+                            .map(|a| {
+                                let name = a.get("name").and_then(Value::as_str).unwrap_or("?");
+                                if a.get("required").and_then(Value::as_bool) == Some(true) {
+                                    name.to_string()
+                                } else {
+                                    format!("[{name}]")
+                                }
+                            })
+                            .collect();
+                        t.add_row(vec![
+                            p.prompt.name.clone(),
+                            p.server.clone(),
+                            args.join(" "),
+                            short(p.prompt.description.as_deref().unwrap_or(""), 60),
+                        ]);
+                    }
+                    println!("{t}");
+                    warn_not_connected(&hub);
+                }
+                Ok(0)
+            })
+            .await
+        }
+        Command::Prompt { ref server, ref name, ref args, json } => {
+            let only = only(server, &ctx.loaded)?;
+            let arguments = kv_args(args)?;
+            with_hub(ctx, Some(only), |hub, _| async move {
+                let result = hub.get_prompt(server, name, Some(arguments)).await?;
+                if json {
+                    print_json(&serde_json::to_value(&result)?)?;
+                } else {
+                    for m in serde_json::to_value(&result.messages)?.as_array().into_iter().flatten() {
+                        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+                        let content = m.get("content").cloned().unwrap_or_default();
+                        let text = content
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                            .unwrap_or_else(|| content.to_string());
+                        println!("[{role}] {text}");
+                    }
+                }
+                Ok(0)
+            })
+            .await
+        }
+        Command::Add { ref name, ref scope, ref env, ref url, ref headers, ref command } => {
+            add(ctx, name, scope, env, url.as_deref(), headers, command)
+        }
+        Command::Remove { ref name } => edit(ctx, name, |path| config::remove_server(path, name), "Removed"),
+        Command::Enable { ref name } => edit(ctx, name, |path| config::set_enabled(path, name, true), "Enabled"),
+        Command::Disable { ref name } => edit(ctx, name, |path| config::set_enabled(path, name, false), "Disabled"),
+        Command::Trust { ref server, all, yes } => trust(ctx, server.as_deref(), all, yes),
+        Command::Untrust { ref server } => {
+            let mut store = TrustStore::open(&ctx.paths.data_dir)?;
+            if store.untrust(&ctx.loaded.project_root, server) {
+                store.save()?;
+                println!("Server `{server}` is no longer trusted in {}.", ctx.loaded.project_root.display());
+                Ok(0)
+            } else {
+                bail!("server `{server}` was not trusted in {}", ctx.loaded.project_root.display())
+            }
+        }
+        Command::Config { action: ConfigAction::Check { json } } => {
+            if json {
+                print_json(
+                    &json!({"diagnostics": ctx.loaded.diagnostics, "servers": ctx.loaded.servers.values().map(render::redacted_entry).collect::<Vec<_>>()}),
+                )?;
+            } else if ctx.loaded.diagnostics.is_empty() {
+                let found = ctx.loaded.files.iter().filter(|f| f.found).count();
+                println!(
+                    "No problems in {found} config file{} ({} servers).",
+                    if found == 1 { "" } else { "s" },
+                    ctx.loaded.servers.len()
+                );
+            } else {
+                for d in &ctx.loaded.diagnostics {
+                    println!("{d}");
+                }
+            }
+            Ok(u8::from(ctx.loaded.has_errors()))
+        }
+        Command::Config { action: ConfigAction::Paths { json } } => {
+            if json {
+                print_json(
+                    &json!({"project_root": ctx.loaded.project_root, "data_dir": ctx.paths.data_dir, "files": ctx.loaded.files}),
+                )?;
+            } else {
+                println!("project root: {}", ctx.loaded.project_root.display());
+                println!("data folder:  {}", ctx.paths.data_dir.display());
+                let mut t = table(&["FILE", "SCOPE", "FOUND"]);
+                for f in &ctx.loaded.files {
+                    t.add_row(vec![
+                        f.path.display().to_string(),
+                        f.scope.to_string(),
+                        if f.found { "yes".into() } else { "no".into() },
+                    ]);
+                }
+                println!("{t}");
+            }
+            Ok(0)
+        }
+        Command::Completions { .. } => Ok(0),
+    }
+}
+
+fn warn_not_connected(hub: &Hub) {
+    let down: Vec<String> = hub
+        .servers()
+        .into_iter()
+        .filter(|s| {
+            matches!(
+                s.status,
+                ServerStatus::Failed { .. } | ServerStatus::Untrusted | ServerStatus::Disconnected { .. }
+            )
+        })
+        .map(|s| format!("{} ({})", s.name, s.status.state()))
+        .collect();
+    if !down.is_empty() {
+        eprintln!("note: not included: {} (see `switchboard list`)", down.join(", "));
+    }
+}
+
+fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
+    let servers = hub.servers();
+    if json {
+        print_json(
+            &json!({"servers": servers.iter().map(render::server_json).collect::<Vec<_>>(), "diagnostics": ctx.loaded.diagnostics}),
+        )?;
+        return Ok(0);
+    }
+    if servers.is_empty() {
+        println!("No MCP servers configured.");
+    } else {
+        let mut t = table(&["SERVER", "SCOPE", "STATUS", "TOOLS", "DETAIL"]);
+        for s in &servers {
+            let tools = match &s.status {
+                ServerStatus::Connected { counts, .. } => counts.tools.to_string(),
+                _ => "-".into(),
+            };
+            t.add_row(vec![
+                s.name.clone(),
+                s.scope.to_string(),
+                status_word(&s.status),
+                tools,
+                short(&s.status.summary(), 90),
+            ]);
+        }
+        println!("{t}");
+    }
+    if servers.iter().any(|s| matches!(s.status, ServerStatus::Untrusted)) {
+        println!("\nProject servers wait for trust: `switchboard trust <server>` shows what would run.");
+    }
+    if servers.iter().any(|s| matches!(s.status, ServerStatus::Failed { .. })) {
+        println!("\n`switchboard get <server>` shows why a server failed.");
+    }
+    println!("\nAdd a server: switchboard add NAME -- COMMAND ARGS...   or   switchboard add NAME --url URL");
+    Ok(0)
+}
+
+fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool) -> Result<u8> {
+    let info =
+        hub.servers().into_iter().find(|s| s.name == server).ok_or_else(|| anyhow!("no server named `{server}`"))?;
+    let entry = ctx.loaded.servers.get(server).ok_or_else(|| anyhow!("no server named `{server}`"))?;
+    let catalog = hub.catalog();
+    let tools: Vec<_> = catalog.tools_of(server).collect();
+    let resources: Vec<_> = catalog.resources().iter().filter(|r| r.server == server).collect();
+    let prompts: Vec<_> = catalog.prompts().iter().filter(|p| p.server == server).collect();
+    if json {
+        print_json(&json!({
+            "server": render::server_json(&info),
+            "config": render::redacted_entry(entry),
+            "tools": tools_json(tools.iter().copied(), ToolFormat::Mcp),
+            "resources": resources.iter().map(|r| &r.resource).collect::<Vec<_>>(),
+            "prompts": prompts.iter().map(|p| &p.prompt).collect::<Vec<_>>(),
+        }))?;
+        return Ok(0);
+    }
+    println!("{}  {}", console::style(&info.name).bold(), status_word(&info.status));
+    println!("  source   {} ({})", info.source.display(), info.scope);
+    if let ServerEntry::Valid(c) = entry {
+        for line in render::launch_lines(c).iter().skip(1) {
+            println!("  {line}");
+        }
+    }
+    match &info.status {
+        ServerStatus::Connected { protocol_version, server_name, server_version, instructions, .. } => {
+            println!("  server   {server_name} {server_version}");
+            println!("  protocol {protocol_version}");
+            if let Some(i) = instructions {
+                println!("  instructions: {}", short(i, 100));
+            }
+        }
+        ServerStatus::Failed { kind, message, .. } => {
+            println!("  failure  {}", serde_json::to_value(kind)?.as_str().unwrap_or("?"));
+            for line in message.lines() {
+                println!("    {line}");
+            }
+        }
+        other => println!("  {}", other.summary()),
+    }
+    if !tools.is_empty() {
+        println!("\n  tools ({}):", tools.len());
+        for t in &tools {
+            println!(
+                "    {}  {}",
+                t.name,
+                console::style(short(t.tool.description.as_deref().unwrap_or(""), 70)).dim()
+            );
+        }
+    }
+    if !resources.is_empty() {
+        println!("\n  resources ({}):", resources.len());
+        for r in &resources {
+            println!("    {}", r.resource.uri);
+        }
+    }
+    if !prompts.is_empty() {
+        println!("\n  prompts ({}):", prompts.len());
+        for p in &prompts {
+            println!("    {}", p.prompt.name);
+        }
+    }
+    Ok(0)
+}
+
+/// Which servers a tool name may belong to, so `call` starts only those.
+fn servers_for_tool(tool: &str, loaded: &LoadedConfig) -> Option<BTreeSet<String>> {
+    if let Some((server, _)) = tool.split_once('/') {
+        return Some(BTreeSet::from([server.to_string()]));
+    }
+    let found: BTreeSet<String> =
+        loaded.servers.keys().filter(|s| tool.starts_with(&format!("mcp__{}__", sanitize(s)))).cloned().collect();
+    (!found.is_empty()).then_some(found)
+}
+
+async fn call(
+    ctx: &Ctx,
+    tool: &str,
+    json_args: Option<&str>,
+    args: &[String],
+    timeout: Option<f64>,
+    json: bool,
+) -> Result<u8> {
+    let mut arguments = match json_args {
+        Some(text) => match serde_json::from_str::<Value>(text).context("the arguments are not valid JSON")? {
+            Value::Object(m) => m,
+            other => bail!("the arguments must be a JSON object, not {other}"),
+        },
+        None => Map::new(),
+    };
+    arguments.extend(kv_args(args)?);
+    let only = servers_for_tool(tool, &ctx.loaded);
+    with_hub(ctx, only, |hub, cancel| async move {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<switchboard::Progress>();
+        let mut options = CallOptions::new().progress(tx).cancel(cancel);
+        if let Some(t) = timeout {
+            options = options.timeout(Duration::from_secs_f64(t.max(0.001)));
+        }
+        let show = render::stderr_tty() && !json;
+        let bar = tokio::spawn(async move {
+            let mut pb: Option<indicatif::ProgressBar> = None;
+            while let Some(p) = rx.recv().await {
+                if !show {
+                    continue;
+                }
+                let bar = pb.get_or_insert_with(|| {
+                    let b = indicatif::ProgressBar::new(p.total.map_or(0, |t| t as u64));
+                    if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
+                        b.set_style(style);
+                    }
+                    b
+                });
+                if let Some(total) = p.total {
+                    bar.set_length(total as u64);
+                }
+                bar.set_position(p.progress as u64);
+                bar.set_message(p.message.unwrap_or_default());
+            }
+            if let Some(b) = pb {
+                b.finish_and_clear();
+            }
+        });
+        let result = hub.call_tool(tool, Some(arguments), options).await;
+        let _ = bar.await;
+        let output = result?;
+        if json {
+            print_json(&json!({"name": output.name, "server": output.server, "tool": output.tool, "is_error": output.is_error(), "raw": output.raw, "model": output.model}))?;
+        } else {
+            let text = output.model.text();
+            if output.is_error() {
+                eprintln!("{text}");
+            } else {
+                println!("{text}");
+            }
+        }
+        Ok(u8::from(output.is_error()))
+    })
+    .await
+}
+
+fn add(
+    ctx: &Ctx,
+    name: &str,
+    scope: &str,
+    env: &[String],
+    url: Option<&str>,
+    headers: &[String],
+    command: &[String],
+) -> Result<u8> {
+    let entry = match (url, command.split_first()) {
+        (Some(url), None) => {
+            let mut h = Map::new();
+            for header in headers {
+                let (k, v) =
+                    header.split_once(':').ok_or_else(|| anyhow!("`--header {header}`: expected Name: value"))?;
+                h.insert(k.trim().to_string(), Value::String(v.trim().to_string()));
+            }
+            let mut e = json!({"url": url});
+            if !h.is_empty() {
+                e["headers"] = Value::Object(h);
+            }
+            if !env.is_empty() {
+                bail!("`--env` is for local servers; use `--header` for a remote one");
+            }
+            e
+        }
+        (None, Some((program, rest))) => {
+            let mut e = json!({"command": program, "args": rest});
+            let mut vars = Map::new();
+            for kv in env {
+                let (k, v) = kv.split_once('=').ok_or_else(|| anyhow!("`--env {kv}`: expected KEY=value"))?;
+                vars.insert(k.to_string(), Value::String(v.to_string()));
+            }
+            if !vars.is_empty() {
+                e["env"] = Value::Object(vars);
+            }
+            e
+        }
+        _ => bail!("give a command after `--` (a local server) or `--url` (a remote one)"),
+    };
+    let path: PathBuf = if scope == "project" {
+        let root = &ctx.loaded.project_root;
+        let nested = root.join(".switchboard/config.json");
+        if nested.exists() && !root.join("switchboard.json").exists() { nested } else { root.join("switchboard.json") }
+    } else {
+        ctx.paths.config_file.clone()
+    };
+    let shape = config::write_server(&path, &NewServer::new(name, entry))?;
+    println!("Added server `{name}` to {}.", path.display());
+    if shape.had_comments {
+        eprintln!("note: comments and trailing commas in {} were not kept when it was rewritten", path.display());
+    }
+    if let Some(existing) = ctx.loaded.servers.get(name) {
+        let wins = match (scope, existing.scope()) {
+            ("project", Scope::User | Scope::Cli) => Some(existing.source().display().to_string()),
+            _ => None,
+        };
+        if let Some(file) = wins {
+            eprintln!("note: `{name}` is also defined in {file}, which wins over project files");
+        }
+    }
+    if scope == "project" {
+        println!("Project servers start once trusted: switchboard trust {name}");
+    }
+    Ok(0)
+}
+
+fn edit(
+    ctx: &Ctx,
+    name: &str,
+    f: impl FnOnce(&std::path::Path) -> Result<config::FileShape, config::EditError>,
+    verb: &str,
+) -> Result<u8> {
+    let entry =
+        ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}` (see `switchboard list`)"))?;
+    let path = entry.source().to_path_buf();
+    let shape = f(&path)?;
+    println!("{verb} server `{name}` in {}.", path.display());
+    if shape.had_comments {
+        eprintln!("note: comments and trailing commas in {} were not kept when it was rewritten", path.display());
+    }
+    Ok(0)
+}
+
+fn trust(ctx: &Ctx, server: Option<&str>, all: bool, yes: bool) -> Result<u8> {
+    let mut store = TrustStore::open(&ctx.paths.data_dir)?;
+    let root = &ctx.loaded.project_root;
+    let candidates: Vec<&config::ServerConfig> = ctx
+        .loaded
+        .servers
+        .values()
+        .filter_map(|e| match e {
+            ServerEntry::Valid(c) if c.scope == Scope::Project => Some(c),
+            _ => None,
+        })
+        .filter(|c| match server {
+            Some(s) => c.name == s,
+            None => all && !store.is_trusted(root, c),
+        })
+        .collect();
+    if candidates.is_empty() {
+        match server {
+            Some(s) if ctx.loaded.servers.contains_key(s) => {
+                bail!("`{s}` is not from a project file: user and --config servers are always trusted")
+            }
+            Some(s) => bail!("no server named `{s}`"),
+            None if all => {
+                println!("Every project server is already trusted.");
+                return Ok(0);
+            }
+            None => bail!("name a server, or use --all"),
+        }
+    }
+    println!("Project: {}", root.display());
+    for c in &candidates {
+        println!("\n{}", console::style(&c.name).bold());
+        for line in render::launch_lines(c) {
+            println!("  {line}");
+        }
+    }
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            bail!("not a terminal: pass --yes to trust what is shown above");
+        }
+        print!("\nTrust and allow {} to run? [y/N] ", if candidates.len() == 1 { "it" } else { "them" });
+        std::io::stdout().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            println!("Not trusted.");
+            return Ok(1);
+        }
+    }
+    for c in &candidates {
+        store.trust(root, c);
+    }
+    store.save()?;
+    println!("Trusted {} server{}.", candidates.len(), if candidates.len() == 1 { "" } else { "s" });
+    Ok(0)
+}

@@ -1,0 +1,224 @@
+//! `switchboard`: the command line over the switchboard library.
+//!
+//! Reading commands start only the servers they need, show a spinner while they connect, and
+//! have `--json` (stable shapes documented in README.md; no secret is ever printed). Ctrl-C on
+//! any command shuts the hub down, which ends every server's process tree, before exiting.
+
+mod commands;
+mod render;
+
+use std::path::PathBuf;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+/// Connect to MCP servers, list their tools, resources and prompts, and call them.
+#[derive(Debug, Parser)]
+#[command(name = "switchboard", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Extra config file(s); they win over every other file.
+    #[arg(long = "config", global = true, value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
+    /// More logs on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` also works.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Every configured server with its status.
+    List {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One server in detail: config, status, tools, resources, prompts.
+    Get {
+        /// The server.
+        server: String,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tools in the catalog (all servers, or one).
+    Tools {
+        /// Only this server.
+        server: Option<String>,
+        /// Export format for model providers: mcp, openai or anthropic (implies JSON).
+        #[arg(long)]
+        format: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool: `switchboard call mcp__srv__echo '{"text":"hi"}'` or `--arg text=hi`.
+    Call {
+        /// Model-visible name (`mcp__server__tool`) or `server/tool`.
+        tool: String,
+        /// Arguments as a JSON object.
+        json_args: Option<String>,
+        /// One argument, `key=value` (value parsed as JSON when it is JSON, else a string).
+        #[arg(long = "arg", value_name = "K=V")]
+        args: Vec<String>,
+        /// Seconds without response or progress before the call is cancelled.
+        #[arg(long)]
+        timeout: Option<f64>,
+        /// Print the raw result and the model-ready result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resources and resource templates (all servers, or one).
+    Resources {
+        /// Only this server.
+        server: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read a resource.
+    Read {
+        /// The server.
+        server: String,
+        /// The resource URI.
+        uri: String,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prompts (all servers, or one).
+    Prompts {
+        /// Only this server.
+        server: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Get a prompt.
+    Prompt {
+        /// The server.
+        server: String,
+        /// The prompt.
+        name: String,
+        /// One argument, `key=value`.
+        #[arg(long = "arg", value_name = "K=V")]
+        args: Vec<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a server: `add NAME -- command args...` or `add NAME --url URL`.
+    Add {
+        /// Its name.
+        name: String,
+        /// Which file: the user's, or the project's `switchboard.json`.
+        #[arg(long, default_value = "user", value_parser = ["user", "project"])]
+        scope: String,
+        /// A variable for the server, `K=V`.
+        #[arg(long = "env", value_name = "K=V")]
+        env: Vec<String>,
+        /// A remote server's URL.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// A header for a remote server, `K:V`.
+        #[arg(long = "header", value_name = "K:V", requires = "url")]
+        headers: Vec<String>,
+        /// The command and its arguments (after `--`).
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Remove a server from the file that defines it.
+    Remove {
+        /// The server.
+        name: String,
+    },
+    /// Enable a server.
+    Enable {
+        /// The server.
+        name: String,
+    },
+    /// Disable a server (it stays configured).
+    Disable {
+        /// The server.
+        name: String,
+    },
+    /// Trust a project server (or all), after showing exactly what would run.
+    Trust {
+        /// The server.
+        server: Option<String>,
+        /// Every untrusted server of this project.
+        #[arg(long, conflicts_with = "server")]
+        all: bool,
+        /// Do not ask; trust what is shown.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Forget trust in a project server.
+    Untrust {
+        /// The server.
+        server: String,
+    },
+    /// Config files: check them, or list the paths looked at.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Shell completions: `switchboard completions bash > /etc/bash_completion.d/switchboard`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `switchboard config ...`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Print every diagnostic; exit non-zero on errors.
+    Check {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the files looked at, found or not.
+    Paths {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn init_logs(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(verbose > 1)
+        .try_init();
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    init_logs(cli.verbose);
+    if let Command::Completions { shell } = &cli.command {
+        clap_complete::generate(*shell, &mut Cli::command(), "switchboard", &mut std::io::stdout());
+        return std::process::ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(commands::run(cli));
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    std::process::ExitCode::from(code)
+}

@@ -1,0 +1,136 @@
+//! Output for people (tables, colour on a terminal, spinners) and redacted JSON for programs.
+
+use std::io::IsTerminal;
+
+use comfy_table::{ContentArrangement, Table, presets};
+use console::style;
+use serde_json::{Value, json};
+use switchboard::ServerInfo;
+use switchboard::config::{ServerConfig, ServerEntry, TransportConfig};
+use switchboard::status::ServerStatus;
+
+/// Whether stdout is a terminal (colour and tables with borders only then).
+pub fn stdout_tty() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+/// Whether stderr is a terminal (spinners only then).
+pub fn stderr_tty() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// A table with a header.
+pub fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(if stdout_tty() { presets::UTF8_HORIZONTAL_ONLY } else { presets::NOTHING });
+    t.set_content_arrangement(if stdout_tty() { ContentArrangement::Dynamic } else { ContentArrangement::Disabled });
+    t.set_header(header.iter().map(|h| if stdout_tty() { style(h).bold().to_string() } else { h.to_string() }));
+    t
+}
+
+/// The status word, coloured on a terminal.
+pub fn status_word(status: &ServerStatus) -> String {
+    let word = status.state();
+    if !stdout_tty() {
+        return word.to_string();
+    }
+    match status {
+        ServerStatus::Connected { .. } => style(word).green().to_string(),
+        ServerStatus::Failed { .. } | ServerStatus::Disconnected { .. } => style(word).red().to_string(),
+        ServerStatus::Untrusted => style(word).yellow().to_string(),
+        _ => style(word).dim().to_string(),
+    }
+}
+
+/// Cuts `s` to `n` characters on one line.
+pub fn short(s: &str, n: usize) -> String {
+    let line = s.lines().next().unwrap_or("");
+    if line.chars().count() <= n && !s.contains('\n') {
+        line.to_string()
+    } else {
+        let cut: String = line.chars().take(n.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// A server's config as JSON with every secret value replaced: env values and header values
+/// are shown as `"<redacted>"`, only their names are kept.
+pub fn redacted_config(config: &ServerConfig) -> Value {
+    let redact = |m: &std::collections::BTreeMap<String, String>| -> Value {
+        m.keys().map(|k| (k.clone(), json!("<redacted>"))).collect::<serde_json::Map<_, _>>().into()
+    };
+    let transport = match &config.transport {
+        TransportConfig::Stdio(s) => json!({
+            "type": "stdio", "command": s.command, "args": s.args, "cwd": s.cwd,
+            "env": redact(&s.env), "env_passthrough": s.env_passthrough, "inherit_env": s.inherit_env,
+        }),
+        TransportConfig::Http(h) => {
+            json!({"type": "http", "url": h.url, "headers": redact(&h.headers), "transport": h.transport})
+        }
+        _ => json!({}),
+    };
+    json!({
+        "name": config.name,
+        "transport": transport,
+        "enabled": config.enabled,
+        "startup_timeout_ms": config.startup_timeout.as_millis() as u64,
+        "tool_timeout_ms": config.tool_timeout.as_millis() as u64,
+        "tools": {"allow": config.tools.allow, "deny": config.tools.deny},
+        "scope": config.scope,
+        "source": config.source,
+    })
+}
+
+/// `redacted_config` for an entry (an invalid one shows its error).
+pub fn redacted_entry(entry: &ServerEntry) -> Value {
+    match entry {
+        ServerEntry::Valid(c) => redacted_config(c),
+        ServerEntry::Invalid(i) => json!({"name": i.name, "scope": i.scope, "source": i.source, "error": i.message}),
+        _ => json!({}),
+    }
+}
+
+/// One server as JSON (the `list --json` element).
+pub fn server_json(info: &ServerInfo) -> Value {
+    json!({
+        "name": info.name,
+        "scope": info.scope,
+        "source": info.source,
+        "transport": info.transport,
+        "target": info.target,
+        "status": info.status,
+    })
+}
+
+/// What a server would run, for `trust` (variable names only).
+pub fn launch_lines(config: &ServerConfig) -> Vec<String> {
+    let mut lines = vec![format!("from     {} ({})", config.source.display(), config.scope)];
+    match &config.transport {
+        TransportConfig::Stdio(s) => {
+            let mut cmd = vec![s.command.clone()];
+            cmd.extend(s.args.iter().map(|a| if a.contains(' ') { format!("{a:?}") } else { a.clone() }));
+            lines.push(format!("command  {}", cmd.join(" ")));
+            lines.push(format!(
+                "cwd      {}",
+                s.cwd.as_ref().map_or_else(|| "(project root)".into(), |c| c.display().to_string())
+            ));
+            if !s.env.is_empty() {
+                lines.push(format!("env      {}", s.env.keys().cloned().collect::<Vec<_>>().join(", ")));
+            }
+            if !s.env_passthrough.is_empty() {
+                lines.push(format!("passes   {}", s.env_passthrough.join(", ")));
+            }
+            if s.inherit_env {
+                lines.push("env      the whole environment (inherit_env)".into());
+            }
+        }
+        TransportConfig::Http(h) => {
+            lines.push(format!("url      {}", h.url));
+            if !h.headers.is_empty() {
+                lines.push(format!("headers  {}", h.headers.keys().cloned().collect::<Vec<_>>().join(", ")));
+            }
+        }
+        _ => {}
+    }
+    lines
+}

@@ -1,0 +1,463 @@
+//! `switchboard-fixture`: an MCP server over stdio that misbehaves on purpose.
+//!
+//! Real servers (`server-everything`, the Python SDK) cover the protocol's happy paths; this
+//! binary covers what they cannot be asked to do: start slowly, crash mid-call, leave a
+//! grandchild in a new session, flood stderr, print garbage on stdout, return huge results,
+//! change its tool list at run time, ignore SIGTERM. Every behaviour is chosen with a flag so
+//! that tests stay readable: `switchboard-fixture --init-delay-ms 500 --tools 100`.
+//!
+//! It serves through `rmcp::transport::stdio_pipes()`, the non-blocking pipe transport, so that
+//! the benchmark measures the host and not this server.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+/// Behaviour chosen on the command line.
+#[derive(Debug, Default, Clone)]
+struct Options {
+    name: String,
+    init_delay_ms: u64,
+    tools: usize,
+    page_size: usize,
+    extra_tools: Vec<String>,
+    stderr_flood_lines: usize,
+    garbage_stdout: bool,
+    grandchild: bool,
+    pid_file: Option<String>,
+    ignore_sigterm: bool,
+    exit_at_start: Option<i32>,
+    instructions: Option<String>,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut opts = Options { name: "fixture".into(), ..Options::default() };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match arg.as_str() {
+            "--name" => opts.name = value("--name")?,
+            "--init-delay-ms" => opts.init_delay_ms = num(&value("--init-delay-ms")?)?,
+            "--tools" => opts.tools = num(&value("--tools")?)?,
+            "--page-size" => opts.page_size = num(&value("--page-size")?)?,
+            "--extra-tool" => opts.extra_tools.push(value("--extra-tool")?),
+            "--stderr-flood" => opts.stderr_flood_lines = num(&value("--stderr-flood")?)?,
+            "--garbage-stdout" => opts.garbage_stdout = true,
+            "--grandchild" => opts.grandchild = true,
+            "--pid-file" => opts.pid_file = Some(value("--pid-file")?),
+            "--ignore-sigterm" => opts.ignore_sigterm = true,
+            "--exit-at-start" => opts.exit_at_start = Some(num(&value("--exit-at-start")?)?),
+            "--instructions" => opts.instructions = Some(value("--instructions")?),
+            "--sleep-forever" => sleep_forever(),
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(opts)
+}
+
+fn num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.parse().map_err(|_| format!("not a number: {s}"))
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+#[derive(Clone)]
+struct Fixture {
+    opts: Arc<Options>,
+    /// Tools added at run time by the `mutate` tool.
+    added: Arc<AtomicUsize>,
+}
+
+fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": {"type": "object", "properties": properties, "required": required},
+    })
+}
+
+impl Fixture {
+    fn all_tools(&self) -> Vec<Value> {
+        let mut tools = vec![
+            tool("echo", "Echoes the text back.", json!({"text": {"type": "string"}}), &["text"]),
+            tool(
+                "add",
+                "Adds two numbers; the sum is also given as structured content.",
+                json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+                &["a", "b"],
+            ),
+            tool(
+                "slow",
+                "Sleeps `steps` times `ms` milliseconds, reporting progress after each step.",
+                json!({"ms": {"type": "integer"}, "steps": {"type": "integer"}}),
+                &[],
+            ),
+            tool("big", "Returns `bytes` bytes of text.", json!({"bytes": {"type": "integer"}}), &["bytes"]),
+            tool(
+                "image",
+                "Returns a PNG image whose base64 is `bytes` long.",
+                json!({"bytes": {"type": "integer"}}),
+                &[],
+            ),
+            tool("mixed", "Returns text, image, audio, an embedded resource and structured content.", json!({}), &[]),
+            tool("fail", "Returns a result with isError set.", json!({}), &[]),
+            tool("crash", "Exits the process with code 3 in the middle of the call.", json!({}), &[]),
+            tool("stderr", "Writes `lines` lines to stderr.", json!({"lines": {"type": "integer"}}), &[]),
+            tool("mutate", "Adds a tool and sends notifications/tools/list_changed.", json!({}), &[]),
+            // A schema without `type`, as some servers send: the host must normalise it.
+            json!({"name": "loose", "description": "Tool with a schema lacking type.", "inputSchema": {}}),
+        ];
+        for i in 0..self.opts.tools {
+            tools.push(tool(
+                &format!("tool_{i}"),
+                &format!("Generated tool number {i}."),
+                json!({"x": {"type": "string"}}),
+                &[],
+            ));
+        }
+        for name in &self.opts.extra_tools {
+            tools.push(tool(name, "Extra tool with a name given on the command line.", json!({}), &[]));
+        }
+        for i in 0..self.added.load(Ordering::SeqCst) {
+            tools.push(tool(&format!("added_{i}"), "Added at run time.", json!({}), &[]));
+        }
+        tools
+    }
+}
+
+fn page<T: serde::de::DeserializeOwned>(
+    key: &str,
+    items: Vec<Value>,
+    size: usize,
+    request: Option<PaginatedRequestParams>,
+) -> Result<T, ErrorData> {
+    let start: usize = match request.and_then(|r| r.cursor) {
+        Some(c) => c.parse().map_err(|_| ErrorData::invalid_params("bad cursor", None))?,
+        None => 0,
+    };
+    let size = if size == 0 { items.len().max(1) } else { size };
+    let end = (start + size).min(items.len());
+    let mut body = json!({ key: items.get(start..end).unwrap_or_default() });
+    if end < items.len() {
+        body["nextCursor"] = json!(end.to_string());
+    }
+    from(body)
+}
+
+fn from<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+fn arg_u64(args: &Option<serde_json::Map<String, Value>>, key: &str, default: u64) -> u64 {
+    args.as_ref().and_then(|a| a.get(key)).and_then(Value::as_u64).unwrap_or(default)
+}
+
+const PNG_1X1: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        let mut body = json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {
+                "tools": {"listChanged": true},
+                "resources": {"listChanged": true},
+                "prompts": {"listChanged": true},
+            },
+            "serverInfo": {"name": self.opts.name, "version": env!("CARGO_PKG_VERSION")},
+        });
+        if let Some(text) = &self.opts.instructions {
+            body["instructions"] = json!(text);
+        }
+        serde_json::from_value(body).unwrap_or_else(|_| ServerConfig::default())
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if self.opts.init_delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.opts.init_delay_ms)).await;
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        page("tools", self.all_tools(), self.opts.page_size, request)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.clone();
+        let text = |s: String| -> Result<CallToolResponse, ErrorData> {
+            Ok(CallToolResponse::Complete(from(json!({"content": [{"type": "text", "text": s}]}))?))
+        };
+        match request.name.as_ref() {
+            "echo" => {
+                let t = args.as_ref().and_then(|a| a.get("text")).and_then(Value::as_str).unwrap_or("");
+                text(t.to_string())
+            }
+            "add" => {
+                let get = |k: &str| args.as_ref().and_then(|a| a.get(k)).and_then(Value::as_f64).unwrap_or(0.0);
+                let sum = get("a") + get("b");
+                Ok(CallToolResponse::Complete(from(json!({
+                    "content": [{"type": "text", "text": format!("{sum}")}],
+                    "structuredContent": {"sum": sum},
+                }))?))
+            }
+            "slow" => {
+                let ms = arg_u64(&args, "ms", 100);
+                let steps = arg_u64(&args, "steps", 5);
+                let token = context.meta.get_progress_token();
+                for step in 1..=steps {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                        _ = context.ct.cancelled() => {
+                            eprintln!("fixture: slow call cancelled at step {step}");
+                            return Err(ErrorData::internal_error("cancelled", None));
+                        }
+                    }
+                    if let Some(token) = &token {
+                        let mut p = ProgressNotificationParam::new(token.clone(), step as f64);
+                        p.total = Some(steps as f64);
+                        p.message = Some(format!("step {step} of {steps}"));
+                        let _ = context.peer.notify_progress(p).await;
+                    }
+                }
+                text(format!("slept {steps} x {ms} ms"))
+            }
+            "big" => {
+                let n = arg_u64(&args, "bytes", 1024) as usize;
+                let line = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_\n";
+                let mut s = line.repeat(n / line.len() + 1);
+                s.truncate(n);
+                text(s)
+            }
+            "image" => {
+                let n = arg_u64(&args, "bytes", 0) as usize;
+                let data = if n <= PNG_1X1.len() { PNG_1X1.to_string() } else { "A".repeat(n - n % 4) };
+                Ok(CallToolResponse::Complete(from(json!({
+                    "content": [{"type": "image", "data": data, "mimeType": "image/png"}]
+                }))?))
+            }
+            "mixed" => Ok(CallToolResponse::Complete(from(json!({
+                "content": [
+                    {"type": "text", "text": "first"},
+                    {"type": "image", "data": PNG_1X1, "mimeType": "image/png"},
+                    {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+                    {"type": "resource", "resource": {"uri": "fixture://hello", "mimeType": "text/plain", "text": "hello resource"}},
+                ],
+                "structuredContent": {"ok": true, "count": 4},
+            }))?)),
+            "fail" => Ok(CallToolResponse::Complete(from::<CallToolResult>(json!({
+                "content": [{"type": "text", "text": "the fixture failed on purpose"}],
+                "isError": true,
+            }))?)),
+            "crash" => {
+                eprintln!("fixture: crashing in the middle of a call");
+                let _ = std::io::stderr().flush();
+                std::process::exit(3);
+            }
+            "stderr" => {
+                let n = arg_u64(&args, "lines", 1000);
+                let mut err = std::io::stderr().lock();
+                for i in 0..n {
+                    let _ = writeln!(err, "fixture: stderr line {i} ................................................");
+                }
+                text(format!("wrote {n} lines"))
+            }
+            "mutate" => {
+                self.added.fetch_add(1, Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                text("added a tool".into())
+            }
+            "loose" => text("loose".into()),
+            name if name.starts_with("tool_")
+                || name.starts_with("added_")
+                || self.opts.extra_tools.iter().any(|t| t == name) =>
+            {
+                text(format!("called {name}"))
+            }
+            other => Err(ErrorData::invalid_params(format!("no tool named {other}"), None)),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let items = vec![
+            json!({"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"}),
+            json!({"uri": "fixture://data.json", "name": "data", "mimeType": "application/json"}),
+        ];
+        page("resources", items, self.opts.page_size, request)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let items = vec![json!({"uriTemplate": "fixture://item/{id}", "name": "item"})];
+        page("resourceTemplates", items, self.opts.page_size, request)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let text = match request.uri.as_str() {
+            "fixture://hello" => "hello resource".to_string(),
+            "fixture://data.json" => "{\"answer\": 42}".to_string(),
+            uri if uri.starts_with("fixture://item/") => format!("item {}", &uri["fixture://item/".len()..]),
+            uri => return Err(ErrorData::resource_not_found(format!("no resource {uri}"), None)),
+        };
+        Ok(ReadResourceResponse::Complete(from(json!({
+            "contents": [{"uri": request.uri, "mimeType": "text/plain", "text": text}]
+        }))?))
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let items = vec![json!({
+            "name": "greet",
+            "description": "Greets someone.",
+            "arguments": [{"name": "who", "description": "Whom to greet", "required": true}],
+        })];
+        page("prompts", items, self.opts.page_size, request)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != "greet" {
+            return Err(ErrorData::invalid_params(format!("no prompt named {}", request.name), None));
+        }
+        let who = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("who"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorData::invalid_params("argument `who` is required", None))?;
+        Ok(GetPromptResponse::Complete(from(json!({
+            "description": "A greeting",
+            "messages": [{"role": "user", "content": {"type": "text", "text": format!("Hello, {who}!")}}],
+        }))?))
+    }
+}
+
+fn spawn_grandchild(pid_file: Option<&str>) {
+    use std::os::unix::process::CommandExt;
+    let Ok(exe) = std::env::current_exe() else { return };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--sleep-forever")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    match cmd.spawn() {
+        Ok(child) => {
+            if let Some(path) = pid_file {
+                let _ = std::fs::write(path, format!("{}\n{}\n", std::process::id(), child.id()));
+            }
+        }
+        Err(e) => eprintln!("fixture: could not spawn grandchild: {e}"),
+    }
+}
+
+fn main() {
+    let opts = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("switchboard-fixture: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Some(code) = opts.exit_at_start {
+        eprintln!("fixture: refusing to start (exit code {code})");
+        std::process::exit(code);
+    }
+    if opts.ignore_sigterm {
+        // SAFETY: installing SIG_IGN has no preconditions.
+        unsafe {
+            let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGTERM, nix::sys::signal::SigHandler::SigIgn);
+            let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGINT, nix::sys::signal::SigHandler::SigIgn);
+        }
+    }
+    if opts.grandchild {
+        spawn_grandchild(opts.pid_file.as_deref());
+    } else if let Some(path) = &opts.pid_file {
+        let _ = std::fs::write(path, format!("{}\n", std::process::id()));
+    }
+    if opts.stderr_flood_lines > 0 {
+        let mut err = std::io::stderr().lock();
+        for i in 0..opts.stderr_flood_lines {
+            let _ = writeln!(err, "fixture: flood line {i} ..........................................................");
+        }
+    }
+    if opts.garbage_stdout {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "this is not JSON-RPC");
+        let _ = writeln!(out, "{{\"half\": ");
+        let _ = writeln!(out, "Starting server on stdio...");
+        let _ = out.flush();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fixture: no runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = runtime.block_on(async move {
+        let server = Fixture { opts: Arc::new(opts), added: Arc::new(AtomicUsize::new(0)) };
+        match server.serve(rmcp::transport::stdio_pipes()).await {
+            Ok(running) => {
+                let _ = running.waiting().await;
+                0
+            }
+            Err(e) => {
+                eprintln!("fixture: initialisation failed: {e}");
+                1
+            }
+        }
+    });
+    std::process::exit(code);
+}

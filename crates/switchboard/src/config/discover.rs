@@ -1,0 +1,127 @@
+//! Which files are read, in which order, and how they merge.
+//!
+//! Lowest to highest precedence: project files (farther folders first; within a folder
+//! `.mcp.json`, then `.switchboard/config.json`, then `switchboard.json`), then the user file,
+//! then `--config` files in the order given. A later file replaces a whole entry of the same
+//! name; fields are never merged.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::entry::{FileCtx, parse_file};
+use super::jsonc;
+use super::{Diagnostic, LoadedConfig, Scope, Severity};
+
+/// File names looked for in each project folder, highest precedence first.
+pub const PROJECT_FILES: [&str; 3] = ["switchboard.json", ".switchboard/config.json", ".mcp.json"];
+
+/// What [`load`] needs to know; nothing is read from the process implicitly.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct LoadOptions {
+    /// Where to start looking for project files.
+    pub cwd: PathBuf,
+    /// The user file; `None` means no user file.
+    pub user_file: Option<PathBuf>,
+    /// Files given with `--config`.
+    pub extra_files: Vec<PathBuf>,
+    /// Variables for `${VAR}` expansion.
+    pub env: HashMap<String, String>,
+}
+
+impl LoadOptions {
+    /// Options for `cwd` with the user file from `paths` and the host environment.
+    pub fn from_env(cwd: PathBuf, paths: &crate::Paths) -> Self {
+        LoadOptions { cwd, user_file: Some(paths.config_file.clone()), extra_files: Vec::new(), env: super::host_env() }
+    }
+}
+
+/// One file looked at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct FileLook {
+    /// The path.
+    pub path: PathBuf,
+    /// Its scope.
+    pub scope: Scope,
+    /// Whether it exists.
+    pub found: bool,
+}
+
+/// Walks up from `cwd` to the folder holding `.git`; without one, `cwd` is the root.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors().find(|dir| dir.join(".git").exists()).map_or_else(|| cwd.to_path_buf(), Path::to_path_buf)
+}
+
+/// Loads and merges every config file. Never fails: problems become diagnostics.
+pub fn load(options: &LoadOptions) -> LoadedConfig {
+    let root = project_root(&options.cwd);
+    let mut looks = Vec::new();
+    // Folders from the root down to cwd (farther first, so nearer files win).
+    let mut dirs: Vec<&Path> = options.cwd.ancestors().take_while(|d| d.starts_with(&root)).collect();
+    dirs.reverse();
+    for dir in dirs {
+        for name in PROJECT_FILES.iter().rev() {
+            looks.push((dir.join(name), Scope::Project));
+        }
+    }
+    if let Some(user) = &options.user_file {
+        looks.push((user.clone(), Scope::User));
+    }
+    for extra in &options.extra_files {
+        looks.push((extra.clone(), Scope::Cli));
+    }
+
+    let mut loaded = LoadedConfig {
+        project_root: root,
+        user_file: options.user_file.clone().unwrap_or_default(),
+        ..LoadedConfig::default()
+    };
+    for (path, scope) in looks {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                loaded.diagnostics.push(file_error(&path, None, format!("cannot read: {e}")));
+                None
+            }
+        };
+        // A `--config` file that is missing is an error: the person asked for it.
+        if text.is_none() && scope == Scope::Cli && !path.exists() {
+            loaded.diagnostics.push(file_error(&path, None, "file not found".into()));
+        }
+        loaded.files.push(FileLook { path: path.clone(), scope, found: text.is_some() });
+        let Some(text) = text else { continue };
+        let value: serde_json::Value = match serde_json::from_str(&jsonc::strip(&text)) {
+            Ok(v) => v,
+            Err(e) => {
+                loaded.diagnostics.push(file_error(
+                    &path,
+                    Some((e.line(), e.column())),
+                    format!("not valid JSON: {e}"),
+                ));
+                continue;
+            }
+        };
+        let mut ctx =
+            FileCtx { path: &path, text: &text, scope, env: &options.env, diagnostics: &mut loaded.diagnostics };
+        for entry in parse_file(&value, &mut ctx) {
+            loaded.servers.insert(entry.name().to_string(), entry);
+        }
+    }
+    loaded
+}
+
+fn file_error(path: &Path, at: Option<(usize, usize)>, message: String) -> Diagnostic {
+    Diagnostic {
+        severity: Severity::Error,
+        file: path.to_path_buf(),
+        line: at.map(|a| a.0),
+        column: at.map(|a| a.1),
+        server: None,
+        field: None,
+        message,
+    }
+}

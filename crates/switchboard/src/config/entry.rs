@@ -1,0 +1,401 @@
+//! One config file's servers: the shapes people already have, normalised.
+//!
+//! Shapes: `servers` (ours and VS Code's), `mcpServers` (Claude Desktop, Cursor, `.mcp.json`),
+//! `mcp` (OpenCode: `type: local|remote`, `command` as an array, `environment`) and
+//! `mcp.servers` (ZCode). Every entry goes through [`parse_entry`], which reads each field it
+//! knows exactly once and reports the rest as unknown, so a field cannot be silently dropped.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::expand::expand;
+use super::jsonc::line_of_key;
+use super::{
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Diagnostic, HttpConfig, HttpTransport, InvalidServer, Scope,
+    ServerConfig, ServerEntry, Severity, StdioConfig, ToolFilter, TransportConfig,
+};
+
+/// Context for parsing one file.
+pub(crate) struct FileCtx<'a> {
+    pub path: &'a Path,
+    pub text: &'a str,
+    pub scope: Scope,
+    pub env: &'a HashMap<String, String>,
+    pub diagnostics: &'a mut Vec<Diagnostic>,
+}
+
+impl FileCtx<'_> {
+    fn diag(&mut self, severity: Severity, server: Option<&str>, field: Option<&str>, message: String) {
+        let line = field
+            .and_then(|f| {
+                // The field's line, searched after the server's own line.
+                let start = server.and_then(|s| line_of_key(self.text, s)).unwrap_or(1);
+                let offset: usize = self.text.split_inclusive('\n').take(start - 1).map(str::len).sum();
+                line_of_key(&self.text[offset..], f.split('.').next().unwrap_or(f)).map(|l| l + start - 1)
+            })
+            .or_else(|| server.and_then(|s| line_of_key(self.text, s)));
+        self.diagnostics.push(Diagnostic {
+            severity,
+            file: self.path.to_path_buf(),
+            line,
+            column: None,
+            server: server.map(str::to_string),
+            field: field.map(str::to_string),
+            message,
+        });
+    }
+}
+
+/// Finds the server map(s) in a parsed file and parses every entry.
+pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<ServerEntry> {
+    let Some(obj) = root.as_object() else {
+        ctx.diag(Severity::Error, None, None, "the file must hold a JSON object".into());
+        return Vec::new();
+    };
+    let mut maps: Vec<&Map<String, Value>> = Vec::new();
+    for (key, value) in obj {
+        match key.as_str() {
+            "servers" | "mcpServers" => match value.as_object() {
+                Some(m) => maps.push(m),
+                None => ctx.diag(Severity::Error, None, Some(key), format!("`{key}` must be an object of servers")),
+            },
+            "mcp" => match value.as_object() {
+                // ZCode nests the map under `mcp.servers`; OpenCode puts servers right under `mcp`.
+                Some(m) if is_zcode(m) => match m.get("servers").and_then(Value::as_object) {
+                    Some(s) => maps.push(s),
+                    None => {
+                        ctx.diag(Severity::Error, None, Some("mcp.servers"), "`mcp.servers` must be an object".into())
+                    }
+                },
+                Some(m) => maps.push(m),
+                None => ctx.diag(Severity::Error, None, Some(key), "`mcp` must be an object of servers".into()),
+            },
+            "$schema" => {}
+            other => ctx.diag(Severity::Warning, None, Some(other), format!("unknown top-level key `{other}` ignored")),
+        }
+    }
+    let mut out = Vec::new();
+    for map in maps {
+        for (name, value) in map {
+            out.push(parse_named(name, value, ctx));
+        }
+    }
+    out
+}
+
+fn is_zcode(m: &Map<String, Value>) -> bool {
+    match m.get("servers").and_then(Value::as_object) {
+        Some(inner) => !["command", "url", "type"].iter().any(|k| inner.contains_key(*k)),
+        None => false,
+    }
+}
+
+fn parse_named(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> ServerEntry {
+    let (scope, source) = (ctx.scope, ctx.path.to_path_buf());
+    let invalid = |message: String| {
+        ServerEntry::Invalid(InvalidServer { name: name.to_string(), scope, source: source.clone(), message })
+    };
+    if let Err(msg) = validate_name(name) {
+        ctx.diag(Severity::Error, Some(name), None, msg.clone());
+        return invalid(msg);
+    }
+    match parse_entry(name, value, ctx) {
+        Ok(config) => ServerEntry::Valid(config),
+        Err((field, msg)) => {
+            ctx.diag(Severity::Error, Some(name), field.as_deref(), msg.clone());
+            let message = match field {
+                Some(f) => format!("field `{f}`: {msg}"),
+                None => msg,
+            };
+            invalid(message)
+        }
+    }
+}
+
+/// Server names are used in tool names and on command lines: keep them to a safe alphabet.
+pub(crate) fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a server name may not be empty".into());
+    }
+    if name.len() > 64 {
+        return Err("a server name may be at most 64 characters".into());
+    }
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
+        return Err(format!("server name `{name}` has `{c}`: use letters, digits, `_`, `-` and `.`"));
+    }
+    Ok(())
+}
+
+type FieldError = (Option<String>, String);
+
+fn err<T>(field: &str, msg: impl Into<String>) -> Result<T, FieldError> {
+    Err((Some(field.to_string()), msg.into()))
+}
+
+/// Takes a field out of the entry by any of its names; two aliases set at once is an error.
+fn take(obj: &mut Map<String, Value>, names: &[&str]) -> Result<Option<(String, Value)>, FieldError> {
+    let mut found: Option<(String, Value)> = None;
+    for n in names {
+        if let Some(v) = obj.remove(*n) {
+            if let Some((prev, _)) = &found {
+                return err(n, format!("both `{prev}` and `{n}` are set; keep one"));
+            }
+            found = Some(((*n).to_string(), v));
+        }
+    }
+    Ok(found)
+}
+
+fn as_string(field: &str, v: Value) -> Result<String, FieldError> {
+    match v {
+        Value::String(s) => Ok(s),
+        other => err(field, format!("must be a string, found {}", kind(&other))),
+    }
+}
+
+fn as_bool(field: &str, v: Value) -> Result<bool, FieldError> {
+    match v {
+        Value::Bool(b) => Ok(b),
+        other => err(field, format!("must be true or false, found {}", kind(&other))),
+    }
+}
+
+fn as_ms(field: &str, v: Value) -> Result<Duration, FieldError> {
+    match v.as_u64() {
+        Some(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        _ => err(field, format!("must be a positive number of milliseconds, found {v}")),
+    }
+}
+
+fn as_strings(field: &str, v: Value) -> Result<Vec<String>, FieldError> {
+    match v {
+        Value::Array(items) => {
+            items.into_iter().enumerate().map(|(i, item)| as_string(&format!("{field}[{i}]"), item)).collect()
+        }
+        other => err(field, format!("must be an array of strings, found {}", kind(&other))),
+    }
+}
+
+fn as_string_map(field: &str, v: Value) -> Result<BTreeMap<String, String>, FieldError> {
+    let Value::Object(map) = v else {
+        return err(field, format!("must be an object of strings, found {}", kind(&v)));
+    };
+    map.into_iter()
+        .map(|(k, v)| {
+            let s = match v {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                other => return err(&format!("{field}.{k}"), format!("must be a string, found {}", kind(&other))),
+            };
+            Ok((k, s))
+        })
+        .collect()
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Parses one entry. Every known field (and alias) is taken out exactly once; what is left is
+/// reported as unknown.
+fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<ServerConfig, FieldError> {
+    let Some(obj) = value.as_object() else {
+        return Err((None, format!("a server entry must be an object, found {}", kind(value))));
+    };
+    let mut obj = obj.clone();
+    let env_vars = ctx.env;
+    let x = |field: &str, s: &str| expand(s, env_vars).map_err(|e| (Some(field.to_string()), e.to_string()));
+
+    let ty = take(&mut obj, &["type"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
+    let command = take(&mut obj, &["command"])?;
+    let args = take(&mut obj, &["args"])?.map(|(f, v)| as_strings(&f, v)).transpose()?;
+    let env = take(&mut obj, &["env", "environment"])?.map(|(f, v)| as_string_map(&f, v)).transpose()?;
+    let cwd = take(&mut obj, &["cwd"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
+    let url = take(&mut obj, &["url"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
+    let headers = take(&mut obj, &["headers", "http_headers"])?.map(|(f, v)| as_string_map(&f, v)).transpose()?;
+    let transport = take(&mut obj, &["transport"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
+    let enabled = take(&mut obj, &["enabled", "enable"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
+    let disabled = take(&mut obj, &["disabled"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
+    let startup =
+        take(&mut obj, &["startup_timeout_ms", "timeout", "timeoutMs"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
+    let tool_timeout = take(&mut obj, &["tool_timeout_ms"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
+    let passthrough = take(&mut obj, &["env_passthrough"])?.map(|(f, v)| as_strings(&f, v)).transpose()?;
+    let inherit_env = take(&mut obj, &["inherit_env"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
+    let tools = take(&mut obj, &["tools"])?.map(|(_, v)| parse_filter(v)).transpose()?;
+    for descriptive in ["description", "name", "title"] {
+        obj.remove(descriptive);
+    }
+    for (field, _) in &obj {
+        ctx.diag(Severity::Warning, Some(name), Some(field), format!("unknown field `{field}` ignored"));
+    }
+
+    let enabled = match (enabled, disabled) {
+        (Some(_), Some(_)) => return err("disabled", "both `enabled` and `disabled` are set; keep one"),
+        (Some(e), None) => e,
+        (None, Some(d)) => !d,
+        (None, None) => true,
+    };
+
+    // `command` may be a string or (OpenCode) an array whose head is the program.
+    let (program, mut leading_args) = match command {
+        None => (None, Vec::new()),
+        Some((f, Value::Array(items))) => {
+            let mut parts = as_strings(&f, Value::Array(items))?;
+            if parts.is_empty() {
+                return err(&f, "must not be empty");
+            }
+            let head = parts.remove(0);
+            (Some(head), parts)
+        }
+        Some((f, v)) => (Some(as_string(&f, v)?), Vec::new()),
+    };
+
+    let kind = match ty.as_deref() {
+        Some("stdio" | "local") => Kind::Stdio,
+        Some("http" | "remote" | "streamable-http" | "streamableHttp" | "streamable_http") => Kind::Http,
+        Some("sse") => Kind::Sse,
+        Some(other) => return err("type", format!("unknown type `{other}`: use stdio, local, http, remote or sse")),
+        None => match (&program, &url) {
+            (Some(_), None) => Kind::Stdio,
+            (None, Some(_)) => Kind::Http,
+            (Some(_), Some(_)) => {
+                return Err((None, "both `command` and `url` are set; set `type` or keep one".into()));
+            }
+            (None, None) => return Err((None, "needs `command` (a local server) or `url` (a remote one)".into())),
+        },
+    };
+
+    let transport_config = match kind {
+        Kind::Stdio => {
+            for (field, set) in
+                [("url", url.is_some()), ("headers", headers.is_some()), ("transport", transport.is_some())]
+            {
+                if set {
+                    return err(field, "does not apply to a stdio server");
+                }
+            }
+            let Some(program) = program else {
+                return err("command", "a stdio server needs `command`");
+            };
+            let program = x("command", &program)?;
+            if program.trim().is_empty() {
+                return err("command", "must not be empty");
+            }
+            leading_args.extend(args.unwrap_or_default());
+            let args = leading_args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| x(&format!("args[{i}]"), a))
+                .collect::<Result<Vec<_>, _>>()?;
+            let env = env
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| Ok((k.clone(), x(&format!("env.{k}"), &v)?)))
+                .collect::<Result<BTreeMap<_, _>, FieldError>>()?;
+            let base = ctx.path.parent().unwrap_or(Path::new("."));
+            let cwd = cwd.map(|c| x("cwd", &c).map(|c| base.join(c))).transpose()?;
+            // A relative program path is taken relative to the file that names it.
+            let command = if program.contains('/') && Path::new(&program).is_relative() {
+                base.join(&program).to_string_lossy().into_owned()
+            } else {
+                program
+            };
+            TransportConfig::Stdio(StdioConfig {
+                command,
+                args,
+                env,
+                cwd,
+                env_passthrough: passthrough.unwrap_or_default(),
+                inherit_env: inherit_env.unwrap_or(false),
+            })
+        }
+        Kind::Http | Kind::Sse => {
+            for (field, set) in [
+                ("command", program.is_some()),
+                ("args", args.is_some()),
+                ("cwd", cwd.is_some()),
+                ("env_passthrough", passthrough.is_some()),
+                ("inherit_env", inherit_env.is_some()),
+            ] {
+                if set {
+                    return err(field, "does not apply to a remote server");
+                }
+            }
+            if env.is_some() {
+                return err("env", "does not apply to a remote server (use `headers`)");
+            }
+            let Some(url) = url else {
+                return err("url", "a remote server needs `url`");
+            };
+            let url = x("url", &url)?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return err("url", format!("`{url}` is not an http:// or https:// URL"));
+            }
+            let headers = headers
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| Ok((k.clone(), x(&format!("headers.{k}"), &v)?)))
+                .collect::<Result<BTreeMap<_, _>, FieldError>>()?;
+            let transport = match (kind, transport.as_deref()) {
+                (Kind::Sse, None | Some("sse")) => HttpTransport::Sse,
+                (Kind::Sse, Some(other)) => return err("transport", format!("`{other}` contradicts `type: sse`")),
+                (_, None | Some("auto")) => HttpTransport::Auto,
+                (_, Some("streamable-http" | "streamable_http" | "http")) => HttpTransport::StreamableHttp,
+                (_, Some("sse")) => HttpTransport::Sse,
+                (_, Some(other)) => {
+                    return err("transport", format!("unknown transport `{other}`: use auto, streamable-http or sse"));
+                }
+            };
+            TransportConfig::Http(HttpConfig { url, headers, transport })
+        }
+    };
+
+    Ok(ServerConfig {
+        name: name.to_string(),
+        transport: transport_config,
+        enabled,
+        startup_timeout: startup.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
+        tool_timeout: tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT),
+        tools: tools.unwrap_or_default(),
+        scope: ctx.scope,
+        source: PathBuf::from(ctx.path),
+    })
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Stdio,
+    Http,
+    Sse,
+}
+
+fn parse_filter(v: Value) -> Result<ToolFilter, FieldError> {
+    let Value::Object(mut obj) = v else {
+        return err("tools", "must be an object with `allow` and/or `deny`");
+    };
+    let mut globs = |key: &str| -> Result<Vec<String>, FieldError> {
+        let field = format!("tools.{key}");
+        let list = obj.remove(key).map(|v| as_strings(&field, v)).transpose()?.unwrap_or_default();
+        for g in &list {
+            globset::Glob::new(g).map_err(|e| (Some(field.clone()), format!("bad glob `{g}`: {e}")))?;
+        }
+        Ok(list)
+    };
+    let allow = globs("allow")?;
+    let deny = globs("deny")?;
+    if let Some(k) = obj.keys().next() {
+        return err(&format!("tools.{k}"), "unknown field: use `allow` and `deny`");
+    }
+    Ok(ToolFilter { allow, deny })
+}

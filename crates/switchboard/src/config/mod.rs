@@ -1,0 +1,275 @@
+//! Configuration: the files a person writes, read into validated [`ServerConfig`]s.
+//!
+//! Files are found ([`discover`]), parsed in any of the shapes people already have
+//! ([`entry`]), expanded (`${VAR}`, [`expand`]) and merged by server name with whole-entry
+//! replacement. A broken file or entry never stops the rest: it becomes a [`Diagnostic`]
+//! (file, line, server, field) and, for an entry, an [`InvalidServer`] that the hub reports as
+//! `failed` / `config_invalid`.
+
+mod discover;
+mod edit;
+mod entry;
+pub mod expand;
+pub mod jsonc;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use discover::{FileLook, LoadOptions, load};
+pub use edit::{EditError, FileShape, NewServer, remove_server, set_enabled, write_server};
+
+/// Default time a server has to start: spawn, `initialize`, and first listings.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(30_000);
+/// Default time a tool call may go without a response or progress.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_millis(300_000);
+
+/// Where a server's definition came from; decides precedence and trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Scope {
+    /// A project file (`switchboard.json`, `.switchboard/config.json`, `.mcp.json`): untrusted
+    /// until the person trusts it.
+    Project,
+    /// The user's own file.
+    User,
+    /// A file given with `--config`.
+    Cli,
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scope::Project => "project",
+            Scope::User => "user",
+            Scope::Cli => "cli",
+        })
+    }
+}
+
+/// How a remote server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum HttpTransport {
+    /// Streamable HTTP first, legacy SSE on 400/404/405.
+    Auto,
+    /// Streamable HTTP only.
+    StreamableHttp,
+    /// Legacy HTTP+SSE (2024-11-05) only.
+    Sse,
+}
+
+/// A local server started as a child process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct StdioConfig {
+    /// Program to run (resolved on `PATH` when it has no `/`).
+    pub command: String,
+    /// Arguments, passed as given (no shell).
+    pub args: Vec<String>,
+    /// Variables set for the server (values are secrets: never printed).
+    pub env: BTreeMap<String, String>,
+    /// Working directory; `None` means the project root.
+    pub cwd: Option<PathBuf>,
+    /// Names of host variables passed through on top of the minimal default set.
+    pub env_passthrough: Vec<String>,
+    /// Pass the whole host environment.
+    pub inherit_env: bool,
+}
+
+/// A remote server reached over HTTP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// Endpoint URL.
+    pub url: String,
+    /// Static headers (values are secrets: never printed).
+    pub headers: BTreeMap<String, String>,
+    /// Which HTTP transport to use.
+    pub transport: HttpTransport,
+}
+
+/// The transport part of a server definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TransportConfig {
+    /// A child process speaking JSON-RPC on stdin/stdout.
+    Stdio(StdioConfig),
+    /// An HTTP endpoint.
+    Http(HttpConfig),
+}
+
+/// Glob filters on a server's tool names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ToolFilter {
+    /// If non-empty, only tools matching one of these globs are kept.
+    pub allow: Vec<String>,
+    /// Tools matching one of these globs are dropped (after `allow`).
+    pub deny: Vec<String>,
+}
+
+/// One validated, expanded server definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The server's name (the key in the file).
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportConfig,
+    /// `false` keeps it configured but not started.
+    pub enabled: bool,
+    /// Time allowed for start-up.
+    #[serde(serialize_with = "ser_ms")]
+    pub startup_timeout: Duration,
+    /// Default time a tool call may go without response or progress.
+    #[serde(serialize_with = "ser_ms")]
+    pub tool_timeout: Duration,
+    /// Tool name filters.
+    pub tools: ToolFilter,
+    /// Which kind of file it came from.
+    pub scope: Scope,
+    /// The file it came from.
+    pub source: PathBuf,
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A server entry that did not validate: it is kept (so it shows as failed) but never started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct InvalidServer {
+    /// The server's name.
+    pub name: String,
+    /// Which kind of file it came from.
+    pub scope: Scope,
+    /// The file it came from.
+    pub source: PathBuf,
+    /// What is wrong, naming the field.
+    pub message: String,
+}
+
+/// A server as configured: valid, or invalid with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerEntry {
+    /// A definition that can be started.
+    Valid(ServerConfig),
+    /// A definition that failed validation or expansion.
+    Invalid(InvalidServer),
+}
+
+impl ServerEntry {
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        match self {
+            ServerEntry::Valid(c) => &c.name,
+            ServerEntry::Invalid(i) => &i.name,
+        }
+    }
+    /// The scope of the file it came from.
+    pub fn scope(&self) -> Scope {
+        match self {
+            ServerEntry::Valid(c) => c.scope,
+            ServerEntry::Invalid(i) => i.scope,
+        }
+    }
+    /// The file it came from.
+    pub fn source(&self) -> &Path {
+        match self {
+            ServerEntry::Valid(c) => &c.source,
+            ServerEntry::Invalid(i) => &i.source,
+        }
+    }
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Severity {
+    /// Something was ignored (an unknown field); everything else still works.
+    Warning,
+    /// A file or a server could not be used.
+    Error,
+}
+
+/// One problem found while loading configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Diagnostic {
+    /// Warning or error.
+    pub severity: Severity,
+    /// The file concerned.
+    pub file: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// The server concerned, if any.
+    pub server: Option<String>,
+    /// The field concerned, if any.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        write!(f, "{sev}: {}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(col) = self.column {
+                write!(f, ":{col}")?;
+            }
+        }
+        if let Some(server) = &self.server {
+            write!(f, ": server `{server}`")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Everything loaded: the merged servers, every diagnostic, and the files looked at.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct LoadedConfig {
+    /// Servers by name, after precedence.
+    pub servers: BTreeMap<String, ServerEntry>,
+    /// Every warning and error, in file order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Each file looked at, found or not.
+    pub files: Vec<FileLook>,
+    /// The project root: the folder holding `.git` above the working directory (or the
+    /// working directory itself).
+    pub project_root: PathBuf,
+    /// The user file (whether or not it exists).
+    pub user_file: PathBuf,
+}
+
+impl LoadedConfig {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+}
+
+/// Reads the host environment into a map (the one place config looks at the process env).
+pub fn host_env() -> HashMap<String, String> {
+    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
+}

@@ -1,0 +1,137 @@
+//! Our side of the MCP session: what the client declares, and where server notifications go.
+//!
+//! `list_changed` notifications become [`ListChange`] signals for the hub's per-server refresh
+//! worker; progress notifications are routed by token to the call that asked for them;
+//! logging messages become events.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::ClientHandler;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken};
+use rmcp::service::{NotificationContext, RoleClient};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::events::Event;
+
+/// Which list a server said has changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ListChange {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+/// A progress report for a tool call.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Progress so far (increases).
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// A message, when the server gives one.
+    pub message: Option<String>,
+}
+
+/// Routes progress notifications to the call waiting for them. Notifications that arrive
+/// before their call registered (the request is on the wire before the token is known here)
+/// are held briefly and handed over on registration.
+#[derive(Debug, Default)]
+pub(crate) struct ProgressRouter {
+    inner: Mutex<RouterState>,
+}
+
+#[derive(Debug, Default)]
+struct RouterState {
+    routes: HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>,
+    early: VecDeque<(ProgressToken, Progress)>,
+}
+
+const EARLY_KEPT: usize = 64;
+
+impl ProgressRouter {
+    pub(crate) fn register(&self, token: ProgressToken, tx: mpsc::UnboundedSender<Progress>) {
+        let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let early: Vec<Progress> = {
+            let mut kept = VecDeque::new();
+            let mut mine = Vec::new();
+            for (t, p) in st.early.drain(..) {
+                if t == token { mine.push(p) } else { kept.push_back((t, p)) }
+            }
+            st.early = kept;
+            mine
+        };
+        for p in early {
+            let _ = tx.send(p);
+        }
+        st.routes.insert(token, tx);
+    }
+
+    pub(crate) fn unregister(&self, token: &ProgressToken) {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner).routes.remove(token);
+    }
+
+    fn dispatch(&self, param: ProgressNotificationParam) {
+        let progress = Progress { progress: param.progress, total: param.total, message: param.message };
+        let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        match st.routes.get(&param.progress_token) {
+            Some(tx) => {
+                let _ = tx.send(progress);
+            }
+            None => {
+                if st.early.len() == EARLY_KEPT {
+                    st.early.pop_front();
+                }
+                st.early.push_back((param.progress_token, progress));
+            }
+        }
+    }
+}
+
+/// The client handler for one connection.
+pub(crate) struct Handler {
+    pub(crate) server: String,
+    pub(crate) changes: mpsc::UnboundedSender<ListChange>,
+    pub(crate) progress: Arc<ProgressRouter>,
+    pub(crate) events: broadcast::Sender<Event>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("switchboard", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        let _ = self.changes.send(ListChange::Tools);
+    }
+
+    async fn on_resource_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        let _ = self.changes.send(ListChange::Resources);
+    }
+
+    async fn on_prompt_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        let _ = self.changes.send(ListChange::Prompts);
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _ctx: NotificationContext<RoleClient>) {
+        self.progress.dispatch(params);
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        let level =
+            serde_json::to_value(params.level).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        tracing::debug!(server = %self.server, level = %level, "server log: {}", params.data);
+        let _ = self.events.send(Event::Log {
+            server: self.server.clone(),
+            level,
+            logger: params.logger,
+            data: params.data,
+        });
+    }
+}

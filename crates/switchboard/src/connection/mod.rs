@@ -1,0 +1,319 @@
+//! One live MCP session with one server: start-up (spawn, handshake, first listings, all
+//! under the start-up timeout), listing, requests, and close.
+//!
+//! Start-up failures are classified into [`FailureKind`]s with a message that names the
+//! cause and, for a process, its exit code and last stderr lines.
+
+pub mod handler;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::ClientRequest;
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::catalog::ServerLists;
+use crate::config::{ServerConfig, TransportConfig};
+use crate::events::Event;
+use crate::process::{self, ProcessTree};
+use crate::status::FailureKind;
+use handler::{Handler, ListChange, ProgressRouter};
+
+/// Why a server did not start.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct StartFailure {
+    /// The class of failure.
+    pub kind: FailureKind,
+    /// What happened.
+    pub message: String,
+    /// The last stderr lines, if there was a process.
+    pub stderr_tail: Vec<String>,
+}
+
+/// What a connection needs from the hub.
+pub(crate) struct ConnectCtx {
+    pub project_root: PathBuf,
+    pub host_env: Arc<HashMap<String, String>>,
+    pub events: broadcast::Sender<Event>,
+    pub marker: String,
+    pub trees: Arc<std::sync::Mutex<Vec<Arc<ProcessTree>>>>,
+}
+
+/// What the server said about itself.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerIdentity {
+    pub protocol_version: String,
+    pub name: String,
+    pub version: String,
+    pub instructions: Option<String>,
+    pub has_tools: bool,
+    pub has_resources: bool,
+    pub has_prompts: bool,
+}
+
+/// A live session.
+pub(crate) struct Connection {
+    pub peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    pub tree: Option<Arc<ProcessTree>>,
+    pub progress: Arc<ProgressRouter>,
+    pub identity: ServerIdentity,
+}
+
+fn tail(tree: &ProcessTree) -> Vec<String> {
+    tree.stderr.lines()
+}
+
+fn with_tail(message: String, lines: &[String]) -> String {
+    if lines.is_empty() {
+        return message;
+    }
+    let shown: Vec<&str> = lines.iter().rev().take(10).rev().map(String::as_str).collect();
+    format!("{message}\nlast stderr lines:\n  {}", shown.join("\n  "))
+}
+
+fn describe(e: &ServiceError) -> String {
+    match e {
+        ServiceError::McpError(data) => format!("server error {}: {}", data.code.0, data.message),
+        ServiceError::Timeout { timeout } => format!("timed out after {}", human(*timeout)),
+        ServiceError::TransportClosed => "the connection closed".into(),
+        other => other.to_string(),
+    }
+}
+
+/// `1.5 s`, `30 s`, `250 ms`.
+pub(crate) fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+impl Connection {
+    /// Starts `config`, returning the connection, the channel of its list-change signals, and
+    /// its first listings.
+    pub(crate) async fn start(
+        config: &ServerConfig,
+        ctx: &ConnectCtx,
+    ) -> Result<(Connection, mpsc::UnboundedReceiver<ListChange>, ServerLists), StartFailure> {
+        let stdio = match &config.transport {
+            TransportConfig::Stdio(s) => s,
+            TransportConfig::Http(h) => {
+                return Err(StartFailure {
+                    kind: FailureKind::Unsupported,
+                    message: format!("remote servers ({}) are not supported yet in this build", h.url),
+                    stderr_tail: vec![],
+                });
+            }
+        };
+        let deadline = tokio::time::Instant::now() + config.startup_timeout;
+        let spawned =
+            process::spawn(&config.name, stdio, &ctx.project_root, &ctx.host_env, ctx.marker.clone()).map_err(|e| {
+                StartFailure { kind: FailureKind::ProcessStartFailed, message: e.to_string(), stderr_tail: vec![] }
+            })?;
+        let tree = spawned.tree.clone();
+        {
+            let mut trees = ctx.trees.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            trees.retain(|t| t.exit_info().is_none());
+            trees.push(tree.clone());
+        }
+        let (changes_tx, changes_rx) = mpsc::unbounded_channel();
+        let progress = Arc::new(ProgressRouter::default());
+        let handler = Handler {
+            server: config.name.clone(),
+            changes: changes_tx,
+            progress: progress.clone(),
+            events: ctx.events.clone(),
+        };
+
+        let outcome = tokio::time::timeout_at(deadline, handler.serve((spawned.stdout, spawned.stdin))).await;
+        let service = match outcome {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => {
+                // Most handshake failures are a process that died: report its exit.
+                let exit = tree.exited_within(Duration::from_millis(500)).await;
+                let failure = match exit {
+                    Some(info) => StartFailure {
+                        kind: FailureKind::ProcessExited,
+                        message: with_tail(
+                            format!("`{}` exited during start-up ({info})", stdio.command),
+                            &tail(&tree),
+                        ),
+                        stderr_tail: tail(&tree),
+                    },
+                    None => StartFailure {
+                        kind: FailureKind::ProtocolNegotiationFailed,
+                        message: with_tail(format!("initialize failed: {e}"), &tail(&tree)),
+                        stderr_tail: tail(&tree),
+                    },
+                };
+                tree.terminate().await;
+                return Err(failure);
+            }
+            Err(_) => {
+                tree.terminate().await;
+                return Err(StartFailure {
+                    kind: FailureKind::StartupTimeout,
+                    message: with_tail(
+                        format!(
+                            "did not finish start-up within {} (startup_timeout_ms)",
+                            human(config.startup_timeout)
+                        ),
+                        &tail(&tree),
+                    ),
+                    stderr_tail: tail(&tree),
+                });
+            }
+        };
+        let peer = service.peer().clone();
+        peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled()).await;
+        let identity = match peer.peer_info() {
+            Some(info) => ServerIdentity {
+                protocol_version: info.protocol_version.to_string(),
+                name: info.server_info.as_ref().map(|i| i.name.clone()).unwrap_or_default(),
+                version: info.server_info.as_ref().map(|i| i.version.clone()).unwrap_or_default(),
+                instructions: info.instructions.clone(),
+                has_tools: info.capabilities.tools.is_some(),
+                has_resources: info.capabilities.resources.is_some(),
+                has_prompts: info.capabilities.prompts.is_some(),
+            },
+            None => ServerIdentity {
+                protocol_version: String::new(),
+                name: String::new(),
+                version: String::new(),
+                instructions: None,
+                has_tools: true,
+                has_resources: false,
+                has_prompts: false,
+            },
+        };
+        let conn = Connection {
+            peer,
+            service: tokio::sync::Mutex::new(Some(service)),
+            tree: Some(tree.clone()),
+            progress,
+            identity,
+        };
+        let lists = match tokio::time::timeout_at(deadline, conn.list_all(&config.name)).await {
+            Ok(Ok(lists)) => lists,
+            Ok(Err(e)) => {
+                let t = tail(&tree);
+                conn.close().await;
+                return Err(StartFailure {
+                    kind: FailureKind::ToolListFailed,
+                    message: with_tail(format!("tools/list failed: {e}"), &t),
+                    stderr_tail: t,
+                });
+            }
+            Err(_) => {
+                let t = tail(&tree);
+                conn.close().await;
+                return Err(StartFailure {
+                    kind: FailureKind::StartupTimeout,
+                    message: with_tail(
+                        format!(
+                            "listing tools did not finish within {} (startup_timeout_ms)",
+                            human(config.startup_timeout)
+                        ),
+                        &t,
+                    ),
+                    stderr_tail: t,
+                });
+            }
+        };
+        Ok((conn, changes_rx, lists))
+    }
+
+    /// Lists everything the server offers. Only a `tools/list` failure is an error; the other
+    /// lists are optional capabilities and fail soft (logged, empty).
+    pub(crate) async fn list_all(&self, server: &str) -> Result<ServerLists, String> {
+        let tools = if self.identity.has_tools {
+            self.peer.list_all_tools().await.map_err(|e| describe(&e))?
+        } else {
+            Vec::new()
+        };
+        let (resources, resource_templates, prompts) = tokio::join!(
+            self.list_soft(server, "resources/list", self.identity.has_resources, self.peer.list_all_resources()),
+            self.list_soft(
+                server,
+                "resources/templates/list",
+                self.identity.has_resources,
+                self.peer.list_all_resource_templates()
+            ),
+            self.list_soft(server, "prompts/list", self.identity.has_prompts, self.peer.list_all_prompts()),
+        );
+        Ok(ServerLists { tools, resources, resource_templates, prompts })
+    }
+
+    async fn list_soft<T>(
+        &self,
+        server: &str,
+        what: &str,
+        wanted: bool,
+        fut: impl std::future::Future<Output = Result<Vec<T>, ServiceError>>,
+    ) -> Vec<T> {
+        if !wanted {
+            return Vec::new();
+        }
+        match fut.await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(server = %server, "{what} failed: {}", describe(&e));
+                Vec::new()
+            }
+        }
+    }
+
+    /// Re-lists one kind after a `list_changed`.
+    pub(crate) async fn relist(&self, change: ListChange, lists: &mut ServerLists) -> Result<(), String> {
+        match change {
+            ListChange::Tools => lists.tools = self.peer.list_all_tools().await.map_err(|e| describe(&e))?,
+            ListChange::Resources => {
+                lists.resources = self.peer.list_all_resources().await.map_err(|e| describe(&e))?;
+                lists.resource_templates = self.peer.list_all_resource_templates().await.map_err(|e| describe(&e))?;
+            }
+            ListChange::Prompts => lists.prompts = self.peer.list_all_prompts().await.map_err(|e| describe(&e))?,
+        }
+        Ok(())
+    }
+
+    /// Sends a request with options; the caller awaits the handle.
+    pub(crate) async fn request(
+        &self,
+        request: ClientRequest,
+        options: PeerRequestOptions,
+    ) -> Result<rmcp::service::RequestHandle<RoleClient>, ServiceError> {
+        self.peer.send_request_with_option(request, options).await
+    }
+
+    /// Whether the session is gone (process exited or transport closed).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.peer.is_transport_closed() || self.tree.as_ref().is_some_and(|t| t.exit_info().is_some())
+    }
+
+    /// Closes the session and ends the process tree: stdin closed first (the service is
+    /// cancelled, which drops the transport), then the tree's signal sequence. Bounded.
+    pub(crate) async fn close(&self) {
+        let service = self.service.lock().await.take();
+        if let Some(service) = service {
+            let _ = tokio::time::timeout(Duration::from_millis(200), service.cancel()).await;
+        }
+        if let Some(tree) = &self.tree {
+            tree.terminate().await;
+        }
+    }
+}
+
+/// Human text for a request error.
+pub(crate) fn describe_error(e: &ServiceError) -> String {
+    describe(e)
+}

@@ -1,0 +1,58 @@
+//! Errors of the [`crate::Hub`] API.
+
+use std::time::Duration;
+
+/// What went wrong with a hub operation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No tool of that name in the catalog.
+    #[error("no tool named `{name}` (see `switchboard tools`)")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+    /// No server of that name.
+    #[error("no server named `{name}`")]
+    UnknownServer {
+        /// The name asked for.
+        name: String,
+    },
+    /// The server is not connected and cannot be (failed, disabled, untrusted).
+    #[error("server `{server}` is not connected: {reason}")]
+    NotConnected {
+        /// The server.
+        server: String,
+        /// Its status, explained.
+        reason: String,
+    },
+    /// No response (nor progress) within the timeout; `notifications/cancelled` was sent.
+    #[error("`{what}` on server `{server}` timed out after {}", crate::connection::human(*after))]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The request (`tools/call echo`).
+        what: String,
+        /// The timeout that expired.
+        after: Duration,
+    },
+    /// The server went away while the request was in flight. It is not retried.
+    #[error("server `{server}` {message}")]
+    ServerExited {
+        /// The server.
+        server: String,
+        /// What happened (exit code, stderr tail).
+        message: String,
+    },
+    /// The caller cancelled; `notifications/cancelled` was sent.
+    #[error("cancelled")]
+    Cancelled,
+    /// The server answered with a JSON-RPC error or something unexpected.
+    #[error("server `{server}`: {message}")]
+    Protocol {
+        /// The server.
+        server: String,
+        /// The error.
+        message: String,
+    },
+}

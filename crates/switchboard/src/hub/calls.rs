@@ -1,0 +1,255 @@
+//! Requests through the hub: tool calls (timeout reset on progress, a hard maximum,
+//! cancellation, model-ready results), resource reads and prompts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification, CancelledNotificationParam,
+    ClientNotification, ClientRequest, GetPromptRequestParams, GetPromptResult, JsonObject, ReadResourceRequestParams,
+    ReadResourceResult, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{Hub, Inner, Slot, connect};
+use crate::connection::handler::Progress;
+use crate::connection::{Connection, describe_error};
+use crate::error::Error;
+use crate::output::{ModelResult, Spill, format_result};
+use crate::status::ServerStatus;
+
+/// Options for one call.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// Time without a response or progress before the call is cancelled; default: the
+    /// server's `tool_timeout_ms`.
+    pub timeout: Option<Duration>,
+    /// The longest the call may take in all, progress or not; default: the hub's
+    /// `max_call_time`.
+    pub max_total: Option<Duration>,
+    /// Where progress notifications go.
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// Cancel the call (sends `notifications/cancelled`).
+    pub cancel: Option<CancellationToken>,
+}
+
+impl CallOptions {
+    /// Default options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// With a timeout.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+    /// With a hard maximum.
+    pub fn max_total(mut self, d: Duration) -> Self {
+        self.max_total = Some(d);
+        self
+    }
+    /// With a progress channel.
+    pub fn progress(mut self, tx: mpsc::UnboundedSender<Progress>) -> Self {
+        self.progress = Some(tx);
+        self
+    }
+    /// With a cancellation token.
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+/// The outcome of a tool call.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct ToolOutput {
+    /// The model-visible tool name.
+    pub name: String,
+    /// The server.
+    pub server: String,
+    /// The tool's raw name on that server.
+    pub tool: String,
+    /// The result as the server sent it.
+    pub raw: CallToolResult,
+    /// The result ready for a model.
+    pub model: ModelResult,
+}
+
+impl ToolOutput {
+    /// Whether the tool reported an error (`isError`).
+    pub fn is_error(&self) -> bool {
+        self.model.is_error
+    }
+}
+
+impl Hub {
+    /// Calls a tool by model-visible name (or `server/tool`). A server that exited since the
+    /// last call is reconnected once first. A call in flight when the server exits fails with
+    /// [`Error::ServerExited`] and is not retried (the tool may have run).
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+    ) -> Result<ToolOutput, Error> {
+        let entry = self.catalog().tool(name).cloned().ok_or_else(|| Error::UnknownTool { name: name.into() })?;
+        let slot = self.inner.slot(&entry.server)?.clone();
+        let conn = ensure_connected(&self.inner, &slot).await?;
+        let timeout =
+            options.timeout.or(slot.config().map(|c| c.tool_timeout)).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
+        let max_total = options.max_total.unwrap_or(self.inner.options.max_call_time).max(timeout);
+        let mut params = CallToolRequestParams::new(entry.tool.name.to_string());
+        if let Some(args) = arguments {
+            params = params.with_arguments(args);
+        }
+        let what = format!("tools/call {}", entry.tool.name);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let opts =
+            PeerRequestOptions::with_timeout(timeout).reset_timeout_on_progress().with_max_total_timeout(max_total);
+        let result = send(&slot, &conn, request, opts, options.progress, options.cancel, &what).await?;
+        let raw = match result {
+            ServerResult::CallToolResult(r) => r,
+            _ => {
+                return Err(Error::Protocol {
+                    server: slot.name.clone(),
+                    message: format!("{what}: unexpected result type"),
+                });
+            }
+        };
+        let raw_json = serde_json::to_value(&raw).unwrap_or_default();
+        let spill_dir = self.inner.options.paths.data_dir.join("results");
+        let label = format!("{}-{}", entry.server, entry.tool.name);
+        let budget = self.inner.options.budget;
+        let model = tokio::task::spawn_blocking(move || {
+            format_result(&raw_json, budget, Some(Spill { dir: &spill_dir, label: &label }))
+        })
+        .await
+        .map_err(|e| Error::Protocol {
+            server: entry.server.clone(),
+            message: format!("formatting the result failed: {e}"),
+        })?;
+        Ok(ToolOutput { name: entry.name, server: entry.server, tool: entry.tool.name.to_string(), raw, model })
+    }
+
+    /// Reads a resource from a server.
+    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, Error> {
+        let slot = self.inner.slot(server)?.clone();
+        let conn = ensure_connected(&self.inner, &slot).await?;
+        let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
+        match tokio::time::timeout(timeout, conn.peer.read_resource(ReadResourceRequestParams::new(uri))).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(map_error(&slot, &conn, e, &format!("resources/read {uri}")).await),
+            Err(_) => {
+                Err(Error::Timeout { server: server.into(), what: format!("resources/read {uri}"), after: timeout })
+            }
+        }
+    }
+
+    /// Gets a prompt from a server.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, Error> {
+        let slot = self.inner.slot(server)?.clone();
+        let conn = ensure_connected(&self.inner, &slot).await?;
+        let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
+        let mut params = GetPromptRequestParams::new(name);
+        if let Some(args) = arguments {
+            params = params.with_arguments(args);
+        }
+        match tokio::time::timeout(timeout, conn.peer.get_prompt(params)).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(map_error(&slot, &conn, e, &format!("prompts/get {name}")).await),
+            Err(_) => {
+                Err(Error::Timeout { server: server.into(), what: format!("prompts/get {name}"), after: timeout })
+            }
+        }
+    }
+}
+
+/// The slot's live connection, reconnecting once if the server exited since.
+async fn ensure_connected(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>, Error> {
+    let (conn, status) = {
+        let st = slot.state();
+        (st.conn.clone(), st.status.clone())
+    };
+    if let Some(conn) = conn.filter(|c| !c.is_closed()) {
+        return Ok(conn);
+    }
+    match status {
+        ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } => connect(inner, slot).await.map_err(|f| {
+            Error::NotConnected { server: slot.name.clone(), reason: format!("reconnecting failed: {}", f.message) }
+        }),
+        other => Err(Error::NotConnected { server: slot.name.clone(), reason: other.summary() }),
+    }
+}
+
+async fn send(
+    slot: &Slot,
+    conn: &Connection,
+    request: ClientRequest,
+    opts: PeerRequestOptions,
+    progress: Option<mpsc::UnboundedSender<Progress>>,
+    cancel: Option<CancellationToken>,
+    what: &str,
+) -> Result<ServerResult, Error> {
+    let handle = match conn.request(request, opts).await {
+        Ok(h) => h,
+        Err(e) => return Err(map_error(slot, conn, e, what).await),
+    };
+    let token = handle.progress_token.clone();
+    let id = handle.id.clone();
+    if let Some(tx) = progress {
+        conn.progress.register(token.clone(), tx);
+    }
+    let cancel = cancel.unwrap_or_default();
+    let outcome = tokio::select! {
+        r = handle.await_response() => Some(r),
+        () = cancel.cancelled() => None,
+    };
+    conn.progress.unregister(&token);
+    match outcome {
+        Some(Ok(r)) => Ok(r),
+        Some(Err(e)) => Err(map_error(slot, conn, e, what).await),
+        None => {
+            let note = CancelledNotification::new(CancelledNotificationParam::new(
+                Some(id),
+                Some("cancelled by the user".into()),
+            ));
+            let _ = conn.peer.send_notification(ClientNotification::CancelledNotification(note)).await;
+            Err(Error::Cancelled)
+        }
+    }
+}
+
+async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, what: &str) -> Error {
+    match e {
+        ServiceError::Timeout { timeout } => {
+            Error::Timeout { server: slot.name.clone(), what: what.into(), after: timeout }
+        }
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+            let exit = match &conn.tree {
+                Some(tree) => tree.exited_within(Duration::from_millis(1000)).await,
+                None => None,
+            };
+            let tail = conn.tree.as_ref().map(|t| t.stderr.lines()).unwrap_or_default();
+            let mut message = match exit {
+                Some(info) => format!("exited during `{what}` ({info}); the call was not retried"),
+                None => format!("closed the connection during `{what}`; the call was not retried"),
+            };
+            if !tail.is_empty() {
+                let shown: Vec<&str> = tail.iter().rev().take(10).rev().map(String::as_str).collect();
+                message.push_str(&format!("\nlast stderr lines:\n  {}", shown.join("\n  ")));
+            }
+            Error::ServerExited { server: slot.name.clone(), message }
+        }
+        other => Error::Protocol { server: slot.name.clone(), message: format!("{what}: {}", describe_error(&other)) },
+    }
+}

@@ -1,0 +1,509 @@
+//! The [`Hub`]: one facade over every configured server.
+//!
+//! Each server has a slot holding its status, its live connection and its last good lists.
+//! All enabled, trusted servers start in parallel; each start is bounded by its own timeout,
+//! so one slow or broken server never delays another beyond that. Every change to a slot's
+//! lists rebuilds the [`Catalog`] snapshot, which readers get as an `Arc` without locking.
+//!
+//! Per connection, two tasks run: an exit watcher (an unexpected exit marks the server
+//! `disconnected`, reaps what is left of its tree and publishes an event; the next call
+//! reconnects once) and a refresh worker for `list_changed` notifications (sequential per
+//! server, with a sequence number so a refresh from an older connection can never overwrite a
+//! newer list).
+
+mod calls;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::{broadcast, mpsc, watch};
+
+pub use calls::{CallOptions, ToolOutput};
+
+use crate::catalog::{Catalog, CompiledFilter, ServerLists};
+use crate::config::{LoadedConfig, Scope, ServerConfig, ServerEntry, TransportConfig};
+use crate::connection::handler::ListChange;
+use crate::connection::{ConnectCtx, Connection, StartFailure};
+use crate::error::Error;
+use crate::events::Event;
+use crate::output::ResultBudget;
+use crate::paths::Paths;
+use crate::policy::TrustStore;
+use crate::process::ProcessTree;
+use crate::status::{Counts, FailureKind, ServerStatus};
+
+/// How the hub runs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HubOptions {
+    /// The user's config file and data folder (trust records, spilled results).
+    pub paths: Paths,
+    /// Limits on results given to a model.
+    pub budget: ResultBudget,
+    /// The host environment servers draw their default variables from.
+    pub host_env: HashMap<String, String>,
+    /// Start only these servers (others are left out of the hub); `None` starts all.
+    pub only: Option<BTreeSet<String>>,
+    /// The longest any call may take, progress or not, unless the call says otherwise.
+    pub max_call_time: Duration,
+}
+
+impl HubOptions {
+    /// Options with the given paths and the host environment.
+    pub fn new(paths: Paths) -> Self {
+        HubOptions {
+            paths,
+            budget: ResultBudget::default(),
+            host_env: crate::config::host_env(),
+            only: None,
+            max_call_time: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// One server as the hub sees it.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct ServerInfo {
+    /// Its name.
+    pub name: String,
+    /// Where it was configured.
+    pub scope: Scope,
+    /// The file it came from.
+    pub source: PathBuf,
+    /// `stdio` or `http`.
+    pub transport: &'static str,
+    /// What runs or where it connects (command line or URL; no env values, no headers).
+    pub target: String,
+    /// Its status.
+    pub status: ServerStatus,
+}
+
+struct SlotState {
+    status: ServerStatus,
+    conn: Option<Arc<Connection>>,
+    lists: Arc<ServerLists>,
+    applied: HashMap<ListChange, u64>,
+}
+
+struct Slot {
+    name: String,
+    entry: ServerEntry,
+    filter: CompiledFilter,
+    state: Mutex<SlotState>,
+    connect_lock: tokio::sync::Mutex<()>,
+    epoch: AtomicU64,
+    list_seq: AtomicU64,
+}
+
+impl Slot {
+    fn state(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+    fn config(&self) -> Option<&ServerConfig> {
+        match &self.entry {
+            ServerEntry::Valid(c) => Some(c),
+            ServerEntry::Invalid(_) => None,
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    options: HubOptions,
+    project_root: PathBuf,
+    host_env: Arc<HashMap<String, String>>,
+    slots: BTreeMap<String, Arc<Slot>>,
+    catalog: RwLock<Arc<Catalog>>,
+    events: broadcast::Sender<Event>,
+    changed: watch::Sender<u64>,
+    trees: Arc<Mutex<Vec<Arc<ProcessTree>>>>,
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    shutting_down: AtomicBool,
+    id: String,
+}
+
+/// The host runtime: start it with a loaded config, then read statuses and the catalog, call
+/// tools, read resources, get prompts, subscribe to events, and shut it down.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").field("servers", &self.inner.slots.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+static HUB_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Hub {
+    /// Creates the hub and starts every enabled, trusted server in parallel. Returns at once;
+    /// use [`Hub::ready`] to wait until every start has settled.
+    pub fn start(config: &LoadedConfig, options: HubOptions) -> Hub {
+        let trust = TrustStore::open(&options.paths.data_dir);
+        if let Err(e) = &trust {
+            tracing::warn!("{e}; project servers stay untrusted");
+        }
+        let (events, _) = broadcast::channel(1024);
+        let (changed, _) = watch::channel(0);
+        let mut slots = BTreeMap::new();
+        for (name, entry) in &config.servers {
+            if options.only.as_ref().is_some_and(|only| !only.contains(name)) {
+                continue;
+            }
+            let status = match entry {
+                ServerEntry::Invalid(i) => ServerStatus::Failed {
+                    kind: FailureKind::ConfigInvalid,
+                    message: i.message.clone(),
+                    stderr_tail: vec![],
+                },
+                ServerEntry::Valid(c) if !c.enabled => ServerStatus::Disabled,
+                ServerEntry::Valid(c) if !trust.as_ref().is_ok_and(|t| t.is_trusted(&config.project_root, c)) => {
+                    ServerStatus::Untrusted
+                }
+                ServerEntry::Valid(_) => ServerStatus::Connecting,
+            };
+            let filter = match entry {
+                ServerEntry::Valid(c) => CompiledFilter::new(&c.tools),
+                ServerEntry::Invalid(_) => CompiledFilter::new(&Default::default()),
+            };
+            slots.insert(
+                name.clone(),
+                Arc::new(Slot {
+                    name: name.clone(),
+                    entry: entry.clone(),
+                    filter,
+                    state: Mutex::new(SlotState { status, conn: None, lists: Arc::default(), applied: HashMap::new() }),
+                    connect_lock: tokio::sync::Mutex::new(()),
+                    epoch: AtomicU64::new(0),
+                    list_seq: AtomicU64::new(0),
+                }),
+            );
+        }
+        let n = HUB_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let inner = Arc::new(Inner {
+            host_env: Arc::new(options.host_env.clone()),
+            options,
+            project_root: config.project_root.clone(),
+            slots,
+            catalog: RwLock::new(Arc::new(Catalog::default())),
+            events,
+            changed,
+            trees: Arc::default(),
+            tasks: Mutex::new(Vec::new()),
+            shutting_down: AtomicBool::new(false),
+            id: format!("{}-{n}", std::process::id()),
+        });
+        for slot in inner.slots.values() {
+            if matches!(slot.state().status, ServerStatus::Connecting) {
+                let (inner2, slot2) = (inner.clone(), slot.clone());
+                let handle = tokio::spawn(async move {
+                    let _ = connect(&inner2, &slot2).await;
+                });
+                inner.track(handle.abort_handle());
+            }
+        }
+        Hub { inner }
+    }
+
+    /// Waits until no server is `connecting`.
+    pub async fn ready(&self) {
+        let mut rx = self.inner.changed.subscribe();
+        loop {
+            if !self.inner.slots.values().any(|s| matches!(s.state().status, ServerStatus::Connecting)) {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Every server with its status, by name.
+    pub fn servers(&self) -> Vec<ServerInfo> {
+        self.inner.slots.values().map(|s| info(s)).collect()
+    }
+
+    /// One server's status.
+    pub fn status(&self, name: &str) -> Option<ServerStatus> {
+        self.inner.slots.get(name).map(|s| s.state().status.clone())
+    }
+
+    /// The current catalog snapshot.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.inner.catalog.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// The project root this hub runs in.
+    pub fn project_root(&self) -> &std::path::Path {
+        &self.inner.project_root
+    }
+
+    /// Closes a server's connection (if any) and connects it again.
+    pub async fn reconnect(&self, name: &str) -> Result<(), Error> {
+        let slot = self.inner.slot(name)?;
+        let old = slot.state().conn.take();
+        if let Some(conn) = old {
+            conn.close().await;
+        }
+        connect(&self.inner, slot)
+            .await
+            .map(|_| ())
+            .map_err(|f| Error::NotConnected { server: name.into(), reason: f.message })
+    }
+
+    /// Closes every server in parallel and ends their process trees. Returns within about
+    /// 2 s even when servers ignore signals.
+    pub async fn shutdown(&self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        for task in self.inner.tasks.lock().unwrap_or_else(PoisonError::into_inner).drain(..) {
+            task.abort();
+        }
+        let conns: Vec<Arc<Connection>> = self.inner.slots.values().filter_map(|s| s.state().conn.take()).collect();
+        let trees: Vec<Arc<ProcessTree>> =
+            self.inner.trees.lock().unwrap_or_else(PoisonError::into_inner).drain(..).collect();
+        let closes = futures::future::join_all(conns.iter().map(|c| c.close()));
+        let kills = futures::future::join_all(trees.iter().map(|t| t.terminate()));
+        let _ = tokio::time::timeout(Duration::from_millis(1900), futures::future::join(closes, kills)).await;
+    }
+}
+
+fn info(slot: &Slot) -> ServerInfo {
+    let (transport, target) = match slot.config().map(|c| &c.transport) {
+        Some(TransportConfig::Stdio(s)) => (
+            "stdio",
+            std::iter::once(s.command.as_str()).chain(s.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
+        ),
+        Some(TransportConfig::Http(h)) => ("http", h.url.clone()),
+        None => ("-", String::new()),
+    };
+    ServerInfo {
+        name: slot.name.clone(),
+        scope: slot.entry.scope(),
+        source: slot.entry.source().to_path_buf(),
+        transport,
+        target,
+        status: slot.state().status.clone(),
+    }
+}
+
+impl Inner {
+    fn slot(&self, name: &str) -> Result<&Arc<Slot>, Error> {
+        self.slots.get(name).ok_or_else(|| Error::UnknownServer { name: name.into() })
+    }
+
+    fn track(&self, handle: tokio::task::AbortHandle) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
+    }
+
+    fn set_status(&self, slot: &Slot, status: ServerStatus) {
+        slot.state().status = status.clone();
+        let _ = self.events.send(Event::StatusChanged { server: slot.name.clone(), status });
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    fn rebuild_catalog(&self) {
+        let snapshot: Vec<(&str, Arc<ServerLists>, &CompiledFilter)> =
+            self.slots.values().map(|s| (s.name.as_str(), s.state().lists.clone(), &s.filter)).collect();
+        let catalog = Catalog::build(snapshot.iter().map(|(n, l, f)| (*n, &**l, *f)));
+        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
+    }
+
+    fn publish_catalog(&self, slot: &Slot) {
+        let lists = slot.state().lists.clone();
+        let tools = lists.tools.iter().filter(|t| slot.filter.allows(&t.name)).count();
+        let _ = self.events.send(Event::CatalogChanged {
+            server: slot.name.clone(),
+            tools,
+            resources: lists.resources.len(),
+            prompts: lists.prompts.len(),
+        });
+    }
+}
+
+fn counts(lists: &ServerLists, filter: &CompiledFilter) -> Counts {
+    Counts {
+        tools: lists.tools.iter().filter(|t| filter.allows(&t.name)).count(),
+        resources: lists.resources.len(),
+        resource_templates: lists.resource_templates.len(),
+        prompts: lists.prompts.len(),
+    }
+}
+
+fn connected_status(conn: &Connection, lists: &ServerLists, filter: &CompiledFilter) -> ServerStatus {
+    let id = &conn.identity;
+    ServerStatus::Connected {
+        protocol_version: id.protocol_version.clone(),
+        server_name: id.name.clone(),
+        server_version: id.version.clone(),
+        instructions: id.instructions.clone(),
+        counts: counts(lists, filter),
+    }
+}
+
+/// Connects a slot (no-op when it already has a live connection).
+async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>, StartFailure> {
+    let _guard = slot.connect_lock.lock().await;
+    if let Some(conn) = slot.state().conn.clone().filter(|c| !c.is_closed()) {
+        return Ok(conn);
+    }
+    let Some(config) = slot.config() else {
+        return Err(StartFailure {
+            kind: FailureKind::ConfigInvalid,
+            message: slot.state().status.summary(),
+            stderr_tail: vec![],
+        });
+    };
+    inner.set_status(slot, ServerStatus::Connecting);
+    let epoch = slot.epoch.fetch_add(1, Ordering::SeqCst) + 1;
+    let ctx = ConnectCtx {
+        project_root: inner.project_root.clone(),
+        host_env: inner.host_env.clone(),
+        events: inner.events.clone(),
+        marker: format!("{}-{}-{epoch}", inner.id, slot.name),
+        trees: inner.trees.clone(),
+    };
+    match Connection::start(config, &ctx).await {
+        Ok((conn, changes, lists)) => {
+            let conn = Arc::new(conn);
+            let status = connected_status(&conn, &lists, &slot.filter);
+            {
+                let mut st = slot.state();
+                st.conn = Some(conn.clone());
+                st.lists = Arc::new(lists);
+                let seq = slot.list_seq.load(Ordering::SeqCst);
+                st.applied = [ListChange::Tools, ListChange::Resources, ListChange::Prompts]
+                    .into_iter()
+                    .map(|k| (k, seq))
+                    .collect();
+            }
+            inner.rebuild_catalog();
+            inner.set_status(slot, status);
+            inner.publish_catalog(slot);
+            spawn_watchers(inner, slot, &conn, changes, epoch);
+            if inner.shutting_down.load(Ordering::SeqCst) {
+                conn.close().await;
+            }
+            Ok(conn)
+        }
+        Err(failure) => {
+            slot.state().lists = Arc::default();
+            inner.rebuild_catalog();
+            inner.set_status(
+                slot,
+                ServerStatus::Failed {
+                    kind: failure.kind,
+                    message: failure.message.clone(),
+                    stderr_tail: failure.stderr_tail.clone(),
+                },
+            );
+            Err(failure)
+        }
+    }
+}
+
+fn spawn_watchers(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    conn: &Arc<Connection>,
+    mut changes: mpsc::UnboundedReceiver<ListChange>,
+    epoch: u64,
+) {
+    if let Some(tree) = conn.tree.clone() {
+        let (inner2, slot2, conn2) = (inner.clone(), slot.clone(), Arc::downgrade(conn));
+        let h = tokio::spawn(async move {
+            let exit = tree.exited().await;
+            if inner2.shutting_down.load(Ordering::SeqCst) || slot2.epoch.load(Ordering::SeqCst) != epoch {
+                return;
+            }
+            let is_current = {
+                let mut st = slot2.state();
+                let current = st.conn.as_ref().zip(conn2.upgrade()).is_some_and(|(a, b)| Arc::ptr_eq(a, &b));
+                if current {
+                    st.conn = None;
+                }
+                current
+            };
+            if !is_current {
+                return;
+            }
+            // Reap whatever the server left behind (grandchildren) before reporting.
+            tree.terminate().await;
+            let tail = tree.stderr.lines();
+            tracing::warn!(server = %slot2.name, "server exited unexpectedly ({})", exit.map(|e| e.to_string()).unwrap_or_default());
+            inner2.set_status(
+                &slot2,
+                ServerStatus::Disconnected {
+                    exit_code: exit.and_then(|e| e.code),
+                    signal: exit.and_then(|e| e.signal),
+                    stderr_tail: tail,
+                },
+            );
+        });
+        inner.track(h.abort_handle());
+    }
+    let (inner2, slot2, conn2) = (inner.clone(), slot.clone(), Arc::downgrade(conn));
+    let h = tokio::spawn(async move {
+        while let Some(first) = changes.recv().await {
+            let mut kinds = BTreeSet::from([first as u8]);
+            while let Ok(more) = changes.try_recv() {
+                kinds.insert(more as u8);
+            }
+            let Some(conn) = conn2.upgrade() else { return };
+            for kind in [ListChange::Tools, ListChange::Resources, ListChange::Prompts] {
+                if kinds.contains(&(kind as u8)) {
+                    refresh(&inner2, &slot2, &conn, kind, epoch).await;
+                }
+            }
+        }
+    });
+    inner.track(h.abort_handle());
+}
+
+async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connection, kind: ListChange, epoch: u64) {
+    let seq = slot.list_seq.fetch_add(1, Ordering::SeqCst) + 1;
+    let mut lists = (*slot.state().lists).clone();
+    if let Err(e) = conn.relist(kind, &mut lists).await {
+        tracing::warn!(server = %slot.name, "refresh after list_changed failed, keeping the last good list: {e}");
+        return;
+    }
+    let status = {
+        let mut st = slot.state();
+        let applied = st.applied.get(&kind).copied().unwrap_or(0);
+        if slot.epoch.load(Ordering::SeqCst) != epoch || seq <= applied {
+            return;
+        }
+        let mut merged = (*st.lists).clone();
+        match kind {
+            ListChange::Tools => merged.tools = lists.tools,
+            ListChange::Resources => {
+                merged.resources = lists.resources;
+                merged.resource_templates = lists.resource_templates;
+            }
+            ListChange::Prompts => merged.prompts = lists.prompts,
+        }
+        st.applied.insert(kind, seq);
+        st.lists = Arc::new(merged);
+        match &st.status {
+            ServerStatus::Connected { .. } => Some(connected_status(conn, &st.lists, &slot.filter)),
+            _ => None,
+        }
+    };
+    inner.rebuild_catalog();
+    if let Some(status) = status {
+        inner.set_status(slot, status);
+    }
+    inner.publish_catalog(slot);
+}

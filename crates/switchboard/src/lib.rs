@@ -1,0 +1,42 @@
+//! # switchboard
+//!
+//! An MCP host runtime: the part of an AI agent that connects to many Model Context Protocol
+//! servers and turns them into one catalog of tools, resources and prompts.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use switchboard::{Hub, HubOptions, Paths, config};
+//! let paths = Paths::from_env();
+//! let cwd = std::env::current_dir().unwrap_or_default();
+//! let loaded = config::load(&config::LoadOptions::from_env(cwd, &paths));
+//! let hub = Hub::start(&loaded, HubOptions::new(paths));
+//! hub.ready().await;
+//! for tool in hub.catalog().tools() {
+//!     println!("{}", tool.name);
+//! }
+//! hub.shutdown().await;
+//! # }
+//! ```
+//!
+//! Modules, one per concern: [`config`] (files, shapes, precedence), [`process`] (children
+//! and their trees), [`connection`] (one MCP session), [`catalog`] (names and the merged
+//! catalog), [`output`] (results for models), [`policy`] (workspace trust), [`events`],
+//! [`status`], and the [`Hub`] facade over all of them.
+
+pub mod catalog;
+pub mod config;
+pub mod connection;
+mod error;
+pub mod events;
+mod fsutil;
+mod hub;
+pub mod output;
+mod paths;
+pub mod policy;
+pub mod process;
+pub mod status;
+
+pub use connection::handler::Progress;
+pub use error::Error;
+pub use hub::{CallOptions, Hub, HubOptions, ServerInfo, ToolOutput};
+pub use paths::Paths;

@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn error_positions_survive() {
-        let src = "{\n /* x\n y */ \"a\": tru\n}";
+        let src = "{\n /* x\n y */ \"a\": @\n}";
         let err = serde_json::from_str::<serde_json::Value>(&strip(src)).err();
         assert_eq!(err.map(|e| e.line()), Some(3));
     }

@@ -206,6 +206,7 @@ async fn send(
     };
     let token = handle.progress_token.clone();
     let id = handle.id.clone();
+    let routed = progress.is_some();
     if let Some(tx) = progress {
         conn.progress.register(token.clone(), tx);
     }
@@ -214,7 +215,15 @@ async fn send(
         r = handle.await_response() => Some(r),
         () = cancel.cancelled() => None,
     };
-    conn.progress.unregister(&token);
+    if routed {
+        // A progress notification sent just before the response may still be in the
+        // handler's hands: keep the route a moment, then close the caller's channel.
+        let router = conn.progress.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            router.unregister(&token);
+        });
+    }
     match outcome {
         Some(Ok(r)) => Ok(r),
         Some(Err(e)) => Err(map_error(slot, conn, e, what).await),

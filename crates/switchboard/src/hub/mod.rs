@@ -234,6 +234,12 @@ impl Hub {
         self.inner.slots.get(name).map(|s| s.state().status.clone())
     }
 
+    /// The last lines a server wrote on stderr (its live process, if any).
+    pub fn stderr_tail(&self, name: &str) -> Vec<String> {
+        let conn = self.inner.slots.get(name).and_then(|s| s.state().conn.clone());
+        conn.and_then(|c| c.tree.as_ref().map(|t| t.stderr.lines())).unwrap_or_default()
+    }
+
     /// The current catalog snapshot.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.inner.catalog.read().unwrap_or_else(PoisonError::into_inner).clone()
@@ -476,6 +482,9 @@ async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connection, kind: 
     let seq = slot.list_seq.fetch_add(1, Ordering::SeqCst) + 1;
     let mut lists = (*slot.state().lists).clone();
     if let Err(e) = conn.relist(kind, &mut lists).await {
+        if inner.shutting_down.load(Ordering::SeqCst) || conn.is_closed() {
+            return;
+        }
         tracing::warn!(server = %slot.name, "refresh after list_changed failed, keeping the last good list: {e}");
         return;
     }

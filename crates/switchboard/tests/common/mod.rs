@@ -1,0 +1,162 @@
+//! Helpers for the end-to-end tests: the fixture server, real peers installed on demand into
+//! `<workspace>/.peers` (ignored by git), and hubs over a config written to a temp folder.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::Value;
+use switchboard::config::{self, LoadOptions, LoadedConfig};
+use switchboard::events::Event;
+use switchboard::{Hub, HubOptions, Paths};
+use tempfile::TempDir;
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn target_dir() -> PathBuf {
+    // target/<profile>/deps/<test binary>
+    std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// The fixture server binary, built once per test binary.
+pub fn fixture() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "-q", "-p", "switchboard-fixture"])
+                .current_dir(workspace())
+                .status()
+                .expect("cargo build");
+            assert!(status.success(), "building the fixture failed");
+            let path = target_dir().join("switchboard-fixture");
+            assert!(path.exists(), "no fixture at {}", path.display());
+            path
+        })
+        .clone()
+}
+
+/// Pinned versions of the npm peers.
+pub const NPM_PEERS: &[&str] = &[
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/server-filesystem@2026.8.31",
+    "@modelcontextprotocol/server-memory@2026.8.31",
+];
+
+/// `<workspace>/.peers/node`, with the npm peers installed (once).
+pub fn node_peers() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = workspace().join(".peers/node");
+        let marker = dir.join(".installed-v1");
+        if !marker.exists() {
+            std::fs::create_dir_all(&dir).unwrap();
+            let status = Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&dir)
+                .args(NPM_PEERS)
+                .status()
+                .expect("npm");
+            assert!(status.success(), "npm install of the peers failed");
+            std::fs::write(&marker, NPM_PEERS.join("\n")).unwrap();
+        }
+        dir
+    })
+    .clone()
+}
+
+/// The entry script of an npm peer (`server-everything` ...).
+pub fn node_peer(name: &str) -> String {
+    node_peers().join(format!("node_modules/@modelcontextprotocol/{name}/dist/index.js")).display().to_string()
+}
+
+/// A Python with the `mcp` package (a venv in `<workspace>/.peers/py`, made once).
+pub fn python() -> PathBuf {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let dir = workspace().join(".peers/py");
+        let py = dir.join("bin/python");
+        let marker = dir.join(".installed-v1");
+        if !marker.exists() {
+            let status = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().expect("python3");
+            assert!(status.success(), "python3 -m venv failed");
+            let status = Command::new(&py).args(["-m", "pip", "install", "-q", "mcp==2.3.0"]).status().expect("pip");
+            assert!(status.success(), "pip install mcp failed");
+            std::fs::write(&marker, "mcp==2.3.0").unwrap();
+        }
+        py
+    })
+    .clone()
+}
+
+/// A temp folder holding `config.json` (given as `--config`) and a data folder.
+pub struct TestEnv {
+    pub dir: TempDir,
+    pub paths: Paths,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
+        TestEnv { dir, paths }
+    }
+
+    pub fn load(&self, config_json: &Value) -> LoadedConfig {
+        let file = self.dir.path().join("config.json");
+        std::fs::write(&file, serde_json::to_string_pretty(config_json).unwrap()).unwrap();
+        let mut options = LoadOptions::from_env(self.dir.path().to_path_buf(), &self.paths);
+        options.extra_files = vec![file];
+        config::load(&options)
+    }
+
+    pub async fn hub(&self, config_json: &Value) -> Hub {
+        let loaded = self.load(config_json);
+        assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
+        let hub = Hub::start(&loaded, HubOptions::new(self.paths.clone()));
+        tokio::time::timeout(Duration::from_secs(120), hub.ready()).await.expect("servers did not settle");
+        hub
+    }
+}
+
+/// A fixture server entry with extra flags.
+pub fn fixture_server(args: &[&str]) -> Value {
+    serde_json::json!({"command": fixture().display().to_string(), "args": args})
+}
+
+/// Waits (up to 20 s) for an event matching `pred`.
+pub async fn wait_event(rx: &mut tokio::sync::broadcast::Receiver<Event>, pred: impl Fn(&Event) -> bool) -> Event {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match rx.recv().await {
+                Ok(e) if pred(&e) => return e,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("event channel closed: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("event did not arrive")
+}
+
+/// Whether a process is alive (zombies count as dead).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()).is_some_and(|s| s != "Z"),
+        Err(_) => false,
+    }
+}
+
+/// The text of a tool output for the model.
+pub fn text(out: &switchboard::ToolOutput) -> String {
+    out.model.text()
+}
+
+pub fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
+    v.as_object().cloned()
+}

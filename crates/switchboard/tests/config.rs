@@ -1,0 +1,226 @@
+//! Config files: every accepted shape and alias, precedence, `${VAR}`, diagnostics, trust.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::json;
+use switchboard::config::{self, HttpTransport, LoadOptions, Scope, ServerEntry, Severity, TransportConfig};
+use switchboard::status::ServerStatus;
+use switchboard::{Hub, HubOptions, Paths};
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn options(cwd: &Path, user: &Path, extra: Vec<std::path::PathBuf>) -> LoadOptions {
+    let mut o = LoadOptions::default();
+    o.cwd = cwd.to_path_buf();
+    o.user_file = Some(user.to_path_buf());
+    o.extra_files = extra;
+    o.env = HashMap::from([("HOME".to_string(), "/home/me".to_string()), ("TOKEN".to_string(), "s3cret".to_string())]);
+    o
+}
+
+fn valid(entry: Option<&ServerEntry>) -> &config::ServerConfig {
+    match entry {
+        Some(ServerEntry::Valid(c)) => c,
+        other => panic!("expected a valid entry, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_shape_and_alias_is_understood() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("all.json");
+    write(
+        &file,
+        r#"{
+  // Claude Desktop / Cursor / .mcp.json
+  "mcpServers": {
+    "claude": {"command": "npx", "args": ["-y", "pkg"], "env": {"K": "${HOME}/x"}, "disabled": true},
+    "claude-remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+  },
+  /* VS Code */
+  "servers": {
+    "vscode": {"type": "stdio", "command": "node", "args": ["s.js"], "enable": false, "timeoutMs": 1234},
+    "vscode-sse": {"type": "sse", "url": "https://example.com/sse", "http_headers": {"X": "1"}},
+  },
+  // OpenCode
+  "mcp": {
+    "oc-local": {"type": "local", "command": ["bun", "x", "srv"], "environment": {"A": "b"}, "enabled": true, "timeout": 5000},
+    "oc-remote": {"type": "remote", "url": "http://localhost:9/mcp"},
+  },
+}"#,
+    );
+    let zfile = dir.path().join("zcode.json");
+    write(
+        &zfile,
+        r#"{"mcp": {"servers": {"z": {"command": "z-server", "tool_timeout_ms": 99, "env_passthrough": ["GITHUB_TOKEN"], "inherit_env": false}}}}"#,
+    );
+    let loaded = config::load(&options(dir.path(), &dir.path().join("none.json"), vec![file.clone(), zfile]));
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    assert_eq!(loaded.servers.len(), 7);
+
+    let c = valid(loaded.servers.get("claude"));
+    assert!(!c.enabled);
+    let TransportConfig::Stdio(s) = &c.transport else { panic!() };
+    assert_eq!((s.command.as_str(), s.args.clone()), ("npx", vec!["-y".to_string(), "pkg".to_string()]));
+    assert_eq!(s.env.get("K").map(String::as_str), Some("/home/me/x"));
+    assert_eq!(c.scope, Scope::Cli);
+    assert_eq!(c.source, file);
+
+    let TransportConfig::Http(h) = &valid(loaded.servers.get("claude-remote")).transport else { panic!() };
+    assert_eq!(h.headers.get("Authorization").map(String::as_str), Some("Bearer s3cret"));
+    assert_eq!(h.transport, HttpTransport::Auto);
+
+    let v = valid(loaded.servers.get("vscode"));
+    assert!(!v.enabled);
+    assert_eq!(v.startup_timeout.as_millis(), 1234);
+    let TransportConfig::Http(h) = &valid(loaded.servers.get("vscode-sse")).transport else { panic!() };
+    assert_eq!((h.transport, h.headers.len()), (HttpTransport::Sse, 1));
+
+    let o = valid(loaded.servers.get("oc-local"));
+    let TransportConfig::Stdio(s) = &o.transport else { panic!() };
+    assert_eq!(s.command, "bun");
+    assert_eq!(s.args, vec!["x", "srv"]);
+    assert_eq!(s.env.get("A").map(String::as_str), Some("b"));
+    assert_eq!(o.startup_timeout.as_millis(), 5000);
+    assert!(matches!(valid(loaded.servers.get("oc-remote")).transport, TransportConfig::Http(_)));
+
+    let z = valid(loaded.servers.get("z"));
+    assert_eq!(z.tool_timeout.as_millis(), 99);
+    let TransportConfig::Stdio(s) = &z.transport else { panic!() };
+    assert_eq!(s.env_passthrough, vec!["GITHUB_TOKEN"]);
+    assert_eq!(z.startup_timeout, config::DEFAULT_STARTUP_TIMEOUT);
+}
+
+#[test]
+fn precedence_project_then_user_then_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let sub = root.join("a/b");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(&sub).unwrap();
+    let entry =
+        |tag: &str| format!(r#"{{"servers": {{"s": {{"command": "{tag}"}}, "only-{tag}": {{"command": "x"}}}}}}"#);
+    write(&root.join(".mcp.json"), &entry("root-mcp"));
+    write(&root.join("switchboard.json"), &entry("root-sb"));
+    write(&sub.join(".switchboard/config.json"), &entry("near"));
+    // A file above the .git folder is not part of the project.
+    write(&dir.path().join("switchboard.json"), &entry("outside"));
+    let user = dir.path().join("user.json");
+    let cli = dir.path().join("cli.json");
+
+    let command = |loaded: &config::LoadedConfig| match &valid(loaded.servers.get("s")).transport {
+        TransportConfig::Stdio(s) => s.command.clone(),
+        _ => panic!(),
+    };
+    let loaded = config::load(&options(&sub, &user, vec![]));
+    assert_eq!(loaded.project_root, root);
+    assert_eq!(command(&loaded), "near");
+    assert!(loaded.servers.contains_key("only-root-mcp") && loaded.servers.contains_key("only-root-sb"));
+    assert!(!loaded.servers.contains_key("only-outside"));
+    // Within a folder, switchboard.json wins over .mcp.json.
+    let loaded = config::load(&options(&root, &user, vec![]));
+    assert_eq!(command(&loaded), "root-sb");
+    // The user file wins over project files.
+    write(&user, &entry("user"));
+    let loaded = config::load(&options(&sub, &user, vec![]));
+    assert_eq!(command(&loaded), "user");
+    assert_eq!(valid(loaded.servers.get("s")).scope, Scope::User);
+    // --config wins over all.
+    write(&cli, &entry("cli"));
+    let loaded = config::load(&options(&sub, &user, vec![cli.clone()]));
+    assert_eq!(command(&loaded), "cli");
+    let looked: Vec<_> = loaded.files.iter().map(|f| (f.path.clone(), f.found)).collect();
+    assert!(looked.contains(&(root.join(".mcp.json"), true)));
+    assert!(looked.contains(&(sub.join(".mcp.json"), false)));
+}
+
+#[test]
+fn bad_files_and_entries_give_diagnostics_and_lose_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    write(&broken, "{\n  \"servers\": {\n    \"x\": {\"command\": \"a\",, }\n  }\n}\n");
+    let mixed = dir.path().join("mixed.json");
+    write(
+        &mixed,
+        r#"{
+  "servers": {
+    "good": {"command": "ok", "colour": "blue"},
+    "no-var": {"command": "srv", "env": {"KEY": "${NOT_SET_ANYWHERE}"}},
+    "bad-args": {"command": "srv", "args": "--flag"},
+    "both": {"command": "srv", "url": "http://x"},
+    "bad name!": {"command": "x"},
+    "neither": {}
+  },
+  "extra": 1
+}"#,
+    );
+    let loaded = config::load(&options(dir.path(), &dir.path().join("u.json"), vec![broken.clone(), mixed.clone()]));
+    let parse = loaded.diagnostics.iter().find(|d| d.file == broken).unwrap();
+    assert_eq!((parse.severity, parse.line), (Severity::Error, Some(3)));
+    assert!(parse.column.is_some());
+    assert!(parse.to_string().starts_with(&format!("error: {}:3:", broken.display())), "{parse}");
+
+    assert!(matches!(loaded.servers.get("good"), Some(ServerEntry::Valid(_))));
+    let warn = loaded.diagnostics.iter().find(|d| d.field.as_deref() == Some("colour")).unwrap();
+    assert_eq!((warn.severity, warn.line, warn.server.as_deref()), (Severity::Warning, Some(3), Some("good")));
+    assert!(loaded.diagnostics.iter().any(|d| d.severity == Severity::Warning && d.field.as_deref() == Some("extra")));
+
+    let invalid = |name: &str| match loaded.servers.get(name) {
+        Some(ServerEntry::Invalid(i)) => i.message.clone(),
+        other => panic!("{name}: {other:?}"),
+    };
+    assert!(invalid("no-var").contains("NOT_SET_ANYWHERE"));
+    assert!(invalid("bad-args").contains("field `args`") && invalid("bad-args").contains("array of strings"));
+    assert!(invalid("both").contains("both `command` and `url`"));
+    assert!(invalid("bad name!").contains("use letters"));
+    assert!(invalid("neither").contains("needs `command`"));
+    let d = loaded.diagnostics.iter().find(|d| d.server.as_deref() == Some("bad-args")).unwrap();
+    assert_eq!((d.field.as_deref(), d.line), (Some("args"), Some(5)));
+    assert!(d.to_string().contains(&format!("{}:5: server `bad-args`: field `args`", mixed.display())), "{d}");
+    assert!(loaded.has_errors());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn project_servers_wait_for_trust_and_any_change_needs_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let fixture = common::fixture().display().to_string();
+    let project =
+        |arg: &str| format!(r#"{{"servers": {{"p": {{"command": "{fixture}", "args": ["--name", "{arg}"]}}}}}}"#);
+    write(&root.join("switchboard.json"), &project("one"));
+    let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
+    let load = || {
+        let mut o = LoadOptions::from_env(root.clone(), &paths);
+        o.user_file = None;
+        config::load(&o)
+    };
+    let start = |loaded: &config::LoadedConfig| Hub::start(loaded, HubOptions::new(paths.clone()));
+
+    let hub = start(&load());
+    hub.ready().await;
+    assert_eq!(hub.status("p"), Some(ServerStatus::Untrusted));
+    assert!(hub.catalog().tools().is_empty());
+
+    let loaded = load();
+    let mut store = switchboard::policy::TrustStore::open(&paths.data_dir).unwrap();
+    store.trust(&loaded.project_root, valid(loaded.servers.get("p")));
+    store.save().unwrap();
+    let hub = start(&load());
+    hub.ready().await;
+    assert_eq!(hub.status("p").map(|s| s.state()), Some("connected"));
+    hub.shutdown().await;
+
+    write(&root.join("switchboard.json"), &project("two"));
+    let hub = start(&load());
+    hub.ready().await;
+    assert_eq!(hub.status("p"), Some(ServerStatus::Untrusted), "a changed launch needs trust again");
+    let _ = json!(null);
+}

@@ -1,0 +1,132 @@
+//! Against real servers no one here wrote: the official npm servers and a Python server on the
+//! `mcp` package. They are installed on demand into `<workspace>/.peers`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{TestEnv, args, node_peer, python, text, workspace};
+use serde_json::json;
+use switchboard::CallOptions;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_everything_over_stdio() {
+    let env = TestEnv::new();
+    let hub = env
+        .hub(
+            &json!({"servers": {"everything": {"command": "node", "args": [node_peer("server-everything"), "stdio"]}}}),
+        )
+        .await;
+    assert_eq!(hub.status("everything").map(|s| s.state()), Some("connected"), "{:?}", hub.status("everything"));
+    let catalog = hub.catalog();
+    let tools: Vec<&str> = catalog.tools().iter().map(|t| t.tool.name.as_ref()).collect();
+    for expected in ["echo", "get-sum", "trigger-long-running-operation", "get-tiny-image", "get-resource-reference"] {
+        assert!(tools.contains(&expected), "{expected} missing from {tools:?}");
+    }
+    // Every page of resources was followed (the server pages them).
+    assert!(catalog.resources().len() >= 7, "{}", catalog.resources().len());
+    assert!(!catalog.resource_templates().is_empty());
+    assert!(catalog.prompts().iter().any(|p| p.prompt.name == "simple-prompt"));
+
+    let out = hub.call_tool("mcp__everything__echo", args(json!({"message": "hi"})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("hi"), "{}", text(&out));
+    let out =
+        hub.call_tool("mcp__everything__get-sum", args(json!({"a": 2, "b": 40})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("42"), "{}", text(&out));
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let out = hub
+        .call_tool(
+            "mcp__everything__trigger-long-running-operation",
+            args(json!({"duration": 1, "steps": 4})),
+            CallOptions::new().progress(tx),
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error(), "{}", text(&out));
+    let mut seen = 0;
+    while rx.recv().await.is_some() {
+        seen += 1;
+    }
+    assert!(seen >= 3, "saw {seen} progress notifications");
+
+    let out = hub.call_tool("mcp__everything__get-tiny-image", None, CallOptions::new()).await.unwrap();
+    let blocks = serde_json::to_value(&out.model.blocks).unwrap();
+    assert!(
+        blocks
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["data_url"].as_str().is_some_and(|u| u.starts_with("data:image/png;base64,"))),
+        "{blocks}"
+    );
+
+    let out = hub
+        .call_tool(
+            "mcp__everything__get-resource-reference",
+            args(json!({"resourceType": "Text", "resourceId": 1})),
+            CallOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert!(text(&out).contains("\"uri\""), "{}", text(&out));
+
+    let first = catalog.resources()[0].resource.uri.clone();
+    let read = hub.read_resource("everything", &first).await.unwrap();
+    assert!(!read.contents.is_empty());
+    let prompt = hub.get_prompt("everything", "args-prompt", args(json!({"city": "Lyon"}))).await.unwrap();
+    assert!(serde_json::to_string(&prompt).unwrap().contains("Lyon"));
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn filesystem_and_memory_servers() {
+    let env = TestEnv::new();
+    let root = env.dir.path().join("files");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("note.txt"), "switchboard was here").unwrap();
+    let root = root.canonicalize().unwrap();
+    let hub = env
+        .hub(&json!({"servers": {
+            "fs": {"command": "node", "args": [node_peer("server-filesystem"), root.display().to_string()]},
+            "memory": {"command": "node", "args": [node_peer("server-memory")], "env": {"MEMORY_FILE_PATH": env.dir.path().join("memory.jsonl").display().to_string()}},
+        }}))
+        .await;
+    let path = root.join("note.txt").display().to_string();
+    let out = hub.call_tool("mcp__fs__read_text_file", args(json!({"path": path})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("switchboard was here"), "{}", text(&out));
+    let out = hub
+        .call_tool("mcp__fs__read_text_file", args(json!({"path": "/etc/passwd"})), CallOptions::new())
+        .await
+        .unwrap();
+    assert!(out.is_error() && text(&out).starts_with("MCP tool returned an error:"), "{}", text(&out));
+
+    let entities =
+        json!({"entities": [{"name": "switchboard", "entityType": "project", "observations": ["written in Rust"]}]});
+    hub.call_tool("mcp__memory__create_entities", args(entities), CallOptions::new()).await.unwrap();
+    let out = hub.call_tool("mcp__memory__read_graph", None, CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("written in Rust"), "{}", text(&out));
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_sdk_server() {
+    let env = TestEnv::new();
+    let script = workspace().join("tests/peers/py_server.py");
+    let hub = env.hub(&json!({"servers": {"py": {"command": python().display().to_string(), "args": [script.display().to_string()]}}})).await;
+    match hub.status("py") {
+        Some(switchboard::status::ServerStatus::Connected { server_name, instructions, .. }) => {
+            assert_eq!(server_name, "python-peer");
+            assert!(instructions.unwrap_or_default().contains("switchboard's tests"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let out = hub.call_tool("mcp__py__multiply", args(json!({"a": 6, "b": 7})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("42"), "{}", text(&out));
+    let out = hub.call_tool("mcp__py__shout", args(json!({"text": "quiet"})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("QUIET"));
+    let read = hub.read_resource("py", "py://greeting").await.unwrap();
+    assert!(serde_json::to_string(&read).unwrap().contains("hello from python"));
+    let prompt = hub.get_prompt("py", "review", args(json!({"code": "fn main() {}"}))).await.unwrap();
+    assert!(serde_json::to_string(&prompt).unwrap().contains("fn main"));
+    hub.shutdown().await;
+}

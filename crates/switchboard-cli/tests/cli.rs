@@ -1,0 +1,165 @@
+//! The `switchboard` binary end to end, with the demo config and the fixture server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn fixture() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let ok = Command::new(cargo)
+        .args(["build", "-q", "-p", "switchboard-fixture"])
+        .current_dir(workspace())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let exe = Command::cargo_bin("switchboard").unwrap();
+    Path::new(exe.get_program()).parent().unwrap().join("switchboard-fixture")
+}
+
+/// A command with a private user file and data folder, run in `cwd`.
+fn sb(home: &Path, cwd: &Path) -> Command {
+    let mut c = Command::cargo_bin("switchboard").unwrap();
+    c.env("SWITCHBOARD_CONFIG", home.join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
+        .env_remove("RUST_LOG")
+        .current_dir(cwd);
+    c
+}
+
+fn demo_config(dir: &Path) -> PathBuf {
+    let path = dir.join("demo.json");
+    let cfg = serde_json::json!({"servers": {"demo": {"command": fixture().display().to_string(), "args": ["--name", "demo"]}}});
+    std::fs::write(&path, cfg.to_string()).unwrap();
+    path
+}
+
+fn json_out(c: &mut Command) -> (Value, i32) {
+    let out = c.output().unwrap();
+    let v =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    (v, out.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn list_get_tools_and_call_with_the_demo_config() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = demo_config(home.path());
+    let (v, code) = json_out(sb(home.path(), home.path()).args(["--config", cfg.to_str().unwrap(), "list", "--json"]));
+    assert_eq!(code, 0);
+    assert_eq!(v["servers"][0]["name"], "demo");
+    assert_eq!(v["servers"][0]["status"]["state"], "connected");
+    assert_eq!(v["servers"][0]["status"]["counts"]["tools"], 11);
+
+    let (v, _) = json_out(sb(home.path(), home.path()).args([
+        "--config",
+        cfg.to_str().unwrap(),
+        "tools",
+        "--format",
+        "anthropic",
+    ]));
+    assert!(
+        v.as_array().unwrap().iter().any(|t| t["name"] == "mcp__demo__echo" && t["input_schema"]["type"] == "object")
+    );
+
+    let out = sb(home.path(), home.path())
+        .args(["--config", cfg.to_str().unwrap(), "call", "mcp__demo__echo", "--arg", "text=hello"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hello");
+    assert!(out.status.success());
+    let out =
+        sb(home.path(), home.path()).args(["--config", cfg.to_str().unwrap(), "call", "demo/fail"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "a tool error exits non-zero");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("MCP tool returned an error:"));
+    let out = sb(home.path(), home.path())
+        .args(["--config", cfg.to_str().unwrap(), "call", "mcp__demo__nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no tool named `mcp__demo__nope`"));
+}
+
+#[test]
+fn add_remove_disable_and_config_check() {
+    let home = tempfile::tempdir().unwrap();
+    let ok = sb(home.path(), home.path())
+        .args(["add", "tmp", "--env", "SECRET=hunter2", "--", "my-server", "--flag"])
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let (v, code) = json_out(sb(home.path(), home.path()).args(["config", "check", "--json"]));
+    assert_eq!(code, 0);
+    let text = v.to_string();
+    assert!(!text.contains("hunter2"), "secrets are redacted: {text}");
+    assert!(text.contains("SECRET") && text.contains("<redacted>"));
+    assert!(sb(home.path(), home.path()).args(["disable", "tmp"]).status().unwrap().success());
+    let (v, _) = json_out(sb(home.path(), home.path()).args(["list", "--json"]));
+    assert_eq!(v["servers"][0]["status"]["state"], "disabled");
+    assert!(sb(home.path(), home.path()).args(["remove", "tmp"]).status().unwrap().success());
+    let (v, _) = json_out(sb(home.path(), home.path()).args(["list", "--json"]));
+    assert_eq!(v["servers"].as_array().unwrap().len(), 0);
+
+    std::fs::write(home.path().join("switchboard.json"), "{\"servers\": {\"x\": {\"command\": 5}}}").unwrap();
+    let out = sb(home.path(), home.path()).args(["config", "check"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("server `x`: field `command`: must be a string"));
+    let out = sb(home.path(), home.path()).args(["config", "paths"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".mcp.json"));
+}
+
+#[test]
+fn trust_shows_what_runs_and_unlocks_the_server() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("repo");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let cfg = serde_json::json!({"mcpServers": {"proj": {"command": fixture().display().to_string(), "env": {"API_KEY": "xyz"}}}});
+    std::fs::write(project.join(".mcp.json"), cfg.to_string()).unwrap();
+    let (v, _) = json_out(sb(home.path(), &project).args(["list", "--json"]));
+    assert_eq!(v["servers"][0]["status"]["state"], "untrusted");
+    let out = sb(home.path(), &project).args(["trust", "proj"]).output().unwrap();
+    assert!(!out.status.success(), "no terminal and no --yes: refuses");
+    let out = sb(home.path(), &project).args(["trust", "proj", "--yes"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("switchboard-fixture") && shown.contains("API_KEY") && !shown.contains("xyz"), "{shown}");
+    let (v, _) = json_out(sb(home.path(), &project).args(["list", "--json"]));
+    assert_eq!(v["servers"][0]["status"]["state"], "connected");
+    assert!(sb(home.path(), &project).args(["untrust", "proj"]).status().unwrap().success());
+    let (v, _) = json_out(sb(home.path(), &project).args(["list", "--json"]));
+    assert_eq!(v["servers"][0]["status"]["state"], "untrusted");
+}
+
+#[test]
+fn ctrl_c_during_a_call_leaves_no_server_process() {
+    let home = tempfile::tempdir().unwrap();
+    let pids = home.path().join("pids");
+    let cfg = home.path().join("c.json");
+    let entry = serde_json::json!({"servers": {"g": {"command": fixture().display().to_string(), "args": ["--grandchild", "--pid-file", pids.to_str().unwrap()]}}});
+    std::fs::write(&cfg, entry.to_string()).unwrap();
+    let mut child = sb(home.path(), home.path())
+        .args(["--config", cfg.to_str().unwrap(), "call", "mcp__g__slow", "--arg", "ms=30000", "--arg", "steps=1"])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !pids.exists() || std::fs::read_to_string(&pids).unwrap().lines().count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    std::thread::sleep(Duration::from_millis(200));
+    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next().map(str::to_string));
+        assert!(state.is_none() || state.as_deref() == Some("Z"), "process {pid} left behind ({state:?})");
+    }
+}

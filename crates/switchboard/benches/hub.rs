@@ -1,1 +1,202 @@
-fn main() {}
+//! `cargo bench -p switchboard --bench hub`: the hub against a bare rmcp client on the same
+//! fixture server, in the same run, so the numbers are ratios and survive a noisy machine.
+//!
+//! Prints one table: sequential and concurrent (64 in flight) `echo` calls, MB/s for 1 MiB
+//! results, start-up of 20 servers that each take 300 ms to initialise, building the catalog
+//! of 100 servers x 100 tools, and peak RSS.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, Tool};
+use serde_json::json;
+use switchboard::catalog::{Catalog, CompiledFilter, ServerLists};
+use switchboard::config::{self, LoadOptions};
+use switchboard::{CallOptions, Hub, HubOptions, Paths};
+
+const SEQ_CALLS: usize = 2000;
+const CONC_CALLS: usize = 6400;
+const IN_FLIGHT: usize = 64;
+const BIG_CALLS: usize = 30;
+
+fn fixture() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ok = std::process::Command::new(cargo)
+        .args(["build", "-q", "--release", "-p", "switchboard-fixture"])
+        .current_dir(&root)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    root.join("target/release/switchboard-fixture")
+}
+
+fn args(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+struct Row(&'static str, String, String, String);
+
+async fn bare_client(fixture: &PathBuf) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let mut child = tokio::process::Command::new(fixture)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    std::mem::forget(child); // kill_on_drop would end it; the bench process exit does.
+    ().serve((stdout, stdin)).await.unwrap()
+}
+
+async fn time_calls<F, Fut>(n: usize, in_flight: usize, f: F) -> Duration
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let f = &f;
+    let start = Instant::now();
+    if in_flight == 1 {
+        for i in 0..n {
+            f(i).await;
+        }
+    } else {
+        let mut next = 0;
+        while next < n {
+            let batch = (next..(next + in_flight).min(n)).map(f);
+            join_all(batch).await;
+            next += in_flight;
+        }
+    }
+    start.elapsed()
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let fixture = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
+    let load = |servers: serde_json::Value| {
+        let file = dir.path().join("bench.json");
+        std::fs::write(&file, json!({ "servers": servers }).to_string()).unwrap();
+        let mut o = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
+        o.extra_files = vec![file];
+        config::load(&o)
+    };
+    let mut rows = Vec::new();
+
+    // Calls: hub vs bare rmcp client, each on its own fixture process.
+    let hub =
+        Hub::start(&load(json!({"f": {"command": fixture, "tool_timeout_ms": 60000}})), HubOptions::new(paths.clone()));
+    hub.ready().await;
+    let bare = Arc::new(bare_client(&fixture).await);
+    let hub_call = |i: usize| {
+        let hub = hub.clone();
+        async move {
+            hub.call_tool("mcp__f__echo", Some(args(json!({"text": format!("m{i}")}))), CallOptions::new())
+                .await
+                .unwrap();
+        }
+    };
+    let bare_call = |i: usize| {
+        let bare = bare.clone();
+        async move {
+            bare.call_tool(CallToolRequestParams::new("echo").with_arguments(args(json!({"text": format!("m{i}")}))))
+                .await
+                .unwrap();
+        }
+    };
+    // Warm up both.
+    time_calls(200, 1, &hub_call).await;
+    time_calls(200, 1, &bare_call).await;
+    for (label, n, k) in [("echo, sequential", SEQ_CALLS, 1), ("echo, 64 in flight", CONC_CALLS, IN_FLIGHT)] {
+        let b = time_calls(n, k, &bare_call).await;
+        let h = time_calls(n, k, &hub_call).await;
+        let (hr, br) = (n as f64 / h.as_secs_f64(), n as f64 / b.as_secs_f64());
+        rows.push(Row(label, format!("{hr:.0} calls/s"), format!("{br:.0} calls/s"), format!("{:.2}x", hr / br)));
+    }
+    let big = |via_hub: bool| {
+        let (hub, bare) = (hub.clone(), bare.clone());
+        async move {
+            let a = args(json!({"bytes": 1_048_576}));
+            if via_hub {
+                hub.call_tool("mcp__f__big", Some(a), CallOptions::new()).await.unwrap();
+            } else {
+                bare.call_tool(CallToolRequestParams::new("big").with_arguments(a)).await.unwrap();
+            }
+        }
+    };
+    let b = time_calls(BIG_CALLS, 1, |_| big(false)).await;
+    let h = time_calls(BIG_CALLS, 1, |_| big(true)).await;
+    let mb = BIG_CALLS as f64;
+    rows.push(Row(
+        "1 MiB results (hub cuts to budget, spills to file)",
+        format!("{:.0} MB/s", mb / h.as_secs_f64()),
+        format!("{:.0} MB/s", mb / b.as_secs_f64()),
+        format!("{:.2}x", b.as_secs_f64() / h.as_secs_f64()),
+    ));
+    hub.shutdown().await;
+
+    // Start-up: 20 servers that each take 300 ms to initialise.
+    let servers: serde_json::Map<_, _> =
+        (0..20).map(|i| (format!("s{i}"), json!({"command": fixture, "args": ["--init-delay-ms", "300"]}))).collect();
+    let loaded = load(serde_json::Value::Object(servers));
+    let start = Instant::now();
+    let hub = Hub::start(&loaded, HubOptions::new(paths.clone()));
+    hub.ready().await;
+    let t = start.elapsed();
+    let connected = hub.servers().iter().filter(|s| s.status.state() == "connected").count();
+    rows.push(Row(
+        "start 20 servers x 300 ms init",
+        format!("{} ms ({connected}/20 up)", t.as_millis()),
+        "6000 ms sequential".into(),
+        format!("{:.1}x faster", 6.0 / t.as_secs_f64()),
+    ));
+    hub.shutdown().await;
+
+    // Catalog: 100 servers x 100 tools.
+    let schema = Arc::new(
+        json!({"type": "object", "properties": {"x": {"type": "string"}}}).as_object().cloned().unwrap_or_default(),
+    );
+    let lists: Vec<(String, ServerLists)> = (0..100)
+        .map(|s| {
+            let mut l = ServerLists::default();
+            l.tools = (0..100).map(|t| Tool::new(format!("tool.{t}"), "A tool.", schema.clone())).collect();
+            (format!("server-{s}"), l)
+        })
+        .collect();
+    let filter = CompiledFilter::new(&Default::default());
+    let start = Instant::now();
+    let rounds = 20;
+    let mut n = 0;
+    for _ in 0..rounds {
+        n = Catalog::build(lists.iter().map(|(s, l)| (s.as_str(), l, &filter))).tools().len();
+    }
+    let per = start.elapsed() / rounds;
+    rows.push(Row(
+        "catalog of 100 servers x 100 tools",
+        format!("{:.1} ms ({n} tools)", per.as_secs_f64() * 1000.0),
+        "target 50 ms".into(),
+        format!("{:.1}x under", 0.050 / per.as_secs_f64()),
+    ));
+    rows.push(Row("peak RSS of this process", format!("{} MiB", peak_rss_kib() / 1024), "-".into(), "-".into()));
+
+    println!("{:<52} {:>24} {:>22} {:>12}", "measure", "switchboard", "baseline", "ratio");
+    for Row(a, b, c, d) in rows {
+        println!("{a:<52} {b:>24} {c:>22} {d:>12}");
+    }
+}

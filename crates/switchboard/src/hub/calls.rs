@@ -125,14 +125,22 @@ impl Hub {
         let spill_dir = self.inner.options.paths.data_dir.join("results");
         let label = format!("{}-{}", entry.server, entry.tool.name);
         let budget = self.inner.options.budget;
-        let model = tokio::task::spawn_blocking(move || {
+        // Small results are formatted in place; big ones (which may be written to a file) on
+        // the blocking pool, so a 10 MB result never stalls the runtime.
+        let size: usize = raw_json["content"]
+            .as_array()
+            .map(|blocks| blocks.iter().map(|b| b["text"].as_str().or(b["data"].as_str()).map_or(64, str::len)).sum())
+            .unwrap_or(0);
+        let model = if size < 256 * 1024 {
             format_result(&raw_json, budget, Some(Spill { dir: &spill_dir, label: &label }))
-        })
-        .await
-        .map_err(|e| Error::Protocol {
-            server: entry.server.clone(),
-            message: format!("formatting the result failed: {e}"),
-        })?;
+        } else {
+            let server = entry.server.clone();
+            tokio::task::spawn_blocking(move || {
+                format_result(&raw_json, budget, Some(Spill { dir: &spill_dir, label: &label }))
+            })
+            .await
+            .map_err(|e| Error::Protocol { server, message: format!("formatting the result failed: {e}") })?
+        };
         Ok(ToolOutput { name: entry.name, server: entry.server, tool: entry.tool.name.to_string(), raw, model })
     }
 

@@ -97,9 +97,17 @@ async fn stderr_floods_and_stdout_garbage_do_not_break_a_server() {
     assert_eq!(hub.status("garbage").map(|s| s.state()), Some("connected"), "{:?}", hub.status("garbage"));
     let out = hub.call_tool("mcp__flood__stderr", args(json!({"lines": 100000})), CallOptions::new()).await.unwrap();
     assert_eq!(text(&out), "wrote 100000 lines");
-    let tail = hub.stderr_tail("flood");
+    // stderr is drained concurrently with stdout: wait for the reader to catch up.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let tail = loop {
+        let tail = hub.stderr_tail("flood");
+        if tail.last().is_some_and(|l| l.contains("stderr line 99999")) || Instant::now() > deadline {
+            break tail;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(tail.len(), 50);
-    assert!(tail.last().unwrap().contains("stderr line 99999"));
+    assert!(tail.last().unwrap().contains("stderr line 99999"), "{:?}", tail.last());
     let out = hub.call_tool("mcp__garbage__echo", args(json!({"text": "clean"})), CallOptions::new()).await.unwrap();
     assert_eq!(text(&out), "clean");
     hub.shutdown().await;

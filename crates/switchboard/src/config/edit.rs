@@ -116,11 +116,7 @@ fn server_maps(root: &mut Value) -> Vec<&mut Map<String, Value>> {
         match (key.as_str(), value) {
             ("servers" | "mcpServers", Value::Object(m)) => maps.push(m),
             ("mcp", Value::Object(m)) => {
-                let zcode = m
-                    .get("servers")
-                    .and_then(Value::as_object)
-                    .is_some_and(|inner| !["command", "url", "type"].iter().any(|k| inner.contains_key(*k)));
-                if zcode {
+                if super::entry::is_zcode(m) {
                     if let Some(Value::Object(inner)) = m.get_mut("servers") {
                         maps.push(inner);
                     }

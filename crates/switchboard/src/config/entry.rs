@@ -86,7 +86,8 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<ServerEntry
     out
 }
 
-fn is_zcode(m: &Map<String, Value>) -> bool {
+/// Whether an `mcp` object is ZCode's (`mcp.servers` holds the map) rather than OpenCode's.
+pub(crate) fn is_zcode(m: &Map<String, Value>) -> bool {
     match m.get("servers").and_then(Value::as_object) {
         Some(inner) => !["command", "url", "type"].iter().any(|k| inner.contains_key(*k)),
         None => false,

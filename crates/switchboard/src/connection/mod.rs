@@ -70,7 +70,8 @@ fn tail(tree: &ProcessTree) -> Vec<String> {
     tree.stderr.lines()
 }
 
-fn with_tail(message: String, lines: &[String]) -> String {
+/// `message`, then the last ten stderr lines (if any), indented.
+pub(crate) fn with_tail(message: String, lines: &[String]) -> String {
     if lines.is_empty() {
         return message;
     }

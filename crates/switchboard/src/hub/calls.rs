@@ -257,14 +257,11 @@ async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, what: &str) 
                 None => None,
             };
             let tail = conn.tree.as_ref().map(|t| t.stderr.lines()).unwrap_or_default();
-            let mut message = match exit {
+            let message = match exit {
                 Some(info) => format!("exited during `{what}` ({info}); the call was not retried"),
                 None => format!("closed the connection during `{what}`; the call was not retried"),
             };
-            if !tail.is_empty() {
-                let shown: Vec<&str> = tail.iter().rev().take(10).rev().map(String::as_str).collect();
-                message.push_str(&format!("\nlast stderr lines:\n  {}", shown.join("\n  ")));
-            }
+            let message = crate::connection::with_tail(message, &tail);
             Error::ServerExited { server: slot.name.clone(), message }
         }
         other => Error::Protocol { server: slot.name.clone(), message: format!("{what}: {}", describe_error(&other)) },

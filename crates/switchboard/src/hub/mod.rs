@@ -447,6 +447,7 @@ fn spawn_watchers(
             }
             // Reap whatever the server left behind (grandchildren) before reporting.
             tree.terminate().await;
+            tree.stderr.settled(Duration::from_millis(500)).await;
             let tail = tree.stderr.lines();
             tracing::warn!(server = %slot2.name, "server exited unexpectedly ({})", exit.map(|e| e.to_string()).unwrap_or_default());
             inner2.set_status(

@@ -175,9 +175,13 @@ impl ProcessTree {
         }
     }
 
-    /// Waits at most `d` for the child to exit.
+    /// Waits at most `d` for the child to exit; on exit, also lets stderr drain (≤ 500 ms).
     pub async fn exited_within(&self, d: Duration) -> Option<ExitInfo> {
-        tokio::time::timeout(d, self.exited()).await.ok().flatten()
+        let info = tokio::time::timeout(d, self.exited()).await.ok().flatten();
+        if info.is_some() {
+            self.stderr.settled(Duration::from_millis(500)).await;
+        }
+        info
     }
 
     /// Ends the child and every descendant. Call after stdin is closed. Bounded in time.

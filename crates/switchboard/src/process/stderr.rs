@@ -15,12 +15,13 @@ const MAX_LINE: usize = 2000;
 pub struct StderrTail {
     capacity: usize,
     lines: Mutex<VecDeque<String>>,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl StderrTail {
     /// An empty tail keeping `capacity` lines.
     pub fn new(capacity: usize) -> Self {
-        StderrTail { capacity, lines: Mutex::new(VecDeque::with_capacity(capacity)) }
+        StderrTail { capacity, lines: Mutex::new(VecDeque::with_capacity(capacity)), closed: Default::default() }
     }
 
     /// Adds a line, dropping the oldest when full.
@@ -40,6 +41,15 @@ impl StderrTail {
         lines.push_back(line);
     }
 
+    /// Waits at most `d` for the pipe to reach its end (after an exit, so the last lines
+    /// a dying server wrote are in the tail before anyone reports them).
+    pub async fn settled(&self, d: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + d;
+        while !self.closed.load(std::sync::atomic::Ordering::Acquire) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     /// The kept lines, oldest first.
     pub fn lines(&self) -> Vec<String> {
         self.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned().collect()
@@ -53,7 +63,10 @@ pub(super) async fn drain(server: String, pipe: ChildStderr, tail: std::sync::Ar
     loop {
         buf.clear();
         match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => break,
+            Ok(0) | Err(_) => {
+                tail.closed.store(true, std::sync::atomic::Ordering::Release);
+                break;
+            }
             Ok(_) => {
                 let line = String::from_utf8_lossy(&buf);
                 let line = line.trim_end_matches(['\n', '\r']);

@@ -118,6 +118,9 @@ pub(crate) struct Inner {
     host_env: Arc<HashMap<String, String>>,
     slots: BTreeMap<String, Arc<Slot>>,
     catalog: RwLock<Arc<Catalog>>,
+    /// Held across snapshot, build and store, so a rebuild that read older lists can never
+    /// overwrite one that read newer lists (two servers connecting at once raced here).
+    rebuild: Mutex<()>,
     events: broadcast::Sender<Event>,
     changed: watch::Sender<u64>,
     trees: Arc<Mutex<Vec<Arc<ProcessTree>>>>,
@@ -192,6 +195,7 @@ impl Hub {
             project_root: config.project_root.clone(),
             slots,
             catalog: RwLock::new(Arc::new(Catalog::default())),
+            rebuild: Mutex::new(()),
             events,
             changed,
             trees: Arc::default(),
@@ -321,6 +325,7 @@ impl Inner {
     }
 
     fn rebuild_catalog(&self) {
+        let _serial = self.rebuild.lock().unwrap_or_else(PoisonError::into_inner);
         let snapshot: Vec<(&str, Arc<ServerLists>, &CompiledFilter)> =
             self.slots.values().map(|s| (s.name.as_str(), s.state().lists.clone(), &s.filter)).collect();
         let catalog = Catalog::build(snapshot.iter().map(|(n, l, f)| (*n, &**l, *f)));

@@ -19,10 +19,11 @@ use switchboard::catalog::{Catalog, CompiledFilter, ServerLists};
 use switchboard::config::{self, LoadOptions};
 use switchboard::{CallOptions, Hub, HubOptions, Paths};
 
-const SEQ_CALLS: usize = 2000;
-const CONC_CALLS: usize = 6400;
+const SEQ_CALLS: usize = 10_000;
+const CONC_CALLS: usize = 32_000;
 const IN_FLIGHT: usize = 64;
 const BIG_CALLS: usize = 30;
+const ROUNDS: usize = 10;
 
 fn fixture() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -76,6 +77,11 @@ where
     start.elapsed()
 }
 
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -120,13 +126,37 @@ async fn main() {
                 .unwrap();
         }
     };
+    // `BENCH_PROFILE=hub|bare|hub-seq|bare-seq` runs only that loop, long enough for `perf`.
+    if let Ok(side) = std::env::var("BENCH_PROFILE") {
+        let k = if side.ends_with("-seq") { 1 } else { IN_FLIGHT };
+        let n = if k == 1 { 20_000 } else { 50_000 };
+        let t = if side.starts_with("hub") {
+            time_calls(n, k, &hub_call).await
+        } else {
+            time_calls(n, k, &bare_call).await
+        };
+        println!("{side}: {:.0} calls/s", n as f64 / t.as_secs_f64());
+        return;
+    }
     // Warm up both.
     time_calls(200, 1, &hub_call).await;
     time_calls(200, 1, &bare_call).await;
+    // Rounds alternate which side goes first, and the median round of each side counts, so
+    // neither position nor a burst of load from elsewhere on a shared machine decides the
+    // ratio (an A/A run of two bare clients reads 0.97x-1.03x this way).
     for (label, n, k) in [("echo, sequential", SEQ_CALLS, 1), ("echo, 64 in flight", CONC_CALLS, IN_FLIGHT)] {
-        let b = time_calls(n, k, &bare_call).await;
-        let h = time_calls(n, k, &hub_call).await;
-        let (hr, br) = (n as f64 / h.as_secs_f64(), n as f64 / b.as_secs_f64());
+        let (mut b, mut h) = (Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            if round % 2 == 0 {
+                b.push(time_calls(n / ROUNDS, k, &bare_call).await);
+                h.push(time_calls(n / ROUNDS, k, &hub_call).await);
+            } else {
+                h.push(time_calls(n / ROUNDS, k, &hub_call).await);
+                b.push(time_calls(n / ROUNDS, k, &bare_call).await);
+            }
+        }
+        let per_round = (n / ROUNDS) as f64;
+        let (hr, br) = (per_round / median(h).as_secs_f64(), per_round / median(b).as_secs_f64());
         rows.push(Row(label, format!("{hr:.0} calls/s"), format!("{br:.0} calls/s"), format!("{:.2}x", hr / br)));
     }
     let big = |via_hub: bool| {
@@ -150,6 +180,9 @@ async fn main() {
         format!("{:.2}x", b.as_secs_f64() / h.as_secs_f64()),
     ));
     hub.shutdown().await;
+    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "calls") {
+        return print_table(rows);
+    }
 
     // Start-up: 20 servers that each take 300 ms to initialise.
     let servers: serde_json::Map<_, _> =
@@ -195,6 +228,10 @@ async fn main() {
     ));
     rows.push(Row("peak RSS of this process", format!("{} MiB", peak_rss_kib() / 1024), "-".into(), "-".into()));
 
+    print_table(rows);
+}
+
+fn print_table(rows: Vec<Row>) {
     println!("{:<52} {:>24} {:>22} {:>12}", "measure", "switchboard", "baseline", "ratio");
     for Row(a, b, c, d) in rows {
         println!("{a:<52} {b:>24} {c:>22} {d:>12}");

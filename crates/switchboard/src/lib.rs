@@ -26,6 +26,7 @@
 pub mod catalog;
 pub mod config;
 pub mod connection;
+mod deadline;
 mod error;
 pub mod events;
 mod fsutil;

@@ -223,6 +223,10 @@ async fn progress_resets_the_timeout_and_silence_times_out_with_cancellation() {
         seen.push(p.progress);
     }
     assert_eq!(seen, vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+    // Progress resets the timeout also when the caller does not listen to it.
+    let opts = CallOptions::new().timeout(Duration::from_millis(800));
+    let out = hub.call_tool("mcp__p__slow", args(json!({"ms": 300, "steps": 5})), opts).await.unwrap();
+    assert_eq!(text(&out), "slept 5 x 300 ms");
     // One silent step longer than the timeout: cancelled.
     let opts = CallOptions::new().timeout(Duration::from_millis(300));
     let err = hub.call_tool("mcp__p__slow", args(json!({"ms": 3000, "steps": 1})), opts).await.unwrap_err();
@@ -230,7 +234,7 @@ async fn progress_resets_the_timeout_and_silence_times_out_with_cancellation() {
     // The hard maximum holds even with progress.
     let opts = CallOptions::new().timeout(Duration::from_millis(800)).max_total(Duration::from_millis(900));
     let err = hub.call_tool("mcp__p__slow", args(json!({"ms": 300, "steps": 10})), opts).await.unwrap_err();
-    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert!(matches!(err, Error::Timeout { after, .. } if after == Duration::from_millis(900)), "{err:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let cancelled = hub.stderr_tail("p").iter().filter(|l| l.contains("slow call cancelled")).count();
     assert_eq!(cancelled, 2, "the server saw notifications/cancelled: {:?}", hub.stderr_tail("p"));

@@ -146,16 +146,17 @@ impl Catalog {
             );
             cat.prompts.extend(lists.prompts.iter().map(|p| PromptEntry { server: server.into(), prompt: p.clone() }));
         }
-        let mut names = naming::assign(kept.iter().map(|(s, t)| (*s, t.name.as_ref())));
+        let names = naming::assign(kept.iter().map(|(s, t)| (*s, t.name.as_ref())));
         cat.tools = kept
             .into_iter()
-            .map(|(server, tool)| ToolEntry {
-                name: names.remove(&(server.to_string(), tool.name.to_string())).unwrap_or_default(),
+            .zip(names)
+            .filter(|(_, name)| !name.is_empty())
+            .map(|((server, tool), name)| ToolEntry {
+                name,
                 server: server.to_string(),
                 input_schema: normalize_schema(&tool.input_schema),
                 tool: tool.clone(),
             })
-            .filter(|e| !e.name.is_empty())
             .collect();
         cat.tools.sort_by(|a, b| a.name.cmp(&b.name));
         cat.by_name = cat.tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();

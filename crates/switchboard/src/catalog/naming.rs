@@ -6,7 +6,7 @@
 //! (server, tool) pairs, never on the order servers connected in: candidates are processed in
 //! sorted raw order, and the first of a colliding group keeps the plain name.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use sha2::{Digest, Sha256};
 
@@ -41,42 +41,47 @@ fn hashed(server: &str, tool: &str, attempt: u32) -> String {
     format!("{base}_{}", &hex[..HASH_LEN])
 }
 
-/// Assigns a unique name to every `(server, tool)` pair. The result maps each pair to its name.
-pub fn assign<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> BTreeMap<(String, String), String> {
-    let mut sorted: Vec<(&str, &str)> = pairs.into_iter().collect();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut by_base: BTreeMap<String, Vec<(&str, &str)>> = BTreeMap::new();
-    for &(s, t) in &sorted {
-        by_base.entry(base_name(s, t)).or_default().push((s, t));
-    }
-    let mut taken: HashSet<String> = HashSet::with_capacity(sorted.len());
-    let mut names = BTreeMap::new();
+/// Assigns a unique name to every `(server, tool)` pair, returned in input order. A pair that
+/// repeats an earlier one (a server listing the same tool twice) gets an empty name: callers
+/// drop it.
+pub fn assign<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+    let mut names = vec![String::new(); pairs.len()];
+    // Distinct pairs in raw order; indices into `pairs`.
+    let mut order: Vec<usize> = (0..pairs.len()).collect();
+    order.sort_unstable_by(|&a, &b| pairs[a].cmp(&pairs[b]).then(a.cmp(&b)));
+    order.dedup_by(|b, a| pairs[*a] == pairs[*b]);
+    let bases: Vec<String> = pairs.iter().map(|&(s, t)| base_name(s, t)).collect();
+    // Grouped by base name (stable, so raw order within a group).
+    let mut by_base = order.clone();
+    by_base.sort_by(|&a, &b| bases[a].cmp(&bases[b]));
+    let mut plain: HashSet<&str> = HashSet::with_capacity(order.len());
     let mut rest = Vec::new();
     // First pass: every short base keeps its plain name for the first pair of its group.
-    for (base, group) in &by_base {
-        let mut members = group.iter();
-        if base.len() <= MAX_NAME_LEN
-            && let Some(&(s, t)) = members.next()
-        {
-            taken.insert(base.clone());
-            names.insert((s.to_string(), t.to_string()), base.clone());
+    for (k, &i) in by_base.iter().enumerate() {
+        let first_of_group = k == 0 || bases[by_base[k - 1]] != bases[i];
+        if first_of_group && bases[i].len() <= MAX_NAME_LEN {
+            plain.insert(&bases[i]);
+            names[i] = bases[i].clone();
+        } else {
+            rest.push(i);
         }
-        rest.extend(members.copied());
     }
     // Second pass, in raw order: hashed names, rehashed on the (unlikely) clash.
-    rest.sort_unstable();
-    for (s, t) in rest {
+    rest.sort_unstable_by(|&a, &b| pairs[a].cmp(&pairs[b]));
+    let mut hashed_taken: HashSet<String> = HashSet::new();
+    for i in rest {
+        let (s, t) = pairs[i];
         let mut attempt = 0;
         let name = loop {
             let candidate = hashed(s, t, attempt);
-            if !taken.contains(&candidate) {
+            if !plain.contains(candidate.as_str()) && !hashed_taken.contains(&candidate) {
                 break candidate;
             }
             attempt += 1;
         };
-        taken.insert(name.clone());
-        names.insert((s.to_string(), t.to_string()), name);
+        hashed_taken.insert(name.clone());
+        names[i] = name;
     }
     names
 }
@@ -84,9 +89,14 @@ pub fn assign<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> BTreeM
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
-    fn name(map: &BTreeMap<(String, String), String>, s: &str, t: &str) -> String {
-        map.get(&(s.to_string(), t.to_string())).cloned().unwrap_or_default()
+    fn map<'a>(pairs: &[(&'a str, &'a str)]) -> BTreeMap<(&'a str, &'a str), String> {
+        pairs.iter().copied().zip(assign(pairs.iter().copied())).collect()
+    }
+
+    fn name(map: &BTreeMap<(&str, &str), String>, s: &str, t: &str) -> String {
+        map.get(&(s, t)).cloned().unwrap_or_default()
     }
 
     #[test]
@@ -98,27 +108,27 @@ mod tests {
 
     #[test]
     fn collisions_get_stable_distinct_hashes() {
-        let a = assign([("a.b", "t"), ("a_b", "t"), ("c", "x")]);
+        let a = map(&[("a.b", "t"), ("a_b", "t"), ("c", "x")]);
         assert_eq!(name(&a, "a.b", "t"), "mcp__a_b__t");
         let other = name(&a, "a_b", "t");
         assert!(other.starts_with("mcp__a_b__t_") && other.len() == "mcp__a_b__t_".len() + 12, "{other}");
         assert_eq!(name(&a, "c", "x"), "mcp__c__x");
         // Order of input does not matter.
-        let b = assign([("c", "x"), ("a_b", "t"), ("a.b", "t")]);
+        let b = map(&[("c", "x"), ("a_b", "t"), ("a.b", "t")]);
         assert_eq!(a, b);
     }
 
     #[test]
     fn long_names_are_cut_with_a_hash() {
         let tool = "t".repeat(80);
-        let a = assign([("srv", tool.as_str()), ("srv", "short")]);
+        let a = map(&[("srv", tool.as_str()), ("srv", "short")]);
         let long = name(&a, "srv", &tool);
         assert_eq!(long.len(), MAX_NAME_LEN);
         assert!(long.starts_with("mcp__srv__ttt"));
         assert_eq!(name(&a, "srv", "short"), "mcp__srv__short");
         // Two long names sharing a 64-byte prefix still differ.
         let t2 = format!("{}x", "t".repeat(80));
-        let b = assign([("srv", tool.as_str()), ("srv", t2.as_str())]);
+        let b = map(&[("srv", tool.as_str()), ("srv", t2.as_str())]);
         assert_ne!(name(&b, "srv", &tool), name(&b, "srv", &t2));
         assert!(b.values().all(|n| n.len() <= MAX_NAME_LEN));
     }
@@ -130,7 +140,23 @@ mod tests {
         let pairs: Vec<(&str, &str)> =
             servers.iter().flat_map(|s| tools.iter().map(move |t| (s.as_str(), t.as_str()))).collect();
         let a = assign(pairs.iter().copied());
-        let unique: HashSet<&String> = a.values().collect();
-        assert_eq!(unique.len(), a.len());
+        let unique: HashSet<&String> = a.iter().filter(|n| !n.is_empty()).collect();
+        // 10 distinct servers x 50 tools; the other 2,000 pairs repeat earlier ones.
+        assert_eq!(unique.len(), 500);
+        assert_eq!(a.iter().filter(|n| n.is_empty()).count(), 2000);
+    }
+
+    #[test]
+    fn a_hashed_name_never_takes_a_plain_one() {
+        // Whatever the hash of ("a.b", "t") is, a tool literally named like it keeps its plain
+        // name and the colliding pair is rehashed.
+        let first = assign([("a.b", "t"), ("a_b", "t")]);
+        let hashed_name = first[1].clone();
+        let tool = hashed_name.trim_start_matches("mcp__a_b__").to_string();
+        let server = "a_b";
+        let again = assign([("a.b", "t"), ("a_b", "t"), (server, tool.as_str())]);
+        assert_eq!(again[2], hashed_name, "the literal tool keeps its plain name");
+        assert_ne!(again[1], hashed_name);
+        assert_eq!(again.iter().collect::<HashSet<_>>().len(), 3);
     }
 }

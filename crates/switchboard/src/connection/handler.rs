@@ -12,6 +12,7 @@ use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNoti
 use rmcp::service::{NotificationContext, RoleClient};
 use tokio::sync::{broadcast, mpsc};
 
+use crate::deadline::Activity;
 use crate::events::Event;
 
 /// Which list a server said has changed.
@@ -44,15 +45,42 @@ pub(crate) struct ProgressRouter {
 
 #[derive(Debug, Default)]
 struct RouterState {
-    routes: HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>,
+    routes: HashMap<ProgressToken, Route>,
     early: VecDeque<(ProgressToken, Progress)>,
+}
+
+/// Where one request's progress goes: its activity clock (progress resets the idle timeout)
+/// and, when the caller asked for them, the caller's channel.
+#[derive(Debug)]
+struct Route {
+    activity: Arc<Activity>,
+    tx: Option<mpsc::UnboundedSender<Progress>>,
+}
+
+impl Route {
+    fn deliver(&self, progress: Progress) {
+        self.activity.touch();
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(progress);
+        }
+    }
 }
 
 const EARLY_KEPT: usize = 64;
 
 impl ProgressRouter {
-    pub(crate) fn register(&self, token: ProgressToken, tx: mpsc::UnboundedSender<Progress>) {
+    pub(crate) fn register(
+        &self,
+        token: ProgressToken,
+        activity: Arc<Activity>,
+        tx: Option<mpsc::UnboundedSender<Progress>>,
+    ) {
+        let route = Route { activity, tx };
         let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if st.early.is_empty() {
+            st.routes.insert(token, route);
+            return;
+        }
         let early: Vec<Progress> = {
             let mut kept = VecDeque::new();
             let mut mine = Vec::new();
@@ -63,9 +91,9 @@ impl ProgressRouter {
             mine
         };
         for p in early {
-            let _ = tx.send(p);
+            route.deliver(p);
         }
-        st.routes.insert(token, tx);
+        st.routes.insert(token, route);
     }
 
     pub(crate) fn unregister(&self, token: &ProgressToken) {
@@ -76,9 +104,7 @@ impl ProgressRouter {
         let progress = Progress { progress: param.progress, total: param.total, message: param.message };
         let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         match st.routes.get(&param.progress_token) {
-            Some(tx) => {
-                let _ = tx.send(progress);
-            }
+            Some(route) => route.deliver(progress),
             None => {
                 if st.early.len() == EARLY_KEPT {
                     st.early.pop_front();

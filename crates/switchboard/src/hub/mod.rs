@@ -28,6 +28,7 @@ use crate::catalog::{Catalog, CompiledFilter, ServerLists};
 use crate::config::{LoadedConfig, Scope, ServerConfig, ServerEntry, TransportConfig};
 use crate::connection::handler::ListChange;
 use crate::connection::{ConnectCtx, Connection, StartFailure};
+use crate::deadline::Watchdog;
 use crate::error::Error;
 use crate::events::Event;
 use crate::output::ResultBudget;
@@ -121,6 +122,8 @@ pub(crate) struct Inner {
     /// Held across snapshot, build and store, so a rebuild that read older lists can never
     /// overwrite one that read newer lists (two servers connecting at once raced here).
     rebuild: Mutex<()>,
+    /// Deadlines of every request in flight.
+    watchdog: Watchdog,
     events: broadcast::Sender<Event>,
     changed: watch::Sender<u64>,
     trees: Arc<Mutex<Vec<Arc<ProcessTree>>>>,
@@ -196,6 +199,7 @@ impl Hub {
             slots,
             catalog: RwLock::new(Arc::new(Catalog::default())),
             rebuild: Mutex::new(()),
+            watchdog: Watchdog::start(),
             events,
             changed,
             trees: Arc::default(),

@@ -54,18 +54,19 @@ pub fn short(s: &str, n: usize) -> String {
 }
 
 /// A server's config as JSON with every secret value replaced: env values and header values
-/// are shown as `"<redacted>"`, only their names are kept.
+/// are shown as `"<redacted>"`, only their names are kept; arguments and URL as written, so
+/// what came from a `${VAR}` shows as the reference.
 pub fn redacted_config(config: &ServerConfig) -> Value {
     let redact = |m: &std::collections::BTreeMap<String, String>| -> Value {
         m.keys().map(|k| (k.clone(), json!("<redacted>"))).collect::<serde_json::Map<_, _>>().into()
     };
     let transport = match &config.transport {
         TransportConfig::Stdio(s) => json!({
-            "type": "stdio", "command": s.command, "args": s.args, "cwd": s.cwd,
+            "type": "stdio", "command": s.command, "args": s.args_as_written, "cwd": s.cwd,
             "env": redact(&s.env), "env_passthrough": s.env_passthrough, "inherit_env": s.inherit_env,
         }),
         TransportConfig::Http(h) => {
-            json!({"type": "http", "url": h.url, "headers": redact(&h.headers), "transport": h.transport})
+            json!({"type": "http", "url": h.url_as_written, "headers": redact(&h.headers), "transport": h.transport})
         }
         _ => json!({}),
     };
@@ -107,9 +108,7 @@ pub fn launch_lines(config: &ServerConfig) -> Vec<String> {
     let mut lines = vec![format!("from     {} ({})", config.source.display(), config.scope)];
     match &config.transport {
         TransportConfig::Stdio(s) => {
-            let mut cmd = vec![s.command.clone()];
-            cmd.extend(s.args.iter().map(|a| if a.contains(' ') { format!("{a:?}") } else { a.clone() }));
-            lines.push(format!("command  {}", cmd.join(" ")));
+            lines.push(format!("command  {}", config.target()));
             lines.push(format!(
                 "cwd      {}",
                 s.cwd.as_ref().map_or_else(|| "(project root)".into(), |c| c.display().to_string())
@@ -125,7 +124,7 @@ pub fn launch_lines(config: &ServerConfig) -> Vec<String> {
             }
         }
         TransportConfig::Http(h) => {
-            lines.push(format!("url      {}", h.url));
+            lines.push(format!("url      {}", h.url_as_written));
             if !h.headers.is_empty() {
                 lines.push(format!("headers  {}", h.headers.keys().cloned().collect::<Vec<_>>().join(", ")));
             }

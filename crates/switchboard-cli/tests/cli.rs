@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -120,8 +120,10 @@ fn trust_shows_what_runs_and_unlocks_the_server() {
     let home = tempfile::tempdir().unwrap();
     let project = home.path().join("repo");
     std::fs::create_dir_all(project.join(".git")).unwrap();
-    let cfg = serde_json::json!({"mcpServers": {"proj": {"command": fixture().display().to_string(), "env": {"API_KEY": "xyz"}}}});
-    std::fs::write(project.join(".mcp.json"), cfg.to_string()).unwrap();
+    let fx = fixture().display().to_string();
+    let write =
+        |servers: Value| std::fs::write(project.join(".mcp.json"), json!({"mcpServers": servers}).to_string()).unwrap();
+    write(json!({"proj": {"command": fx, "env": {"API_KEY": "xyz"}}}));
     let (v, _) = json_out(sb(home.path(), &project).args(["list", "--json"]));
     assert_eq!(v["servers"][0]["status"]["state"], "untrusted");
     let out = sb(home.path(), &project).args(["trust", "proj"]).output().unwrap();
@@ -134,6 +136,65 @@ fn trust_shows_what_runs_and_unlocks_the_server() {
     assert!(sb(home.path(), &project).args(["untrust", "proj"]).status().unwrap().success());
     let (v, _) = json_out(sb(home.path(), &project).args(["list", "--json"]));
     assert_eq!(v["servers"][0]["status"]["state"], "untrusted");
+
+    // `--all` trusts every untrusted project server at once; a change to one launch line
+    // (here an extra argument) needs trust again, the other stays trusted.
+    write(
+        json!({"one": {"command": fx, "args": ["--name", "one"]}, "two": {"command": fx, "args": ["--name", "two"]}}),
+    );
+    let out = sb(home.path(), &project).args(["trust", "--all", "--yes"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Trusted 2 servers"));
+    let (v, _) = json_out(sb(home.path(), &project).args(["list", "--json"]));
+    let states: Vec<&str> =
+        v["servers"].as_array().unwrap().iter().map(|s| s["status"]["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["connected", "connected"]);
+    write(
+        json!({"one": {"command": fx, "args": ["--name", "one", "--tools", "3"]}, "two": {"command": fx, "args": ["--name", "two"]}}),
+    );
+    let (v, _) = json_out(sb(home.path(), &project).args(["list", "--json"]));
+    let states: Vec<&str> =
+        v["servers"].as_array().unwrap().iter().map(|s| s["status"]["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["untrusted", "connected"]);
+    let out = sb(home.path(), &project).args(["trust", "--all", "--yes"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Trusted 1 server."));
+    let out = sb(home.path(), &project).args(["trust", "--all", "--yes"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("already trusted"));
+
+    // A user-file server needs no trust.
+    std::fs::write(home.path().join("user.json"), json!({"servers": {"mine": {"command": fx}}}).to_string()).unwrap();
+    let (v, _) = json_out(sb(home.path(), &project).args(["get", "mine", "--json"]));
+    assert_eq!(v["server"]["status"]["state"], "connected", "{v}");
+}
+
+#[test]
+fn secrets_from_variables_never_show() {
+    let home = tempfile::tempdir().unwrap();
+    let fx = fixture().display().to_string();
+    let cfg = home.path().join("s.json");
+    // The "secret" is a path the server writes its pid to: it reaches the server, and nothing
+    // the server says back contains it.
+    let secret = home.path().join("tok-7f3a9c");
+    let servers = json!({"servers": {"s": {"command": fx, "args": ["--pid-file", "${SB_TEST_TOKEN}"],
+                                           "env": {"KEY": "${SB_TEST_TOKEN}"}}}});
+    std::fs::write(&cfg, servers.to_string()).unwrap();
+    let run = |args: &[&str]| {
+        let out = sb(home.path(), home.path())
+            .env("SB_TEST_TOKEN", &secret)
+            .args(["--config", cfg.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    for args in
+        [&["list", "--json"][..], &["list"], &["get", "s", "--json"], &["get", "s"], &["config", "check", "--json"]]
+    {
+        let shown = run(args);
+        assert!(!shown.contains("tok-7f3a9c"), "{args:?} leaked the secret: {shown}");
+    }
+    assert!(run(&["list", "--json"]).contains("${SB_TEST_TOKEN}"), "the reference is shown instead");
+    assert!(secret.exists(), "the server got the expanded value");
 }
 
 #[test]

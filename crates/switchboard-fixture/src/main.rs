@@ -39,6 +39,9 @@ struct Options {
     ignore_sigterm: bool,
     exit_at_start: Option<i32>,
     instructions: Option<String>,
+    protocol_version: Option<String>,
+    initialize_error: Option<String>,
+    fail_list_tools: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -59,6 +62,9 @@ fn parse_args() -> Result<Options, String> {
             "--ignore-sigterm" => opts.ignore_sigterm = true,
             "--exit-at-start" => opts.exit_at_start = Some(num(&value("--exit-at-start")?)?),
             "--instructions" => opts.instructions = Some(value("--instructions")?),
+            "--protocol-version" => opts.protocol_version = Some(value("--protocol-version")?),
+            "--initialize-error" => opts.initialize_error = Some(value("--initialize-error")?),
+            "--fail-list-tools" => opts.fail_list_tools = true,
             "--sleep-forever" => sleep_forever(),
             other => return Err(format!("unknown flag {other}")),
         }
@@ -81,6 +87,11 @@ struct Fixture {
     opts: Arc<Options>,
     /// Tools added at run time by the `mutate` tool.
     added: Arc<AtomicUsize>,
+    /// Resources and prompts added at run time by `mutate`.
+    added_resources: Arc<AtomicUsize>,
+    added_prompts: Arc<AtomicUsize>,
+    /// How many of the next `tools/list` requests fail (set by `mutate`).
+    failing_lists: Arc<AtomicUsize>,
 }
 
 fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
@@ -118,7 +129,14 @@ impl Fixture {
             tool("fail", "Returns a result with isError set.", json!({}), &[]),
             tool("crash", "Exits the process with code 3 in the middle of the call.", json!({}), &[]),
             tool("stderr", "Writes `lines` lines to stderr.", json!({"lines": {"type": "integer"}}), &[]),
-            tool("mutate", "Adds a tool and sends notifications/tools/list_changed.", json!({}), &[]),
+            tool(
+                "mutate",
+                "Adds a tool (or resource, or prompt: `what`) and sends the list_changed notification; \
+                 `fail_next_lists` makes that many following tools/list requests fail.",
+                json!({"what": {"type": "string", "enum": ["tools", "resources", "prompts"]},
+                       "fail_next_lists": {"type": "integer"}}),
+                &[],
+            ),
             // A schema without `type`, as some servers send: the host must normalise it.
             json!({"name": "loose", "description": "Tool with a schema lacking type.", "inputSchema": {}}),
         ];
@@ -195,8 +213,21 @@ impl ServerHandler for Fixture {
         if self.opts.init_delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(self.opts.init_delay_ms)).await;
         }
+        if let Some(message) = &self.opts.initialize_error {
+            return Err(ErrorData::invalid_params(message.clone(), None));
+        }
         context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        let result = self.negotiate_initialize(&request)?;
+        match &self.opts.protocol_version {
+            // Answer with a version the client did not ask for (and may not know).
+            Some(version) => {
+                let mut body =
+                    serde_json::to_value(&result).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                body["protocolVersion"] = json!(version);
+                serde_json::from_value(body).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+            }
+            None => Ok(result),
+        }
     }
 
     async fn list_tools(
@@ -204,6 +235,10 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let failing = self.failing_lists.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        if self.opts.fail_list_tools || failing {
+            return Err(ErrorData::internal_error("the tool registry is corrupt", None));
+        }
         page("tools", self.all_tools(), self.opts.page_size, request)
     }
 
@@ -291,9 +326,24 @@ impl ServerHandler for Fixture {
                 text(format!("wrote {n} lines"))
             }
             "mutate" => {
-                self.added.fetch_add(1, Ordering::SeqCst);
-                let _ = context.peer.notify_tool_list_changed().await;
-                text("added a tool".into())
+                let what = args.as_ref().and_then(|a| a.get("what")).and_then(Value::as_str).unwrap_or("tools");
+                let fail = arg_u64(&args, "fail_next_lists", 0) as usize;
+                self.failing_lists.store(fail, Ordering::SeqCst);
+                match what {
+                    "resources" => {
+                        self.added_resources.fetch_add(1, Ordering::SeqCst);
+                        let _ = context.peer.notify_resource_list_changed().await;
+                    }
+                    "prompts" => {
+                        self.added_prompts.fetch_add(1, Ordering::SeqCst);
+                        let _ = context.peer.notify_prompt_list_changed().await;
+                    }
+                    _ => {
+                        self.added.fetch_add(1, Ordering::SeqCst);
+                        let _ = context.peer.notify_tool_list_changed().await;
+                    }
+                }
+                text(format!("added one to {what}"))
             }
             "loose" => text("loose".into()),
             name if name.starts_with("tool_")
@@ -311,10 +361,13 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let items = vec![
+        let mut items = vec![
             json!({"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"}),
             json!({"uri": "fixture://data.json", "name": "data", "mimeType": "application/json"}),
         ];
+        for i in 0..self.added_resources.load(Ordering::SeqCst) {
+            items.push(json!({"uri": format!("fixture://added/{i}"), "name": format!("added_{i}")}));
+        }
         page("resources", items, self.opts.page_size, request)
     }
 
@@ -348,11 +401,14 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let items = vec![json!({
+        let mut items = vec![json!({
             "name": "greet",
             "description": "Greets someone.",
             "arguments": [{"name": "who", "description": "Whom to greet", "required": true}],
         })];
+        for i in 0..self.added_prompts.load(Ordering::SeqCst) {
+            items.push(json!({"name": format!("added_{i}"), "description": "Added at run time."}));
+        }
         page("prompts", items, self.opts.page_size, request)
     }
 
@@ -447,7 +503,13 @@ fn main() {
         }
     };
     let code = runtime.block_on(async move {
-        let server = Fixture { opts: Arc::new(opts), added: Arc::new(AtomicUsize::new(0)) };
+        let server = Fixture {
+            opts: Arc::new(opts),
+            added: Arc::default(),
+            added_resources: Arc::default(),
+            added_prompts: Arc::default(),
+            failing_lists: Arc::default(),
+        };
         match server.serve(rmcp::transport::stdio_pipes()).await {
             Ok(running) => {
                 let _ = running.waiting().await;

@@ -134,6 +134,7 @@ mod tests {
             transport: TransportConfig::Stdio(StdioConfig {
                 command: "node".into(),
                 args: vec![arg.into()],
+                args_as_written: vec![arg.into()],
                 env: BTreeMap::new(),
                 cwd: None,
                 env_passthrough: vec![],

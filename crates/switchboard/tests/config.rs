@@ -224,3 +224,33 @@ async fn project_servers_wait_for_trust_and_any_change_needs_it_again() {
     assert_eq!(hub.status("p"), Some(ServerStatus::Untrusted), "a changed launch needs trust again");
     let _ = json!(null);
 }
+
+#[test]
+fn debug_and_serialize_never_show_values_from_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.json");
+    write(
+        &file,
+        r#"{"servers": {
+            "local": {"command": "srv", "args": ["--token", "${TOKEN}"], "env": {"T": "${TOKEN}", "P": "plain-secret"}},
+            "remote": {"url": "https://example.com/mcp?key=${TOKEN}", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+        }}"#,
+    );
+    let loaded = config::load(&options(dir.path(), &dir.path().join("none.json"), vec![file]));
+    for name in ["local", "remote"] {
+        let c = valid(loaded.servers.get(name));
+        for shown in [format!("{c:?}"), format!("{c:#?}"), serde_json::to_string(c).unwrap(), c.target()] {
+            assert!(!shown.contains("s3cret") && !shown.contains("plain-secret"), "{name}: {shown}");
+        }
+    }
+    let local = valid(loaded.servers.get("local"));
+    assert_eq!(local.target(), "srv --token ${TOKEN}");
+    match &local.transport {
+        TransportConfig::Stdio(s) => assert_eq!(s.args, ["--token", "s3cret"], "what runs is expanded"),
+        other => panic!("{other:?}"),
+    }
+    let remote = valid(loaded.servers.get("remote"));
+    assert_eq!(remote.target(), "https://example.com/mcp?key=${TOKEN}");
+    let json = serde_json::to_value(remote).unwrap();
+    assert_eq!(json["transport"]["headers"]["Authorization"], "<redacted>");
+}

@@ -142,6 +142,34 @@ async fn list_changed_refreshes_the_catalog() {
     assert!(hub.catalog().tool("mcp__m__added_0").is_some());
     let out = hub.call_tool("mcp__m__added_0", None, CallOptions::new()).await.unwrap();
     assert_eq!(text(&out), "called added_0");
+    match hub.status("m") {
+        Some(ServerStatus::Connected { counts, .. }) => assert_eq!(counts.tools, 12),
+        other => panic!("{other:?}"),
+    }
+
+    // Resources and prompts follow their own notifications.
+    hub.call_tool("mcp__m__mutate", args(json!({"what": "resources"})), CallOptions::new()).await.unwrap();
+    wait_event(&mut events, |e| matches!(e, Event::CatalogChanged { resources: 3, .. })).await;
+    assert!(hub.catalog().resources().iter().any(|r| r.resource.uri == "fixture://added/0"));
+    hub.call_tool("mcp__m__mutate", args(json!({"what": "prompts"})), CallOptions::new()).await.unwrap();
+    wait_event(&mut events, |e| matches!(e, Event::CatalogChanged { prompts: 2, .. })).await;
+    assert!(hub.catalog().prompts().iter().any(|p| p.prompt.name == "added_0"));
+
+    // A refresh that fails keeps the last good list (now 12 tools, though the server has 13).
+    hub.call_tool("mcp__m__mutate", args(json!({"fail_next_lists": 1})), CallOptions::new()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(hub.catalog().tools_of("m").count(), 12);
+    assert!(hub.catalog().tool("mcp__m__added_0").is_some());
+    assert_eq!(hub.status("m").map(|s| s.state()), Some("connected"));
+
+    // A burst of changes: whatever order the refreshes finish in, the newest list wins.
+    for _ in 0..5 {
+        hub.call_tool("mcp__m__mutate", None, CallOptions::new()).await.unwrap();
+    }
+    wait_event(&mut events, |e| matches!(e, Event::CatalogChanged { tools: 18, .. })).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hub.catalog().tools_of("m").count(), 18);
+    assert!(hub.catalog().tool("mcp__m__added_5").is_some());
     hub.shutdown().await;
 }
 
@@ -179,16 +207,20 @@ async fn names_are_unique_capped_and_route_to_the_right_server() {
 async fn start_failures_are_classified_and_do_not_hold_up_others() {
     let env = TestEnv::new();
     let started = Instant::now();
-    let hub = env
-        .hub(&json!({"servers": {
+    let loaded = env.load(&json!({"servers": {
             "good": fixture_server(&[]),
             "hangs": {"command": common::fixture().display().to_string(), "args": ["--init-delay-ms", "60000"], "startup_timeout_ms": 700},
             "dies": fixture_server(&["--exit-at-start", "7"]),
             "missing": {"command": "definitely-not-a-command-xyz"},
             "badcwd": {"command": "true", "cwd": "/nonexistent/dir"},
             "off": {"command": "true", "enabled": false},
-        }}))
-        .await;
+            "oldproto": fixture_server(&["--protocol-version", "1999-01-01"]),
+            "refuses": fixture_server(&["--initialize-error", "unsupported protocol version: we only speak 2030-01-01"]),
+            "nolist": fixture_server(&["--fail-list-tools"]),
+            "unset": {"command": "${SWITCHBOARD_TEST_SURELY_UNSET_VAR}"},
+        }}));
+    assert_eq!(loaded.diagnostics.len(), 1, "only `unset` is invalid: {:?}", loaded.diagnostics);
+    let hub = env.start(&loaded).await;
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(hub.status("good").map(|s| s.state()), Some("connected"));
     let (kind, msg) = failure(hub.status("hangs"));
@@ -204,6 +236,18 @@ async fn start_failures_are_classified_and_do_not_hold_up_others() {
     assert_eq!(kind, FailureKind::ProcessStartFailed);
     assert!(msg.contains("/nonexistent/dir"), "{msg}");
     assert_eq!(hub.status("off"), Some(ServerStatus::Disabled));
+    let (kind, msg) = failure(hub.status("oldproto"));
+    assert_eq!(kind, FailureKind::ProtocolNegotiationFailed);
+    assert!(msg.contains("1999-01-01") && msg.contains("2025-11-25"), "{msg}");
+    let (kind, msg) = failure(hub.status("refuses"));
+    assert_eq!(kind, FailureKind::ProtocolNegotiationFailed);
+    assert!(msg.contains("we only speak 2030-01-01"), "{msg}");
+    let (kind, msg) = failure(hub.status("nolist"));
+    assert_eq!(kind, FailureKind::ToolListFailed);
+    assert!(msg.contains("tools/list") && msg.contains("the tool registry is corrupt"), "{msg}");
+    let (kind, msg) = failure(hub.status("unset"));
+    assert_eq!(kind, FailureKind::ConfigInvalid);
+    assert!(msg.contains("SWITCHBOARD_TEST_SURELY_UNSET_VAR"), "{msg}");
     let err = hub.call_tool("mcp__dies__echo", None, CallOptions::new()).await.unwrap_err();
     assert!(matches!(err, Error::UnknownTool { .. }));
     hub.shutdown().await;

@@ -294,6 +294,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                 return err("command", "must not be empty");
             }
             leading_args.extend(args.unwrap_or_default());
+            let args_as_written = leading_args.clone();
             let args = leading_args
                 .iter()
                 .enumerate()
@@ -315,6 +316,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
             TransportConfig::Stdio(StdioConfig {
                 command,
                 args,
+                args_as_written,
                 env,
                 cwd,
                 env_passthrough: passthrough.unwrap_or_default(),
@@ -339,6 +341,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
             let Some(url) = url else {
                 return err("url", "a remote server needs `url`");
             };
+            let url_as_written = url.clone();
             let url = x("url", &url)?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return err("url", format!("`{url}` is not an http:// or https:// URL"));
@@ -358,7 +361,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                     return err("transport", format!("unknown transport `{other}`: use auto, streamable-http or sse"));
                 }
             };
-            TransportConfig::Http(HttpConfig { url, headers, transport })
+            TransportConfig::Http(HttpConfig { url, url_as_written, headers, transport })
         }
     };
 

@@ -65,14 +65,23 @@ pub enum HttpTransport {
 }
 
 /// A local server started as a child process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+///
+/// `Serialize` and `Debug` never show a secret: arguments appear as written (variables
+/// unexpanded) and `env` values as `"<redacted>"`.
+#[derive(Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct StdioConfig {
     /// Program to run (resolved on `PATH` when it has no `/`).
     pub command: String,
-    /// Arguments, passed as given (no shell).
+    /// Arguments, passed as given (no shell), variables expanded.
+    #[serde(skip)]
     pub args: Vec<String>,
+    /// The arguments as written in the file, `${VAR}` references unexpanded: what people and
+    /// `--json` output are shown, so a secret passed through a variable never appears.
+    #[serde(rename = "args")]
+    pub args_as_written: Vec<String>,
     /// Variables set for the server (values are secrets: never printed).
+    #[serde(serialize_with = "ser_redacted")]
     pub env: BTreeMap<String, String>,
     /// Working directory; `None` means the project root.
     pub cwd: Option<PathBuf>,
@@ -83,12 +92,20 @@ pub struct StdioConfig {
 }
 
 /// A remote server reached over HTTP.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+///
+/// `Serialize` and `Debug` never show a secret: the URL appears as written (variables
+/// unexpanded) and header values as `"<redacted>"`.
+#[derive(Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct HttpConfig {
-    /// Endpoint URL.
+    /// Endpoint URL, variables expanded.
+    #[serde(skip)]
     pub url: String,
+    /// The URL as written in the file (`${VAR}` unexpanded), for display.
+    #[serde(rename = "url")]
+    pub url_as_written: String,
     /// Static headers (values are secrets: never printed).
+    #[serde(serialize_with = "ser_redacted")]
     pub headers: BTreeMap<String, String>,
     /// Which HTTP transport to use.
     pub transport: HttpTransport,
@@ -139,6 +156,58 @@ pub struct ServerConfig {
     pub source: PathBuf,
 }
 
+impl ServerConfig {
+    /// One line saying what this server is, safe to show: the program and its arguments as
+    /// written (variables unexpanded), or the URL as written.
+    pub fn target(&self) -> String {
+        match &self.transport {
+            TransportConfig::Stdio(s) => std::iter::once(s.command.clone())
+                .chain(s.args_as_written.iter().map(|a| if a.contains(' ') { format!("{a:?}") } else { a.clone() }))
+                .collect::<Vec<_>>()
+                .join(" "),
+            TransportConfig::Http(h) => h.url_as_written.clone(),
+        }
+    }
+}
+
+/// Names kept, values replaced.
+struct Redacted<'a>(&'a BTreeMap<String, String>);
+
+const REDACTED: &str = "<redacted>";
+
+impl std::fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.0.keys().map(|k| (k, REDACTED))).finish()
+    }
+}
+
+fn ser_redacted<S: serde::Serializer>(m: &BTreeMap<String, String>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(m.keys().map(|k| (k, REDACTED)))
+}
+
+impl std::fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioConfig")
+            .field("command", &self.command)
+            .field("args", &self.args_as_written)
+            .field("env", &Redacted(&self.env))
+            .field("cwd", &self.cwd)
+            .field("env_passthrough", &self.env_passthrough)
+            .field("inherit_env", &self.inherit_env)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url_as_written)
+            .field("headers", &Redacted(&self.headers))
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
 fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
@@ -160,6 +229,9 @@ pub struct InvalidServer {
 /// A server as configured: valid, or invalid with the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+// A config holds a handful of entries; boxing the common variant would only make matching on
+// it clumsier for library users.
+#[allow(clippy::large_enum_variant)]
 pub enum ServerEntry {
     /// A definition that can be started.
     Valid(ServerConfig),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::ClientRequest;
+use rmcp::model::{ClientRequest, ProtocolVersion};
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use tokio::sync::{broadcast, mpsc};
 
@@ -140,8 +140,19 @@ impl Connection {
         let service = match outcome {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
-                // Most handshake failures are a process that died: report its exit.
-                let exit = tree.exited_within(Duration::from_millis(500)).await;
+                use rmcp::service::ClientInitializeError as Init;
+                // The server answered, but not with a handshake we can use: it may exit right
+                // after, yet the answer is the cause.
+                let answered = matches!(
+                    e,
+                    Init::JsonRpcError(_)
+                        | Init::NoCompatibleProtocolVersion { .. }
+                        | Init::ExpectedInitResponse(Some(_))
+                        | Init::ExpectedInitResult(Some(_))
+                        | Init::ConflictInitResponseId(..)
+                );
+                // Otherwise most handshake failures are a process that died: report its exit.
+                let exit = if answered { None } else { tree.exited_within(Duration::from_millis(500)).await };
                 let failure = match exit {
                     Some(info) => StartFailure {
                         kind: FailureKind::ProcessExited,
@@ -176,6 +187,23 @@ impl Connection {
             }
         };
         let peer = service.peer().clone();
+        // The spec: a client that does not support the version in the server's answer should
+        // disconnect. rmcp takes whatever the server says, so the check is here.
+        if let Some(version) = peer.peer_info().map(|i| i.protocol_version.clone())
+            && !ProtocolVersion::KNOWN_VERSIONS.contains(&version)
+        {
+            let _ = tokio::time::timeout(Duration::from_millis(200), service.cancel()).await;
+            tree.terminate().await;
+            let known: Vec<&str> = ProtocolVersion::KNOWN_VERSIONS.iter().map(|v| v.as_str()).collect();
+            return Err(StartFailure {
+                kind: FailureKind::ProtocolNegotiationFailed,
+                message: format!(
+                    "the server answered `initialize` with protocol version {version}, which switchboard does not speak ({})",
+                    known.join(", ")
+                ),
+                stderr_tail: tail(&tree),
+            });
+        }
         peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled()).await;
         let identity = match peer.peer_info() {
             Some(info) => ServerIdentity {

@@ -78,7 +78,8 @@ pub struct ServerInfo {
     pub source: PathBuf,
     /// `stdio` or `http`.
     pub transport: &'static str,
-    /// What runs or where it connects (command line or URL; no env values, no headers).
+    /// What runs or where it connects: the command line or URL as written in the file
+    /// (`${VAR}` unexpanded), never env values or headers.
     pub target: String,
     /// Its status.
     pub status: ServerStatus,
@@ -293,12 +294,8 @@ impl Hub {
 }
 
 fn info(slot: &Slot) -> ServerInfo {
-    let (transport, target) = match slot.config().map(|c| &c.transport) {
-        Some(TransportConfig::Stdio(s)) => (
-            "stdio",
-            std::iter::once(s.command.as_str()).chain(s.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
-        ),
-        Some(TransportConfig::Http(h)) => ("http", h.url.clone()),
+    let (transport, target) = match slot.config() {
+        Some(c) => (if matches!(c.transport, TransportConfig::Stdio(_)) { "stdio" } else { "http" }, c.target()),
         None => ("-", String::new()),
     };
     ServerInfo {

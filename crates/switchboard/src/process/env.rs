@@ -61,6 +61,7 @@ mod tests {
         StdioConfig {
             command: "x".into(),
             args: vec![],
+            args_as_written: vec![],
             env: [("MINE".to_string(), "1".to_string())].into(),
             cwd: None,
             env_passthrough: passthrough.iter().map(|s| s.to_string()).collect(),

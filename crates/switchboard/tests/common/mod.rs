@@ -118,7 +118,12 @@ impl TestEnv {
     pub async fn hub(&self, config_json: &Value) -> Hub {
         let loaded = self.load(config_json);
         assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
-        let hub = Hub::start(&loaded, HubOptions::new(self.paths.clone()));
+        self.start(&loaded).await
+    }
+
+    /// Starts a hub on a config that may hold invalid entries, and waits until it settles.
+    pub async fn start(&self, loaded: &LoadedConfig) -> Hub {
+        let hub = Hub::start(loaded, HubOptions::new(self.paths.clone()));
         tokio::time::timeout(Duration::from_secs(120), hub.ready()).await.expect("servers did not settle");
         hub
     }

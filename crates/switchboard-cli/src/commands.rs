@@ -572,11 +572,8 @@ fn add(
     } else {
         ctx.paths.config_file.clone()
     };
-    let shape = config::write_server(&path, &NewServer::new(name, entry))?;
+    config::write_server(&path, &NewServer::new(name, entry))?;
     println!("Added server `{name}` to {}.", path.display());
-    if shape.had_comments {
-        eprintln!("note: comments and trailing commas in {} were not kept when it was rewritten", path.display());
-    }
     if let Some(existing) = ctx.loaded.servers.get(name) {
         let wins = match (scope, existing.scope()) {
             ("project", Scope::User | Scope::Cli) => Some(existing.source().display().to_string()),
@@ -595,17 +592,14 @@ fn add(
 fn edit(
     ctx: &Ctx,
     name: &str,
-    f: impl FnOnce(&std::path::Path) -> Result<config::FileShape, config::EditError>,
+    f: impl FnOnce(&std::path::Path) -> Result<(), config::EditError>,
     verb: &str,
 ) -> Result<u8> {
     let entry =
         ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}` (see `switchboard list`)"))?;
     let path = entry.source().to_path_buf();
-    let shape = f(&path)?;
+    f(&path)?;
     println!("{verb} server `{name}` in {}.", path.display());
-    if shape.had_comments {
-        eprintln!("note: comments and trailing commas in {} were not kept when it was rewritten", path.display());
-    }
     Ok(0)
 }
 

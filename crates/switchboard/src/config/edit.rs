@@ -1,12 +1,16 @@
 //! Changing config files: add, remove, enable and disable a server.
 //!
-//! Edits keep the file's own shape (a `mcpServers` file stays one) and are written atomically
-//! (temporary file in the same folder, then rename). Comments cannot survive a JSON rewrite;
-//! [`FileShape::had_comments`] tells the caller so it can say so.
+//! Edits go through a concrete syntax tree (`jsonc-parser`'s CST), so everything the author
+//! wrote that the edit does not touch stays as it was: comments, trailing commas, key order,
+//! indentation. Edits keep the file's own shape (a `mcpServers` file stays one) and are written
+//! atomically (temporary file in the same folder, then rename). A file that is not valid JSON
+//! (with comments) is never changed.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use serde_json::Value;
 
 use super::jsonc;
 
@@ -72,56 +76,52 @@ impl NewServer {
     }
 }
 
-/// What an edit found about the file it changed.
-#[derive(Debug, Clone, Copy, Default)]
-#[non_exhaustive]
-pub struct FileShape {
-    /// The file had comments or trailing commas, which the rewrite dropped.
-    pub had_comments: bool,
-}
-
-fn read(path: &Path) -> Result<(Value, FileShape), EditError> {
+/// The file as a syntax tree, checked first with the loader's own parser so errors carry the
+/// same line and column as `config check` gives.
+fn read(path: &Path) -> Result<(CstRootNode, Value), EditError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok((Value::Object(Map::new()), FileShape::default()));
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "{}\n".to_string(),
         Err(source) => return Err(EditError::Io { path: path.into(), source }),
     };
-    let stripped = jsonc::strip(&text);
-    let had_comments = stripped != text;
-    let value = serde_json::from_str(&stripped).map_err(|e| EditError::Parse {
-        path: path.into(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })?;
-    Ok((value, FileShape { had_comments }))
+    let parse_error = |line, column, message| EditError::Parse { path: path.into(), line, column, message };
+    let text = if text.trim().is_empty() { "{}\n".to_string() } else { text };
+    let value = serde_json::from_str::<Value>(&jsonc::strip(&text))
+        .map_err(|e| parse_error(e.line(), e.column(), e.to_string()))?;
+    let root = CstRootNode::parse(&text, &ParseOptions::default()).map_err(|e| parse_error(1, 1, e.to_string()))?;
+    Ok((root, value))
 }
 
-fn write(path: &Path, value: &Value) -> Result<(), EditError> {
+fn write(path: &Path, root: &CstRootNode) -> Result<(), EditError> {
     let io = |source| EditError::Io { path: path.into(), source };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io)?;
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
-    text.push('\n');
+    let mut text = root.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
     crate::fsutil::write_atomic(path, text.as_bytes(), None).map_err(io)
 }
 
-/// Every map of servers in the file, mutable, in the order the loader reads them.
-fn server_maps(root: &mut Value) -> Vec<&mut Map<String, Value>> {
-    let Some(obj) = root.as_object_mut() else { return Vec::new() };
+fn prop_name(prop: &jsonc_parser::cst::CstObjectProp) -> Option<String> {
+    prop.name()?.decoded_value().ok()
+}
+
+/// Every map of servers in the file, in the order the loader reads them. `value` is the same
+/// file parsed, to tell ZCode's `mcp` from OpenCode's exactly as the loader does.
+fn server_maps(root: &CstRootNode, value: &Value) -> Vec<CstObject> {
+    let zcode = value.get("mcp").and_then(Value::as_object).is_some_and(super::entry::is_zcode);
+    let Some(obj) = root.object_value() else { return Vec::new() };
     let mut maps = Vec::new();
-    for (key, value) in obj.iter_mut() {
-        match (key.as_str(), value) {
-            ("servers" | "mcpServers", Value::Object(m)) => maps.push(m),
-            ("mcp", Value::Object(m)) => {
-                if super::entry::is_zcode(m) {
-                    if let Some(Value::Object(inner)) = m.get_mut("servers") {
-                        maps.push(inner);
-                    }
+    for prop in obj.properties() {
+        let Some(map) = prop.object_value() else { continue };
+        match prop_name(&prop).as_deref() {
+            Some("servers" | "mcpServers") => maps.push(map),
+            Some("mcp") => {
+                if zcode {
+                    maps.extend(map.object_value("servers"));
                 } else {
-                    maps.push(m);
+                    maps.push(map);
                 }
             }
             _ => {}
@@ -130,56 +130,135 @@ fn server_maps(root: &mut Value) -> Vec<&mut Map<String, Value>> {
     maps
 }
 
-/// Adds a server to `path` (created if missing).
-pub fn write_server(path: &Path, server: &NewServer) -> Result<FileShape, EditError> {
-    super::entry::validate_name(&server.name).map_err(EditError::BadName)?;
-    let (mut root, shape) = read(path)?;
-    if !root.is_object() {
-        root = Value::Object(Map::new());
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
+        Value::Object(m) => CstInputValue::Object(m.iter().map(|(k, v)| (k.clone(), input(v))).collect()),
     }
-    if server_maps(&mut root).iter().any(|m| m.contains_key(&server.name)) {
+}
+
+/// Adds a server to `path` (created if missing).
+pub fn write_server(path: &Path, server: &NewServer) -> Result<(), EditError> {
+    super::entry::validate_name(&server.name).map_err(EditError::BadName)?;
+    let (root, value) = read(path)?;
+    if server_maps(&root, &value).iter().any(|m| m.get(&server.name).is_some()) {
         return Err(EditError::Exists { path: path.into(), name: server.name.clone() });
     }
-    let key = if root.get("mcpServers").is_some_and(Value::is_object) { "mcpServers" } else { "servers" };
-    if let Some(obj) = root.as_object_mut() {
-        let map = obj.entry(key).or_insert_with(|| Value::Object(Map::new()));
-        if let Some(m) = map.as_object_mut() {
-            m.insert(server.name.clone(), server.entry.clone());
-        }
-    }
-    write(path, &root)?;
-    Ok(shape)
+    let obj = root.object_value_or_set();
+    let key = if obj.object_value("mcpServers").is_some() { "mcpServers" } else { "servers" };
+    obj.object_value_or_set(key).append(&server.name, input(&server.entry));
+    write(path, &root)
 }
 
 /// Removes a server from `path`.
-pub fn remove_server(path: &Path, name: &str) -> Result<FileShape, EditError> {
-    let (mut root, shape) = read(path)?;
+pub fn remove_server(path: &Path, name: &str) -> Result<(), EditError> {
+    let (root, value) = read(path)?;
     let mut removed = false;
-    for map in server_maps(&mut root) {
-        removed |= map.remove(name).is_some();
+    for map in server_maps(&root, &value) {
+        if let Some(prop) = map.get(name) {
+            prop.remove();
+            removed = true;
+        }
     }
     if !removed {
         return Err(EditError::NotFound { path: path.into(), name: name.into() });
     }
-    write(path, &root)?;
-    Ok(shape)
+    write(path, &root)
 }
 
 /// Sets `enabled` on a server in `path` (dropping the `enable`/`disabled` aliases).
-pub fn set_enabled(path: &Path, name: &str, enabled: bool) -> Result<FileShape, EditError> {
-    let (mut root, shape) = read(path)?;
+pub fn set_enabled(path: &Path, name: &str, enabled: bool) -> Result<(), EditError> {
+    let (root, value) = read(path)?;
     let mut found = false;
-    for map in server_maps(&mut root) {
-        if let Some(Value::Object(entry)) = map.get_mut(name) {
-            entry.remove("enable");
-            entry.remove("disabled");
-            entry.insert("enabled".into(), Value::Bool(enabled));
-            found = true;
+    for map in server_maps(&root, &value) {
+        let Some(entry) = map.get(name).and_then(|p| p.object_value()) else { continue };
+        for alias in ["enable", "disabled"] {
+            if let Some(prop) = entry.get(alias) {
+                prop.remove();
+            }
         }
+        match entry.get("enabled") {
+            Some(prop) => prop.set_value(CstInputValue::Bool(enabled)),
+            None => {
+                entry.append("enabled", CstInputValue::Bool(enabled));
+            }
+        }
+        found = true;
     }
     if !found {
         return Err(EditError::NotFound { path: path.into(), name: name.into() });
     }
-    write(path, &root)?;
-    Ok(shape)
+    write(path, &root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit_text(text: &str, f: impl FnOnce(&Path) -> Result<(), EditError>) -> String {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("c.json");
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        f(&path).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    const COMMENTED: &str = r#"{
+  // my servers
+  "mcpServers": {
+    /* the one I use */
+    "a": {"command": "x", "disabled": true}, // keep me
+    "b": {"command": "y"},
+  },
+}
+"#;
+
+    #[test]
+    fn comments_survive_every_edit() {
+        let added =
+            edit_text(COMMENTED, |p| write_server(p, &NewServer::new("c", serde_json::json!({"command": "z"}))));
+        assert!(
+            added.contains("// my servers") && added.contains("/* the one I use */") && added.contains("// keep me")
+        );
+        assert!(added.contains(r#""c": {"#) && added.contains(r#""command": "z""#), "{added}");
+        let removed = edit_text(COMMENTED, |p| remove_server(p, "b"));
+        assert!(removed.contains("// keep me") && !removed.contains(r#""b""#), "{removed}");
+        let enabled = edit_text(COMMENTED, |p| set_enabled(p, "a", true));
+        assert!(enabled.contains("// keep me") && enabled.contains(r#""enabled": true"#), "{enabled}");
+        assert!(!enabled.contains("disabled"), "{enabled}");
+        for text in [added, removed, enabled] {
+            let value: Value = serde_json::from_str(&jsonc::strip(&text)).unwrap_or_else(|e| panic!("{e}: {text}"));
+            assert!(value["mcpServers"].is_object());
+        }
+    }
+
+    #[test]
+    fn a_new_file_gets_the_native_shape_and_bad_json_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("new.json");
+        write_server(&path, &NewServer::new("n", serde_json::json!({"url": "https://e.com/mcp"})))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(value["servers"]["n"]["url"], "https://e.com/mcp");
+
+        let broken = "{\n  \"servers\": {\"a\": 1 \"b\": 2}\n}";
+        std::fs::write(&path, broken).unwrap_or_else(|e| panic!("{e}"));
+        let err = remove_server(&path, "n").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("new.json:2:"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap_or_default(), broken);
+    }
+
+    #[test]
+    fn zcode_files_are_edited_in_place() {
+        let text = r#"{"mcp": {"servers": {"z": {"command": "q"}}, "timeout": 5}}"#;
+        let out = edit_text(text, |p| set_enabled(p, "z", false));
+        let value: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(value["mcp"]["servers"]["z"]["enabled"], false);
+        assert_eq!(value["mcp"]["timeout"], 5);
+    }
 }

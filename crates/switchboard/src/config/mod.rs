@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use discover::{FileLook, LoadOptions, load};
-pub use edit::{EditError, FileShape, NewServer, remove_server, set_enabled, write_server};
+pub use edit::{EditError, NewServer, remove_server, set_enabled, write_server};
 
 /// Default time a server has to start: spawn, `initialize`, and first listings.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(30_000);

@@ -23,7 +23,16 @@ pub fn stderr_tty() -> bool {
 pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(if stdout_tty() { presets::UTF8_HORIZONTAL_ONLY } else { presets::NOTHING });
-    t.set_content_arrangement(if stdout_tty() { ContentArrangement::Dynamic } else { ContentArrangement::Disabled });
+    // Fit the terminal's width when it has one; a pseudo-terminal without a size (`script`,
+    // some CI runners, editors' task panels) reports 0 columns, and squeezing to that would
+    // print one character per line.
+    let width = console::Term::stdout().size_checked().map_or(0, |(_, cols)| cols);
+    if stdout_tty() && width >= 40 {
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_width(width);
+    } else {
+        t.set_content_arrangement(ContentArrangement::Disabled);
+    }
     t.set_header(header.iter().map(|h| if stdout_tty() { style(h).bold().to_string() } else { h.to_string() }));
     t
 }

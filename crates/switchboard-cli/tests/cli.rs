@@ -224,3 +224,59 @@ fn ctrl_c_during_a_call_leaves_no_server_process() {
         assert!(state.is_none() || state.as_deref() == Some("Z"), "process {pid} left behind ({state:?})");
     }
 }
+
+/// Runs `switchboard <args>` on a pseudo-terminal (util-linux `script`), returning all it drew.
+fn on_terminal(home: &Path, args: &[&str], sized: bool) -> String {
+    let exe = Command::cargo_bin("switchboard").unwrap().get_program().to_string_lossy().into_owned();
+    let quoted: Vec<String> =
+        std::iter::once(exe).chain(args.iter().map(|a| a.to_string())).map(|a| format!("'{a}'")).collect();
+    // A pseudo-terminal has no size until one is set; usually give it one.
+    let line = format!("{}{}", if sized { "stty rows 40 cols 100; " } else { "" }, quoted.join(" "));
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("SWITCHBOARD_CONFIG", home.join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .current_dir(home)
+        .output()
+        .expect("util-linux `script` is needed for the terminal tests");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_terminal_gets_a_spinner_a_progress_bar_and_colour_and_a_pipe_gets_none() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = home.path().join("slow.json");
+    let slow =
+        json!({"servers": {"s": {"command": fixture().display().to_string(), "args": ["--init-delay-ms", "700"]}}});
+    std::fs::write(&cfg, slow.to_string()).unwrap();
+    let cfg = cfg.to_str().unwrap();
+
+    let drawn = on_terminal(
+        home.path(),
+        &["--config", cfg, "call", "mcp__s__slow", "--arg", "ms=250", "--arg", "steps=3"],
+        true,
+    );
+    assert!(drawn.contains("connecting to 1 server"), "a spinner while the server starts: {drawn:?}");
+    assert!(
+        drawn.contains("1/3") && drawn.contains("3/3") && drawn.contains("step 2 of 3"),
+        "a progress bar: {drawn:?}"
+    );
+    assert!(drawn.contains("slept 3 x 250 ms"));
+    for sized in [true, false] {
+        let drawn = on_terminal(home.path(), &["--config", cfg, "list"], sized);
+        assert!(drawn.contains("\u{1b}[32mconnected"), "status in colour: {drawn:?}");
+        assert!(drawn.contains("fixture 0.1.0 (protocol 2025-11-25)"), "the table is not squeezed: {drawn:?}");
+    }
+
+    let out = sb(home.path(), home.path())
+        .args(["--config", cfg, "call", "mcp__s__slow", "--arg", "ms=100", "--arg", "steps=2"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.trim(), "slept 2 x 100 ms");
+    assert!(!stdout.contains('\u{1b}') && !stderr.contains('\u{1b}') && !stderr.contains("connecting"), "{stderr:?}");
+    let out = sb(home.path(), home.path()).args(["--config", cfg, "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\u{1b}'));
+}

@@ -78,7 +78,7 @@ impl Entry {
 struct State {
     next_id: u64,
     calls: HashMap<u64, Entry>,
-    /// When the watcher task will next look; `None` while it waits for a first request.
+    /// When the watcher task will next look; `None` while it waits for a request.
     armed: Option<Instant>,
 }
 
@@ -195,6 +195,11 @@ async fn run(shared: Arc<Shared>) {
                     let _ = entry.fire.send(why);
                 }
             }
+            // With nothing to watch, keep the wake-up already promised: requests that start
+            // before it with later deadlines rely on it and did not wake this task. Dropping
+            // it would make every new request wake the task (measured: +1 context switch
+            // per sequential call).
+            let next = next.or(st.armed.filter(|&armed| armed > now));
             st.armed = next;
             next
         };

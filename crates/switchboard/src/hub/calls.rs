@@ -98,7 +98,8 @@ impl Hub {
         arguments: Option<JsonObject>,
         options: CallOptions,
     ) -> Result<ToolOutput, Error> {
-        let entry = self.catalog().tool(name).cloned().ok_or_else(|| Error::UnknownTool { name: name.into() })?;
+        let catalog = self.catalog();
+        let entry = catalog.tool(name).ok_or_else(|| Error::UnknownTool { name: name.into() })?;
         let slot = self.inner.slot(&entry.server)?.clone();
         let conn = ensure_connected(&self.inner, &slot).await?;
         let timeout =
@@ -144,7 +145,13 @@ impl Hub {
             .await
             .map_err(|e| Error::Protocol { server, message: format!("formatting the result failed: {e}") })?
         };
-        Ok(ToolOutput { name: entry.name, server: entry.server, tool: entry.tool.name.to_string(), raw, model })
+        Ok(ToolOutput {
+            name: entry.name.clone(),
+            server: entry.server.clone(),
+            tool: entry.tool.name.to_string(),
+            raw,
+            model,
+        })
     }
 
     /// Reads a resource from a server.
@@ -187,13 +194,13 @@ impl Hub {
 
 /// The slot's live connection, reconnecting once if the server exited since.
 async fn ensure_connected(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>, Error> {
-    let (conn, status) = {
+    let status = {
         let st = slot.state();
-        (st.conn.clone(), st.status.clone())
+        if let Some(conn) = st.conn.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(conn.clone());
+        }
+        st.status.clone()
     };
-    if let Some(conn) = conn.filter(|c| !c.is_closed()) {
-        return Ok(conn);
-    }
     match status {
         // Boxed: a connect future is large, and it would otherwise make every call's future
         // (which callers move around) that large too.

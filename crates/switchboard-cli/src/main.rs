@@ -190,8 +190,10 @@ pub enum ConfigAction {
 
 fn init_logs(verbose: u8) {
     use tracing_subscriber::EnvFilter;
+    // Without -v, rmcp's own log lines stay quiet: every failure they describe reaches the
+    // person classified, in the server's status (`list`, `get`).
     let default = match verbose {
-        0 => "warn",
+        0 => "warn,rmcp=off",
         1 => "info",
         2 => "debug",
         _ => "trace",

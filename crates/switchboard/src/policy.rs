@@ -131,6 +131,7 @@ mod tests {
     fn server(scope: Scope, arg: &str) -> ServerConfig {
         ServerConfig {
             name: "s".into(),
+            protocol_version: None,
             transport: TransportConfig::Stdio(StdioConfig {
                 command: "node".into(),
                 args: vec![arg.into()],

@@ -19,8 +19,16 @@ pub enum FailureKind {
     ProtocolNegotiationFailed,
     /// `tools/list` failed after a good handshake.
     ToolListFailed,
-    /// The transport is not available in this build (remote servers, for now).
+    /// The transport is not available in this build.
     Unsupported,
+    /// A remote server could not be reached (connection refused, name not resolved).
+    NetworkUnreachable,
+    /// The TLS handshake with a remote server failed (certificate, protocol).
+    TlsError,
+    /// A remote server answered with an HTTP error status.
+    HttpStatus,
+    /// A remote server asks for authorisation (401, or 403 `insufficient_scope`).
+    NeedsAuth,
 }
 
 /// Counts of what a connected server offers (after filters).
@@ -71,6 +79,9 @@ pub enum ServerStatus {
         /// The last lines the server wrote on stderr, when there is a process.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         stderr_tail: Vec<String>,
+        /// The server's `WWW-Authenticate` challenge, for `needs_auth`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        auth_challenge: Option<String>,
     },
     /// Was connected, then the process exited unexpectedly. The next call reconnects.
     Disconnected {

@@ -226,6 +226,8 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     let url = take(&mut obj, &["url"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
     let headers = take(&mut obj, &["headers", "http_headers"])?.map(|(f, v)| as_string_map(&f, v)).transpose()?;
     let transport = take(&mut obj, &["transport"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
+    let bearer_var = take(&mut obj, &["bearer_token_env_var"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
+    let protocol_version = take(&mut obj, &["protocol_version"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
     let enabled = take(&mut obj, &["enabled", "enable"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let disabled = take(&mut obj, &["disabled"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let startup =
@@ -279,9 +281,12 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
 
     let transport_config = match kind {
         Kind::Stdio => {
-            for (field, set) in
-                [("url", url.is_some()), ("headers", headers.is_some()), ("transport", transport.is_some())]
-            {
+            for (field, set) in [
+                ("url", url.is_some()),
+                ("headers", headers.is_some()),
+                ("transport", transport.is_some()),
+                ("bearer_token_env_var", bearer_var.is_some()),
+            ] {
                 if set {
                     return err(field, "does not apply to a stdio server");
                 }
@@ -361,12 +366,33 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                     return err("transport", format!("unknown transport `{other}`: use auto, streamable-http or sse"));
                 }
             };
-            TransportConfig::Http(HttpConfig { url, url_as_written, headers, transport })
+            if let Some(var) = &bearer_var
+                && (var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            {
+                return err("bearer_token_env_var", format!("`{var}` is not an environment variable name"));
+            }
+            TransportConfig::Http(HttpConfig {
+                url,
+                url_as_written,
+                headers,
+                transport,
+                bearer_token_env_var: bearer_var,
+            })
         }
     };
 
+    if let Some(v) = &protocol_version
+        && !rmcp::model::ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == v)
+    {
+        let known: Vec<&str> = rmcp::model::ProtocolVersion::KNOWN_VERSIONS.iter().map(|k| k.as_str()).collect();
+        return err(
+            "protocol_version",
+            format!("`{v}` is not a protocol version switchboard speaks ({})", known.join(", ")),
+        );
+    }
     Ok(ServerConfig {
         name: name.to_string(),
+        protocol_version,
         transport: transport_config,
         enabled,
         startup_timeout: startup.unwrap_or(DEFAULT_STARTUP_TIMEOUT),

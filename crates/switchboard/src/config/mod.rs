@@ -109,6 +109,8 @@ pub struct HttpConfig {
     pub headers: BTreeMap<String, String>,
     /// Which HTTP transport to use.
     pub transport: HttpTransport,
+    /// A host variable whose value is sent as `Authorization: Bearer <value>`.
+    pub bearer_token_env_var: Option<String>,
 }
 
 /// The transport part of a server definition.
@@ -138,6 +140,9 @@ pub struct ToolFilter {
 pub struct ServerConfig {
     /// The server's name (the key in the file).
     pub name: String,
+    /// A protocol version to insist on (`protocol_version`); `None` negotiates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
     /// How to reach it.
     pub transport: TransportConfig,
     /// `false` keeps it configured but not started.
@@ -204,6 +209,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("url", &self.url_as_written)
             .field("headers", &Redacted(&self.headers))
             .field("transport", &self.transport)
+            .field("bearer_token_env_var", &self.bearer_token_env_var)
             .finish()
     }
 }

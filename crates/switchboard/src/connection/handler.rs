@@ -8,7 +8,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+};
 use rmcp::service::{NotificationContext, RoleClient};
 use tokio::sync::{broadcast, mpsc};
 
@@ -121,11 +123,21 @@ pub(crate) struct Handler {
     pub(crate) changes: mpsc::UnboundedSender<ListChange>,
     pub(crate) progress: Arc<ProgressRouter>,
     pub(crate) events: broadcast::Sender<Event>,
+    /// The protocol version to ask for (`protocol_version` in config); `None`: rmcp's latest
+    /// with a handshake.
+    pub(crate) protocol_version: Option<ProtocolVersion>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("switchboard", env!("CARGO_PKG_VERSION")))
+        let mut info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("switchboard", env!("CARGO_PKG_VERSION")),
+        );
+        if let Some(v) = &self.protocol_version {
+            info.protocol_version = v.clone();
+        }
+        info
     }
 
     async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {

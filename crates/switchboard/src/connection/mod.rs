@@ -5,13 +5,14 @@
 //! cause and, for a process, its exit code and last stderr lines.
 
 pub mod handler;
+mod remote;
+mod stdio;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use rmcp::model::{ClientRequest, ProtocolVersion};
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use tokio::sync::{broadcast, mpsc};
@@ -19,7 +20,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::catalog::ServerLists;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::events::Event;
-use crate::process::{self, ProcessTree};
+use crate::process::ProcessTree;
 use crate::status::FailureKind;
 use handler::{Handler, ListChange, ProgressRouter};
 
@@ -34,6 +35,29 @@ pub struct StartFailure {
     pub message: String,
     /// The last stderr lines, if there was a process.
     pub stderr_tail: Vec<String>,
+    /// The server's `WWW-Authenticate` challenge, when it asked for authorisation.
+    pub auth_challenge: Option<String>,
+}
+
+impl StartFailure {
+    pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        StartFailure { kind, message: message.into(), stderr_tail: Vec::new(), auth_challenge: None }
+    }
+
+    pub(crate) fn stderr(mut self, tail: Vec<String>) -> Self {
+        self.stderr_tail = tail;
+        self
+    }
+}
+
+/// Ends a half-started server's process tree (if any) and builds the failure, with its last
+/// stderr lines.
+async fn end_with(tree: Option<Arc<ProcessTree>>, kind: FailureKind, message: String) -> StartFailure {
+    let t = tree.as_deref().map(tail).unwrap_or_default();
+    if let Some(tree) = tree {
+        tree.terminate().await;
+    }
+    StartFailure::new(kind, with_tail(message, &t)).stderr(t)
 }
 
 /// What a connection needs from the hub.
@@ -106,27 +130,7 @@ impl Connection {
         config: &ServerConfig,
         ctx: &ConnectCtx,
     ) -> Result<(Connection, mpsc::UnboundedReceiver<ListChange>, ServerLists), StartFailure> {
-        let stdio = match &config.transport {
-            TransportConfig::Stdio(s) => s,
-            TransportConfig::Http(h) => {
-                return Err(StartFailure {
-                    kind: FailureKind::Unsupported,
-                    message: format!("remote servers ({}) are not supported yet in this build", h.url),
-                    stderr_tail: vec![],
-                });
-            }
-        };
         let deadline = tokio::time::Instant::now() + config.startup_timeout;
-        let spawned =
-            process::spawn(&config.name, stdio, &ctx.project_root, &ctx.host_env, ctx.marker.clone()).map_err(|e| {
-                StartFailure { kind: FailureKind::ProcessStartFailed, message: e.to_string(), stderr_tail: vec![] }
-            })?;
-        let tree = spawned.tree.clone();
-        {
-            let mut trees = ctx.trees.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            trees.retain(|t| t.exit_info().is_none());
-            trees.push(tree.clone());
-        }
         let (changes_tx, changes_rx) = mpsc::unbounded_channel();
         let progress = Arc::new(ProgressRouter::default());
         let handler = Handler {
@@ -134,75 +138,39 @@ impl Connection {
             changes: changes_tx,
             progress: progress.clone(),
             events: ctx.events.clone(),
+            protocol_version: config
+                .protocol_version
+                .as_ref()
+                .and_then(|v| ProtocolVersion::KNOWN_VERSIONS.iter().find(|k| k.as_str() == v.as_str()).cloned()),
         };
-
-        let outcome = tokio::time::timeout_at(deadline, handler.serve((spawned.stdout, spawned.stdin))).await;
-        let service = match outcome {
-            Ok(Ok(service)) => service,
-            Ok(Err(e)) => {
-                use rmcp::service::ClientInitializeError as Init;
-                // The server answered, but not with a handshake we can use: it may exit right
-                // after, yet the answer is the cause.
-                let answered = matches!(
-                    e,
-                    Init::JsonRpcError(_)
-                        | Init::NoCompatibleProtocolVersion { .. }
-                        | Init::ExpectedInitResponse(Some(_))
-                        | Init::ExpectedInitResult(Some(_))
-                        | Init::ConflictInitResponseId(..)
-                );
-                // Otherwise most handshake failures are a process that died: report its exit.
-                let exit = if answered { None } else { tree.exited_within(Duration::from_millis(500)).await };
-                let failure = match exit {
-                    Some(info) => StartFailure {
-                        kind: FailureKind::ProcessExited,
-                        message: with_tail(
-                            format!("`{}` exited during start-up ({info})", stdio.command),
-                            &tail(&tree),
-                        ),
-                        stderr_tail: tail(&tree),
-                    },
-                    None => StartFailure {
-                        kind: FailureKind::ProtocolNegotiationFailed,
-                        message: with_tail(format!("initialize failed: {e}"), &tail(&tree)),
-                        stderr_tail: tail(&tree),
-                    },
-                };
-                tree.terminate().await;
-                return Err(failure);
+        let (service, tree) = match &config.transport {
+            TransportConfig::Stdio(stdio) => {
+                let (service, tree) = stdio::start(config, stdio, ctx, handler, deadline).await?;
+                (service, Some(tree))
             }
-            Err(_) => {
-                tree.terminate().await;
-                return Err(StartFailure {
-                    kind: FailureKind::StartupTimeout,
-                    message: with_tail(
-                        format!(
-                            "did not finish start-up within {} (startup_timeout_ms)",
-                            human(config.startup_timeout)
-                        ),
-                        &tail(&tree),
-                    ),
-                    stderr_tail: tail(&tree),
-                });
-            }
+            TransportConfig::Http(http) => (remote::start(config, http, ctx, handler, deadline).await?, None),
         };
         let peer = service.peer().clone();
         // The spec: a client that does not support the version in the server's answer should
-        // disconnect. rmcp takes whatever the server says, so the check is here.
-        if let Some(version) = peer.peer_info().map(|i| i.protocol_version.clone())
-            && !ProtocolVersion::KNOWN_VERSIONS.contains(&version)
-        {
-            let _ = tokio::time::timeout(Duration::from_millis(200), service.cancel()).await;
-            tree.terminate().await;
-            let known: Vec<&str> = ProtocolVersion::KNOWN_VERSIONS.iter().map(|v| v.as_str()).collect();
-            return Err(StartFailure {
-                kind: FailureKind::ProtocolNegotiationFailed,
-                message: format!(
-                    "the server answered `initialize` with protocol version {version}, which switchboard does not speak ({})",
+        // disconnect. rmcp takes whatever the server says, so the check is here; a pinned
+        // `protocol_version` must be the one agreed.
+        let agreed = peer.peer_info().map(|i| i.protocol_version.clone());
+        let refused = match (&agreed, &config.protocol_version) {
+            (Some(v), _) if !ProtocolVersion::KNOWN_VERSIONS.contains(v) => {
+                let known: Vec<&str> = ProtocolVersion::KNOWN_VERSIONS.iter().map(|v| v.as_str()).collect();
+                Some(format!(
+                    "the server answered `initialize` with protocol version {v}, which switchboard does not speak ({})",
                     known.join(", ")
-                ),
-                stderr_tail: tail(&tree),
-            });
+                ))
+            }
+            (Some(v), Some(pinned)) if v.as_str() != pinned => Some(format!(
+                "the server agreed on protocol version {v}, but this server's config pins {pinned} (protocol_version)"
+            )),
+            _ => None,
+        };
+        if let Some(message) = refused {
+            let _ = tokio::time::timeout(Duration::from_millis(200), service.cancel()).await;
+            return Err(end_with(tree, FailureKind::ProtocolNegotiationFailed, message).await);
         }
         peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled()).await;
         let identity = match peer.peer_info() {
@@ -228,38 +196,22 @@ impl Connection {
         let conn = Connection {
             peer,
             service: tokio::sync::Mutex::new(Some(service)),
-            tree: Some(tree.clone()),
+            tree: tree.clone(),
             progress,
             identity,
         };
-        let lists = match tokio::time::timeout_at(deadline, conn.list_all(&config.name)).await {
-            Ok(Ok(lists)) => lists,
-            Ok(Err(e)) => {
-                let t = tail(&tree);
-                conn.close().await;
-                return Err(StartFailure {
-                    kind: FailureKind::ToolListFailed,
-                    message: with_tail(format!("tools/list failed: {e}"), &t),
-                    stderr_tail: t,
-                });
-            }
-            Err(_) => {
-                let t = tail(&tree);
-                conn.close().await;
-                return Err(StartFailure {
-                    kind: FailureKind::StartupTimeout,
-                    message: with_tail(
-                        format!(
-                            "listing tools did not finish within {} (startup_timeout_ms)",
-                            human(config.startup_timeout)
-                        ),
-                        &t,
-                    ),
-                    stderr_tail: t,
-                });
-            }
+        let outcome = tokio::time::timeout_at(deadline, conn.list_all(&config.name)).await;
+        let (kind, message) = match outcome {
+            Ok(Ok(lists)) => return Ok((conn, changes_rx, lists)),
+            Ok(Err(e)) => (FailureKind::ToolListFailed, format!("tools/list failed: {e}")),
+            Err(_) => (
+                FailureKind::StartupTimeout,
+                format!("listing tools did not finish within {} (startup_timeout_ms)", human(config.startup_timeout)),
+            ),
         };
-        Ok((conn, changes_rx, lists))
+        let t = tree.as_deref().map(tail).unwrap_or_default();
+        conn.close().await;
+        Err(StartFailure::new(kind, with_tail(message, &t)).stderr(t))
     }
 
     /// Lists everything the server offers. Only a `tools/list` failure is an error; the other

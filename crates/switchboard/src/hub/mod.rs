@@ -168,6 +168,7 @@ impl Hub {
                     kind: FailureKind::ConfigInvalid,
                     message: i.message.clone(),
                     stderr_tail: vec![],
+                    auth_challenge: None,
                 },
                 ServerEntry::Valid(c) if !c.enabled => ServerStatus::Disabled,
                 ServerEntry::Valid(c) if !trust.as_ref().is_ok_and(|t| t.is_trusted(&config.project_root, c)) => {
@@ -372,11 +373,7 @@ async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>
         return Ok(conn);
     }
     let Some(config) = slot.config() else {
-        return Err(StartFailure {
-            kind: FailureKind::ConfigInvalid,
-            message: slot.state().status.summary(),
-            stderr_tail: vec![],
-        });
+        return Err(StartFailure::new(FailureKind::ConfigInvalid, slot.state().status.summary()));
     };
     inner.set_status(slot, ServerStatus::Connecting);
     let epoch = slot.epoch.fetch_add(1, Ordering::SeqCst) + 1;
@@ -419,6 +416,7 @@ async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>
                     kind: failure.kind,
                     message: failure.message.clone(),
                     stderr_tail: failure.stderr_tail.clone(),
+                    auth_challenge: failure.auth_challenge.clone(),
                 },
             );
             Err(failure)

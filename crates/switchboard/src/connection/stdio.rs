@@ -1,0 +1,62 @@
+//! Starting a local server: spawn it, then run the handshake over its pipes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::service::{ClientInitializeError as Init, RoleClient, RunningService};
+use tokio::time::Instant;
+
+use super::handler::Handler;
+use super::{ConnectCtx, StartFailure, end_with, human};
+use crate::config::{ServerConfig, StdioConfig};
+use crate::process::{self, ProcessTree};
+use crate::status::FailureKind;
+
+/// Spawns the server and runs `initialize` before `deadline`. On failure the process tree is
+/// already ended.
+pub(super) async fn start(
+    config: &ServerConfig,
+    stdio: &StdioConfig,
+    ctx: &ConnectCtx,
+    handler: Handler,
+    deadline: Instant,
+) -> Result<(RunningService<RoleClient, Handler>, Arc<ProcessTree>), StartFailure> {
+    let spawned = process::spawn(&config.name, stdio, &ctx.project_root, &ctx.host_env, ctx.marker.clone())
+        .map_err(|e| StartFailure::new(FailureKind::ProcessStartFailed, e.to_string()))?;
+    let tree = spawned.tree.clone();
+    {
+        let mut trees = ctx.trees.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        trees.retain(|t| t.exit_info().is_none());
+        trees.push(tree.clone());
+    }
+    let outcome = tokio::time::timeout_at(deadline, handler.serve((spawned.stdout, spawned.stdin))).await;
+    let (kind, message) = match outcome {
+        Ok(Ok(service)) => return Ok((service, tree)),
+        Ok(Err(e)) => {
+            // The server answered, but not with a handshake we can use: it may exit right
+            // after, yet the answer is the cause.
+            let answered = matches!(
+                e,
+                Init::JsonRpcError(_)
+                    | Init::NoCompatibleProtocolVersion { .. }
+                    | Init::ExpectedInitResponse(Some(_))
+                    | Init::ExpectedInitResult(Some(_))
+                    | Init::ConflictInitResponseId(..)
+            );
+            // Otherwise most handshake failures are a process that died: report its exit.
+            let exit = if answered { None } else { tree.exited_within(Duration::from_millis(500)).await };
+            match exit {
+                Some(info) => {
+                    (FailureKind::ProcessExited, format!("`{}` exited during start-up ({info})", stdio.command))
+                }
+                None => (FailureKind::ProtocolNegotiationFailed, format!("initialize failed: {e}")),
+            }
+        }
+        Err(_) => (
+            FailureKind::StartupTimeout,
+            format!("did not finish start-up within {} (startup_timeout_ms)", human(config.startup_timeout)),
+        ),
+    };
+    Err(end_with(Some(tree), kind, message).await)
+}

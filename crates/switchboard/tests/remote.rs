@@ -1,0 +1,193 @@
+//! Remote servers over Streamable HTTP: the official `server-everything` in its
+//! `streamableHttp` mode, and small loopback HTTP responders for each way a connection can
+//! fail (refused, HTTP status, authorisation asked for).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{TestEnv, args, node_peer, text};
+use serde_json::json;
+use switchboard::CallOptions;
+use switchboard::status::{FailureKind, ServerStatus};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A peer server process, killed when dropped.
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `server-everything <mode>` on a free port and waits until it accepts connections.
+fn everything(mode: &str) -> (Peer, u16) {
+    let port = free_port();
+    let child = Command::new("node")
+        .args([node_peer("server-everything").as_str(), mode])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = Peer(child);
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "server-everything {mode} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (peer, port)
+}
+
+fn failure(status: Option<ServerStatus>) -> (FailureKind, String, Option<String>) {
+    match status {
+        Some(ServerStatus::Failed { kind, message, auth_challenge, .. }) => (kind, message, auth_challenge),
+        other => panic!("expected failed, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_everything_over_streamable_http_matches_stdio() {
+    let (_peer, port) = everything("streamableHttp");
+    let env = TestEnv::new();
+    let hub = env
+        .hub(&json!({"servers": {
+            "web": {"url": format!("http://127.0.0.1:{port}/mcp")},
+            "local": {"command": "node", "args": [node_peer("server-everything"), "stdio"]},
+        }}))
+        .await;
+    let status = hub.status("web");
+    let Some(ServerStatus::Connected { protocol_version, .. }) = &status else { panic!("{status:?}") };
+    assert!(!protocol_version.is_empty());
+    let catalog = hub.catalog();
+    let names = |server: &str| {
+        let mut v: Vec<String> = catalog.tools_of(server).map(|t| t.tool.name.to_string()).collect();
+        v.sort();
+        v
+    };
+    assert!(!names("web").is_empty());
+    assert_eq!(names("web"), names("local"), "the same catalog over HTTP as over stdio");
+    let resources = |server: &str| catalog.resources().iter().filter(|r| r.server == server).count();
+    assert_eq!(resources("web"), resources("local"));
+
+    let out = hub.call_tool("mcp__web__echo", args(json!({"message": "over http"})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("over http"), "{}", text(&out));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let out = hub
+        .call_tool(
+            "mcp__web__trigger-long-running-operation",
+            args(json!({"duration": 1, "steps": 4})),
+            CallOptions::new().progress(tx),
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error(), "{}", text(&out));
+    let mut seen = 0;
+    while rx.recv().await.is_some() {
+        seen += 1;
+    }
+    assert!(seen >= 3, "saw {seen} progress notifications over HTTP");
+    let read = hub.read_resource("web", &catalog.resources().iter().find(|r| r.server == "web").unwrap().resource.uri);
+    assert!(!read.await.unwrap().contents.is_empty());
+    hub.shutdown().await;
+}
+
+/// What a loopback responder saw: the request line and headers of each request.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// Answers every request with `response` (a raw HTTP response), recording the requests.
+fn responder(response: &'static str) -> (u16, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen: Seen = Arc::default();
+    let seen2 = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            seen2.lock().unwrap().push(head);
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn remote_failures_are_classified() {
+    let refused = free_port();
+    let (boom, _) = responder(
+        "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 21\r\nconnection: close\r\n\r\nthe database is down!",
+    );
+    let (missing, _) = responder(
+        "HTTP/1.1 404 Not Found\r\ncontent-type: text/plain\r\ncontent-length: 13\r\nconnection: close\r\n\r\nno such thing",
+    );
+    let (locked, seen) = responder(
+        "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer resource_metadata=\"http://127.0.0.1/.well-known/oauth-protected-resource\", scope=\"files:read\"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    );
+    let env = TestEnv::new();
+    let hub = env
+        .hub(&json!({"servers": {
+            "refused": {"url": format!("http://127.0.0.1:{refused}/mcp")},
+            "boom": {"url": format!("http://127.0.0.1:{boom}/mcp")},
+            "missing": {"url": format!("http://127.0.0.1:{missing}/mcp")},
+            "locked": {"url": format!("http://127.0.0.1:{locked}/mcp"), "headers": {"X-Team": "blue"},
+                       "bearer_token_env_var": "HOME"},
+            "nobearer": {"url": format!("http://127.0.0.1:{locked}/mcp"), "bearer_token_env_var": "SB_SURELY_UNSET_TOKEN"},
+            // https to a plain-HTTP listener: the TLS handshake fails.
+            "tls": {"url": format!("https://127.0.0.1:{boom}/mcp")},
+            "dns": {"url": "http://no-such-host.invalid/mcp"},
+        }}))
+        .await;
+    let (kind, msg, _) = failure(hub.status("refused"));
+    assert_eq!(kind, FailureKind::NetworkUnreachable, "{msg}");
+    assert!(msg.contains(&refused.to_string()), "{msg}");
+    let (kind, msg, _) = failure(hub.status("boom"));
+    assert_eq!(kind, FailureKind::HttpStatus, "{msg}");
+    assert!(msg.contains("500"), "{msg}");
+    let (kind, msg, _) = failure(hub.status("missing"));
+    assert_eq!(kind, FailureKind::HttpStatus, "{msg}");
+    assert!(msg.contains("404") && msg.contains("no such thing"), "{msg}");
+    let (kind, msg, challenge) = failure(hub.status("locked"));
+    assert_eq!(kind, FailureKind::NeedsAuth, "{msg}");
+    assert!(challenge.unwrap_or_default().contains("resource_metadata="), "the challenge is kept");
+    let home = std::env::var("HOME").unwrap();
+    let head = seen.lock().unwrap().first().cloned().unwrap_or_default().to_ascii_lowercase();
+    assert!(head.contains("x-team: blue"), "static headers are sent: {head}");
+    assert!(head.contains(&format!("authorization: bearer {}", home.to_ascii_lowercase())), "{head}");
+    let (kind, msg, _) = failure(hub.status("tls"));
+    assert_eq!(kind, FailureKind::TlsError, "{msg}");
+    let (kind, msg, _) = failure(hub.status("dns"));
+    assert_eq!(kind, FailureKind::NetworkUnreachable, "{msg}");
+    assert!(msg.contains("does not resolve"), "{msg}");
+    let (kind, msg, _) = failure(hub.status("nobearer"));
+    assert_eq!(kind, FailureKind::ConfigInvalid, "{msg}");
+    assert!(msg.contains("SB_SURELY_UNSET_TOKEN"), "{msg}");
+    // Secrets stay out of the messages.
+    let all = serde_json::to_string(&hub.servers()).unwrap();
+    assert!(!all.contains(&format!("Bearer {home}")), "{all}");
+    hub.shutdown().await;
+}

@@ -36,6 +36,7 @@ mod paths;
 pub mod policy;
 pub mod process;
 pub mod status;
+pub mod transport;
 
 pub use connection::handler::Progress;
 pub use error::Error;

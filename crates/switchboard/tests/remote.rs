@@ -102,6 +102,52 @@ async fn server_everything_over_streamable_http_matches_stdio() {
     hub.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn server_everything_over_legacy_sse_pinned_and_by_fallback() {
+    let (_peer, port) = everything("sse");
+    let env = TestEnv::new();
+    let hub = env
+        .hub(&json!({"servers": {
+            "pinned": {"url": format!("http://127.0.0.1:{port}/sse"), "transport": "sse"},
+            // `auto` (the default): the initialize POST to /sse gets a 404, so SSE is tried.
+            "auto": {"url": format!("http://127.0.0.1:{port}/sse")},
+            "streamable": {"url": format!("http://127.0.0.1:{port}/sse"), "transport": "streamable-http"},
+        }}))
+        .await;
+    for name in ["pinned", "auto"] {
+        let status = hub.status(name);
+        let Some(ServerStatus::Connected { protocol_version, .. }) = &status else { panic!("{name}: {status:?}") };
+        assert!(!protocol_version.is_empty());
+        let out = hub
+            .call_tool(&format!("mcp__{name}__echo"), args(json!({"message": "over sse"})), CallOptions::new())
+            .await
+            .unwrap();
+        assert!(text(&out).contains("over sse"), "{}", text(&out));
+    }
+    assert!(hub.catalog().tools_of("auto").count() >= 5);
+    // Progress arrives on the event stream too.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let out = hub
+        .call_tool(
+            "mcp__pinned__trigger-long-running-operation",
+            args(json!({"duration": 1, "steps": 3})),
+            CallOptions::new().progress(tx),
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error());
+    let mut seen = 0;
+    while rx.recv().await.is_some() {
+        seen += 1;
+    }
+    assert!(seen >= 2, "saw {seen} progress notifications over SSE");
+    // Pinned to Streamable HTTP, the same URL fails with the HTTP status (no fallback).
+    let (kind, msg, _) = failure(hub.status("streamable"));
+    assert_eq!(kind, FailureKind::HttpStatus, "{msg}");
+    assert!(!msg.contains("legacy SSE"), "{msg}");
+    hub.shutdown().await;
+}
+
 /// What a loopback responder saw: the request line and headers of each request.
 type Seen = Arc<Mutex<Vec<String>>>;
 
@@ -171,6 +217,8 @@ async fn remote_failures_are_classified() {
     let (kind, msg, _) = failure(hub.status("missing"));
     assert_eq!(kind, FailureKind::HttpStatus, "{msg}");
     assert!(msg.contains("404") && msg.contains("no such thing"), "{msg}");
+    // `auto` tried Streamable HTTP, then legacy SSE on the 404, and says both.
+    assert!(msg.contains("Streamable HTTP failed") && msg.contains("legacy SSE failed"), "{msg}");
     let (kind, msg, challenge) = failure(hub.status("locked"));
     assert_eq!(kind, FailureKind::NeedsAuth, "{msg}");
     assert!(challenge.unwrap_or_default().contains("resource_metadata="), "the challenge is kept");

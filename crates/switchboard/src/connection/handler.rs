@@ -118,6 +118,7 @@ impl ProgressRouter {
 }
 
 /// The client handler for one connection.
+#[derive(Clone)]
 pub(crate) struct Handler {
     pub(crate) server: String,
     pub(crate) changes: mpsc::UnboundedSender<ListChange>,

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ServiceExt;
 use rmcp::service::{ClientInitializeError as Init, RoleClient, RunningService};
@@ -16,11 +17,14 @@ use super::handler::Handler;
 use super::{ConnectCtx, StartFailure, human};
 use crate::config::{HttpConfig, HttpTransport, ServerConfig};
 use crate::status::FailureKind;
+use crate::transport::{SseClientTransport, SseError};
 
 /// How much of an error body a message quotes.
 const BODY_QUOTED: usize = 200;
 
-/// Connects and runs the handshake before `deadline`.
+/// Connects and runs the handshake before `deadline`: Streamable HTTP, legacy SSE, or (the
+/// default, `auto`) Streamable HTTP first and legacy SSE when the server answers the
+/// initialize POST with 400, 404 or 405, as the spec's backward-compatibility rule says.
 pub(super) async fn start(
     config: &ServerConfig,
     http: &HttpConfig,
@@ -28,34 +32,73 @@ pub(super) async fn start(
     handler: Handler,
     deadline: Instant,
 ) -> Result<RunningService<RoleClient, Handler>, StartFailure> {
-    if http.transport == HttpTransport::Sse {
-        return Err(StartFailure::new(
-            FailureKind::Unsupported,
-            format!("{}: the legacy HTTP+SSE transport is not available in this build yet", http.url_as_written),
-        ));
-    }
-    let transport_config = transport_config(http, &ctx.host_env)?;
-    let transport = StreamableHttpClientTransport::from_config(transport_config);
-    match tokio::time::timeout_at(deadline, handler.serve(transport)).await {
-        Ok(Ok(service)) => Ok(service),
-        Ok(Err(e)) => Err(classify(&http.url_as_written, &e)),
-        Err(_) => Err(StartFailure::new(
+    let url = http.url_as_written.as_str();
+    let headers = headers(http, &ctx.host_env)?;
+    let timeout = || {
+        StartFailure::new(
             FailureKind::StartupTimeout,
-            format!(
-                "{} did not finish start-up within {} (startup_timeout_ms)",
-                http.url_as_written,
-                human(config.startup_timeout)
-            ),
-        )),
+            format!("{url} did not finish start-up within {} (startup_timeout_ms)", human(config.startup_timeout)),
+        )
+    };
+    let with_url = |mut f: StartFailure| {
+        f.message = format!("{url}: {}", f.message);
+        f
+    };
+    let streamable = |handler: Handler| async {
+        let config = StreamableHttpClientTransportConfig::with_uri(http.url.as_str()).custom_headers(headers.clone());
+        let transport = StreamableHttpClientTransport::from_config(config);
+        match tokio::time::timeout_at(deadline, handler.serve(transport)).await {
+            Ok(Ok(service)) => Ok(service),
+            Ok(Err(e)) => Err((classify(&e), fallback_status(&e))),
+            Err(_) => Err((timeout(), None)),
+        }
+    };
+    let sse = |handler: Handler| async {
+        let sse_url = Url::parse(&http.url)
+            .map_err(|e| StartFailure::new(FailureKind::ConfigInvalid, format!("field `url`: {e}")))?;
+        let transport = match tokio::time::timeout_at(
+            deadline,
+            SseClientTransport::connect(sse_url, headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+        )
+        .await
+        {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => return Err(classify_sse(&e)),
+            Err(_) => return Err(timeout()),
+        };
+        match tokio::time::timeout_at(deadline, handler.serve(transport)).await {
+            Ok(Ok(service)) => Ok(service),
+            Ok(Err(e)) => Err(classify(&e)),
+            Err(_) => Err(timeout()),
+        }
+    };
+    match http.transport {
+        HttpTransport::StreamableHttp => streamable(handler).await.map_err(|(f, _)| with_url(f)),
+        HttpTransport::Sse => sse(handler).await.map_err(with_url),
+        _ => match streamable(handler.clone()).await {
+            Ok(service) => Ok(service),
+            Err((first, Some(400 | 404 | 405))) => sse(handler).await.map_err(|second| {
+                // Both attempts and their causes (OpenCode shows only the last).
+                let mut f = StartFailure::new(
+                    second.kind,
+                    format!(
+                        "{url}: Streamable HTTP failed ({}), then legacy SSE failed ({})",
+                        first.message, second.message
+                    ),
+                );
+                f.auth_challenge = second.auth_challenge;
+                f
+            }),
+            Err((first, _)) => Err(with_url(first)),
+        },
     }
 }
 
-/// The transport's settings: URL, static headers, and the bearer token from the named host
-/// variable.
-fn transport_config(
+/// Static headers plus `Authorization: Bearer <value of bearer_token_env_var>`.
+fn headers(
     http: &HttpConfig,
     host_env: &HashMap<String, String>,
-) -> Result<StreamableHttpClientTransportConfig, StartFailure> {
+) -> Result<HashMap<HeaderName, HeaderValue>, StartFailure> {
     let invalid = |message: String| StartFailure::new(FailureKind::ConfigInvalid, message);
     let mut headers = HashMap::new();
     for (name, value) in &http.headers {
@@ -66,60 +109,87 @@ fn transport_config(
             .map_err(|_| invalid(format!("field `headers.{name}`: the value is not a valid HTTP header value")))?;
         headers.insert(header, value);
     }
-    let mut config = StreamableHttpClientTransportConfig::with_uri(http.url.as_str()).custom_headers(headers);
     if let Some(var) = &http.bearer_token_env_var {
-        match host_env.get(var).filter(|v| !v.trim().is_empty()) {
-            Some(token) => config = config.auth_header(token.trim()),
-            None => {
-                return Err(invalid(format!(
-                    "field `bearer_token_env_var`: the environment variable `{var}` is not set (or empty)"
-                )));
-            }
-        }
+        let Some(token) = host_env.get(var).map(|v| v.trim()).filter(|v| !v.is_empty()) else {
+            return Err(invalid(format!(
+                "field `bearer_token_env_var`: the environment variable `{var}` is not set (or empty)"
+            )));
+        };
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            invalid(format!("field `bearer_token_env_var`: the value of `{var}` is not a valid header value"))
+        })?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
     }
-    Ok(config)
+    Ok(headers)
 }
 
-/// A failed handshake, classified.
-fn classify(url: &str, e: &Init) -> StartFailure {
-    let http_error = match e {
+/// The HTTP status of a Streamable HTTP initialize that the server refused outright.
+fn fallback_status(e: &Init) -> Option<u16> {
+    match http_error(e)? {
+        StreamableHttpError::UnexpectedServerResponse(message) => {
+            message.strip_prefix("HTTP ")?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+        }
+        StreamableHttpError::HttpStatus(status) => Some(status.status),
+        _ => None,
+    }
+}
+
+fn http_error(e: &Init) -> Option<&StreamableHttpError<reqwest::Error>> {
+    match e {
         Init::TransportError { error, .. } => error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
         _ => None,
-    };
-    let Some(http_error) = http_error else {
-        return StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("{url}: initialize failed: {e}"));
+    }
+}
+
+/// A failed handshake, classified (the message does not repeat the URL).
+fn classify(e: &Init) -> StartFailure {
+    if let Init::TransportError { error, .. } = e
+        && let Some(sse) = error.error.downcast_ref::<SseError>()
+    {
+        return classify_sse(sse);
+    }
+    let Some(http_error) = http_error(e) else {
+        return StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("initialize failed: {e}"));
     };
     match http_error {
-        StreamableHttpError::AuthRequired(challenge) => {
-            let mut f = StartFailure::new(
-                FailureKind::NeedsAuth,
-                format!("{url} asks for authorisation (HTTP 401): run `switchboard auth <server>`"),
-            );
-            f.auth_challenge = Some(challenge.www_authenticate_header.clone());
-            f
-        }
-        StreamableHttpError::InsufficientScope(scope) => {
-            let mut f = StartFailure::new(
-                FailureKind::NeedsAuth,
-                format!(
-                    "{url} refused the token's scope (HTTP 403){}",
-                    scope.required_scope.as_deref().map(|s| format!(": it needs `{s}`")).unwrap_or_default()
-                ),
-            );
-            f.auth_challenge = Some(scope.www_authenticate_header.clone());
-            f
-        }
+        StreamableHttpError::AuthRequired(challenge) => needs_auth(
+            "asks for authorisation (HTTP 401): run `switchboard auth <server>`".into(),
+            &challenge.www_authenticate_header,
+        ),
+        StreamableHttpError::InsufficientScope(scope) => needs_auth(
+            format!(
+                "refused the token's scope (HTTP 403){}",
+                scope.required_scope.as_deref().map(|s| format!(": it needs `{s}`")).unwrap_or_default()
+            ),
+            &scope.www_authenticate_header,
+        ),
         StreamableHttpError::HttpStatus(status) => StartFailure::new(
             FailureKind::HttpStatus,
-            format!("{url} answered HTTP {}{}", status.status, retry_after(status.retry_after.as_deref())),
+            format!("answered HTTP {}{}", status.status, retry_after(status.retry_after.as_deref())),
         ),
         StreamableHttpError::UnexpectedServerResponse(message) if message.starts_with("HTTP ") => {
-            StartFailure::new(FailureKind::HttpStatus, format!("{url} answered {}", quote(message)))
+            StartFailure::new(FailureKind::HttpStatus, format!("answered {}", quote(message)))
         }
-        StreamableHttpError::Client(err) => client_failure(url, err),
-        other => {
-            StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("{url}: initialize failed: {other}"))
+        StreamableHttpError::Client(err) => client_failure(err),
+        other => StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("initialize failed: {other}")),
+    }
+}
+
+fn needs_auth(message: String, challenge: &str) -> StartFailure {
+    let mut f = StartFailure::new(FailureKind::NeedsAuth, message);
+    f.auth_challenge = Some(challenge.to_string());
+    f
+}
+
+fn classify_sse(e: &SseError) -> StartFailure {
+    match e {
+        SseError::Status { status: 401, challenge: Some(challenge), .. } => {
+            needs_auth("asks for authorisation (HTTP 401): run `switchboard auth <server>`".into(), challenge)
         }
+        SseError::Status { .. } => StartFailure::new(FailureKind::HttpStatus, format!("answered {e}")),
+        SseError::Request(err) => client_failure(err),
+        other => StartFailure::new(FailureKind::ProtocolNegotiationFailed, other.to_string()),
     }
 }
 
@@ -138,7 +208,7 @@ fn quote(message: &str) -> String {
 }
 
 /// A request that never got an HTTP answer: refused, not resolved, or a TLS failure.
-fn client_failure(url: &str, err: &reqwest::Error) -> StartFailure {
+fn client_failure(err: &reqwest::Error) -> StartFailure {
     let chain = error_chain(err);
     // The causes only: reqwest's own message quotes the URL, whose host could hold any word.
     let lower = std::error::Error::source(err).map(error_chain).unwrap_or_default().to_lowercase();
@@ -147,23 +217,25 @@ fn client_failure(url: &str, err: &reqwest::Error) -> StartFailure {
     // an https connection that failed after the TCP connect without an OS error is TLS too.
     let tls_words = ["certificate", "tls", "handshake", "alert", "corrupt message", "invalidcontenttype"];
     let os_level = root.contains("os error") || lower.contains("dns error");
-    if tls_words.iter().any(|k| lower.contains(k)) || (url.starts_with("https:") && err.is_connect() && !os_level) {
-        return StartFailure::new(FailureKind::TlsError, format!("{url}: the TLS handshake failed: {root}"));
+    if tls_words.iter().any(|k| lower.contains(k))
+        || (err.url().is_some_and(|u| u.scheme() == "https") && err.is_connect() && !os_level)
+    {
+        return StartFailure::new(FailureKind::TlsError, format!("the TLS handshake failed: {root}"));
     }
     if err.is_timeout() {
-        return StartFailure::new(FailureKind::StartupTimeout, format!("{url}: timed out: {chain}"));
+        return StartFailure::new(FailureKind::StartupTimeout, format!("timed out: {chain}"));
     }
     // The innermost cause says it best ("Connection refused (os error 111)").
     if lower.contains("dns error") {
         return StartFailure::new(
             FailureKind::NetworkUnreachable,
-            format!("{url} is unreachable: its host name does not resolve ({root})"),
+            format!("unreachable: its host name does not resolve ({root})"),
         );
     }
     if err.is_connect() {
-        return StartFailure::new(FailureKind::NetworkUnreachable, format!("{url} is unreachable: {root}"));
+        return StartFailure::new(FailureKind::NetworkUnreachable, format!("unreachable: {root}"));
     }
-    StartFailure::new(FailureKind::NetworkUnreachable, format!("{url}: request failed: {chain}"))
+    StartFailure::new(FailureKind::NetworkUnreachable, format!("request failed: {chain}"))
 }
 
 fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {

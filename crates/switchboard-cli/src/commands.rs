@@ -123,9 +123,19 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     }
     match cli.command {
         Command::List { json } => with_hub(ctx, None, |hub, _| async move { list(ctx, &hub, json) }).await,
-        Command::Get { ref server, json } => {
+        Command::Get { ref server, check, json } => {
             let only = only(server, &ctx.loaded)?;
-            with_hub(ctx, Some(only), |hub, _| async move { get(ctx, &hub, server, json) }).await
+            with_hub(ctx, Some(only), |hub, _| async move {
+                let checked = if check {
+                    let started = std::time::Instant::now();
+                    let status = hub.revalidate(server).await?;
+                    Some((status.state() == "connected", started.elapsed()))
+                } else {
+                    None
+                };
+                get(ctx, &hub, server, json, checked)
+            })
+            .await
         }
         Command::Tools { ref server, ref format, json } => {
             let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
@@ -384,7 +394,7 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     Ok(0)
 }
 
-fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool) -> Result<u8> {
+fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool, checked: Option<(bool, std::time::Duration)>) -> Result<u8> {
     let info =
         hub.servers().into_iter().find(|s| s.name == server).ok_or_else(|| anyhow!("no server named `{server}`"))?;
     let entry = ctx.loaded.servers.get(server).ok_or_else(|| anyhow!("no server named `{server}`"))?;
@@ -399,8 +409,9 @@ fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool) -> Result<u8> {
             "tools": tools_json(tools.iter().copied(), ToolFormat::Mcp),
             "resources": resources.iter().map(|r| &r.resource).collect::<Vec<_>>(),
             "prompts": prompts.iter().map(|p| &p.prompt).collect::<Vec<_>>(),
+            "check": checked.map(|(ok, took)| json!({"ok": ok, "ms": took.as_millis() as u64})),
         }))?;
-        return Ok(0);
+        return Ok(if checked.is_some_and(|(ok, _)| !ok) { 1 } else { 0 });
     }
     println!("{}  {}", console::style(&info.name).bold(), status_word(&info.status));
     println!("  source   {} ({})", info.source.display(), info.scope);
@@ -446,6 +457,14 @@ fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool) -> Result<u8> {
         for p in &prompts {
             println!("    {}", p.prompt.name);
         }
+    }
+    match checked {
+        Some((true, took)) => println!("\n  check    alive (answered a ping; {} ms in all)", took.as_millis()),
+        Some((false, _)) => {
+            println!("\n  check    not alive: {}", info.status.summary());
+            return Ok(1);
+        }
+        None => {}
     }
     Ok(0)
 }

@@ -38,6 +38,9 @@ pub enum Command {
     Get {
         /// The server.
         server: String,
+        /// Also check the session is alive (a ping), reconnecting it if it is gone.
+        #[arg(long)]
+        check: bool,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,

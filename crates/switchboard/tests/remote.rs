@@ -33,6 +33,10 @@ impl Drop for Peer {
 /// Starts `server-everything <mode>` on a free port and waits until it accepts connections.
 fn everything(mode: &str) -> (Peer, u16) {
     let port = free_port();
+    (everything_on(mode, port), port)
+}
+
+fn everything_on(mode: &str, port: u16) -> Peer {
     let child = Command::new("node")
         .args([node_peer("server-everything").as_str(), mode])
         .env("PORT", port.to_string())
@@ -46,7 +50,7 @@ fn everything(mode: &str) -> (Peer, u16) {
         assert!(started.elapsed() < Duration::from_secs(30), "server-everything {mode} did not listen on {port}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    (peer, port)
+    peer
 }
 
 fn failure(status: Option<ServerStatus>) -> (FailureKind, String, Option<String>) {
@@ -145,6 +149,23 @@ async fn server_everything_over_legacy_sse_pinned_and_by_fallback() {
     let (kind, msg, _) = failure(hub.status("streamable"));
     assert_eq!(kind, FailureKind::HttpStatus, "{msg}");
     assert!(!msg.contains("legacy SSE"), "{msg}");
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn revalidate_notices_a_remote_server_gone_and_back() {
+    let (peer, port) = everything("streamableHttp");
+    let env = TestEnv::new();
+    let hub = env.hub(&json!({"servers": {"web": {"url": format!("http://127.0.0.1:{port}/mcp")}}})).await;
+    assert_eq!(hub.revalidate("web").await.unwrap().state(), "connected");
+    drop(peer);
+    let (kind, msg, _) = failure(Some(hub.revalidate("web").await.unwrap()));
+    assert_eq!(kind, FailureKind::NetworkUnreachable, "{msg}");
+    // Back on the same port (a new process: every old session is gone).
+    let _peer = everything_on("streamableHttp", port);
+    assert_eq!(hub.revalidate("web").await.unwrap().state(), "connected");
+    let out = hub.call_tool("mcp__web__echo", args(json!({"message": "back"})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("back"));
     hub.shutdown().await;
 }
 

@@ -12,6 +12,7 @@
 //! newer list).
 
 mod calls;
+mod health;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;

@@ -1,0 +1,56 @@
+//! Health of a connected server. A stdio server's exit is seen at once (its process is
+//! watched); a remote server has no process, so its session can vanish unnoticed (server
+//! restarted, session expired, network gone). `revalidate` asks.
+
+use std::time::Duration;
+
+use rmcp::model::{ClientRequest, PingRequest};
+
+use super::{Hub, connect};
+use crate::error::Error;
+use crate::status::ServerStatus;
+
+/// How long a health check waits for the server's answer.
+const PING_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Hub {
+    /// Checks that a server's session is alive with a `ping`, and reconnects it when the
+    /// session is gone (closed transport, or a ping that fails or goes unanswered). A server
+    /// that is disabled, untrusted or failed for its configuration is left as it is. Returns
+    /// the status afterwards.
+    pub async fn revalidate(&self, name: &str) -> Result<ServerStatus, Error> {
+        let slot = self.inner.slot(name)?.clone();
+        let (conn, status) = {
+            let st = slot.state();
+            (st.conn.clone(), st.status.clone())
+        };
+        let reconnectable = matches!(
+            status,
+            ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } | ServerStatus::Failed { .. }
+        ) && slot.config().is_some();
+        if let Some(conn) = conn.filter(|c| !c.is_closed()) {
+            let ping = conn.peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
+            match tokio::time::timeout(PING_TIMEOUT, ping).await {
+                Ok(Ok(_)) => return Ok(slot.state().status.clone()),
+                Ok(Err(e)) => tracing::info!(server = %name, "ping failed, reconnecting: {e}"),
+                Err(_) => tracing::info!(server = %name, "no answer to ping within {PING_TIMEOUT:?}, reconnecting"),
+            }
+            let current = {
+                let mut st = slot.state();
+                let same = st.conn.as_ref().is_some_and(|c| std::sync::Arc::ptr_eq(c, &conn));
+                if same {
+                    st.conn = None;
+                }
+                same
+            };
+            if current {
+                conn.close().await;
+            }
+        } else if !reconnectable {
+            return Ok(status);
+        }
+        // Whatever the outcome, the slot's status now says it.
+        let _ = connect(&self.inner, &slot).await;
+        Ok(slot.state().status.clone())
+    }
+}

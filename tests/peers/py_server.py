@@ -1,4 +1,10 @@
-"""A stdio MCP server on the official Python SDK (the `mcp` package), for switchboard's tests."""
+"""An MCP server on the official Python SDK (the `mcp` package), for switchboard's tests.
+
+`python py_server.py` serves stdio; `python py_server.py streamable-http PORT` and
+`python py_server.py sse PORT` serve HTTP on 127.0.0.1 (paths /mcp and /sse).
+"""
+import sys
+
 from mcp.server.mcpserver import MCPServer
 
 mcp = MCPServer("python-peer", instructions="A Python server used by switchboard's tests.")
@@ -29,4 +35,7 @@ def review(code: str) -> str:
 
 
 if __name__ == "__main__":
-    mcp.run("stdio")
+    if len(sys.argv) >= 3 and sys.argv[1] in ("streamable-http", "sse"):
+        mcp.run(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        mcp.run("stdio")

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, args, node_peer, text};
+use common::{TestEnv, args, node_peer, python, text, workspace};
 use serde_json::json;
 use switchboard::CallOptions;
 use switchboard::status::{FailureKind, ServerStatus};
@@ -166,6 +166,53 @@ async fn revalidate_notices_a_remote_server_gone_and_back() {
     assert_eq!(hub.revalidate("web").await.unwrap().state(), "connected");
     let out = hub.call_tool("mcp__web__echo", args(json!({"message": "back"})), CallOptions::new()).await.unwrap();
     assert!(text(&out).contains("back"));
+    hub.shutdown().await;
+}
+
+/// Starts the Python peer (`mcp` package) in `mode` on a free port.
+fn python_peer(mode: &str) -> (Peer, u16) {
+    let port = free_port();
+    let child = Command::new(python())
+        .arg(workspace().join("tests/peers/py_server.py"))
+        .args([mode, &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = Peer(child);
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(60), "the Python peer ({mode}) did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (peer, port)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_sdk_server_over_streamable_http_and_sse() {
+    let (_http, http_port) = python_peer("streamable-http");
+    let (_sse, sse_port) = python_peer("sse");
+    let env = TestEnv::new();
+    let hub = env
+        .hub(&json!({"servers": {
+            "pyhttp": {"url": format!("http://127.0.0.1:{http_port}/mcp")},
+            "pysse": {"url": format!("http://127.0.0.1:{sse_port}/sse")},
+        }}))
+        .await;
+    for name in ["pyhttp", "pysse"] {
+        let status = hub.status(name);
+        let Some(ServerStatus::Connected { instructions, .. }) = &status else { panic!("{name}: {status:?}") };
+        assert!(instructions.as_deref().unwrap_or("").contains("Python server"));
+        let out = hub
+            .call_tool(&format!("mcp__{name}__multiply"), args(json!({"a": 6, "b": 7})), CallOptions::new())
+            .await
+            .unwrap();
+        assert!(text(&out).contains("42"), "{name}: {}", text(&out));
+        let read = hub.read_resource(name, "py://greeting").await.unwrap();
+        assert!(serde_json::to_string(&read).unwrap().contains("hello from python"));
+        let prompt = hub.get_prompt(name, "review", args(json!({"code": "x = 1"}))).await.unwrap();
+        assert!(serde_json::to_string(&prompt).unwrap().contains("x = 1"));
+    }
     hub.shutdown().await;
 }
 

@@ -205,6 +205,15 @@ impl ServerHandler for Fixture {
         serde_json::from_value(body).unwrap_or_else(|_| ServerConfig::default())
     }
 
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        match &self.opts.protocol_version {
+            // Only the version given on the command line, so rmcp's negotiation answers with it
+            // whatever the client asked for.
+            Some(v) => serde_json::from_value(json!([v])).map(std::borrow::Cow::Owned).unwrap_or_default(),
+            None => std::borrow::Cow::Borrowed(rmcp::model::ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
     async fn initialize(
         &self,
         request: InitializeRequestParams,

@@ -27,6 +27,7 @@ pub mod catalog;
 pub mod config;
 pub mod connection;
 mod deadline;
+pub mod elicitation;
 mod error;
 pub mod events;
 mod fsutil;

@@ -8,13 +8,16 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
+use rmcp::ErrorData;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::deadline::Activity;
+use crate::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
 use crate::events::Event;
 
 /// Which list a server said has changed.
@@ -124,6 +127,8 @@ pub(crate) struct Handler {
     pub(crate) changes: mpsc::UnboundedSender<ListChange>,
     pub(crate) progress: Arc<ProgressRouter>,
     pub(crate) events: broadcast::Sender<Event>,
+    /// Who answers `elicitation/create`, if anyone.
+    pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
     /// The protocol version to ask for (`protocol_version` in config); `None`: rmcp's latest
     /// with a handshake.
     pub(crate) protocol_version: Option<ProtocolVersion>,
@@ -131,14 +136,39 @@ pub(crate) struct Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("switchboard", env!("CARGO_PKG_VERSION")),
-        );
-        if let Some(v) = &self.protocol_version {
-            info.protocol_version = v.clone();
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicitor.is_some() {
+            let mut elicitation = ElicitationCapability::new();
+            elicitation.form = Some(FormElicitationCapability::default());
+            capabilities.elicitation = Some(elicitation);
         }
+        let mut info = ClientConfig::new(capabilities, Implementation::new("switchboard", env!("CARGO_PKG_VERSION")));
+        // `initialize` offers the newest version that has the handshake (rmcp's default is the
+        // newest of all, 2026-07-28, which has none), unless the config pins one.
+        info.protocol_version = self.protocol_version.clone().unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE);
         info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let (Some(elicitor), ElicitRequestParams::FormElicitationParams { message, requested_schema, .. }) =
+            (&self.elicitor, request)
+        else {
+            // No one to ask, or URL mode (not supported yet): decline, so the server goes on.
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        let asked = ElicitationRequest { server: self.server.clone(), message, schema };
+        Ok(match elicitor.elicit(asked).await {
+            ElicitationAnswer::Accept(values) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(serde_json::Value::Object(values))
+            }
+            ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+            _ => ElicitResult::new(ElicitationAction::Decline),
+        })
     }
 
     async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {

@@ -67,6 +67,7 @@ pub(crate) struct ConnectCtx {
     pub events: broadcast::Sender<Event>,
     pub marker: String,
     pub trees: Arc<std::sync::Mutex<Vec<Arc<ProcessTree>>>>,
+    pub elicitor: Option<Arc<dyn crate::elicitation::Elicitor>>,
 }
 
 /// What the server said about itself.
@@ -138,6 +139,7 @@ impl Connection {
             changes: changes_tx,
             progress: progress.clone(),
             events: ctx.events.clone(),
+            elicitor: ctx.elicitor.clone(),
             protocol_version: config
                 .protocol_version
                 .as_ref()

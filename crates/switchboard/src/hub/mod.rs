@@ -30,6 +30,7 @@ use crate::config::{LoadedConfig, Scope, ServerConfig, ServerEntry, TransportCon
 use crate::connection::handler::ListChange;
 use crate::connection::{ConnectCtx, Connection, StartFailure};
 use crate::deadline::Watchdog;
+use crate::elicitation::Elicitor;
 use crate::error::Error;
 use crate::events::Event;
 use crate::output::ResultBudget;
@@ -39,7 +40,7 @@ use crate::process::ProcessTree;
 use crate::status::{Counts, FailureKind, ServerStatus};
 
 /// How the hub runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct HubOptions {
     /// The user's config file and data folder (trust records, spilled results).
@@ -52,6 +53,21 @@ pub struct HubOptions {
     pub only: Option<BTreeSet<String>>,
     /// The longest any call may take, progress or not, unless the call says otherwise.
     pub max_call_time: Duration,
+    /// Who answers servers' requests for input (`elicitation/create`); without one the
+    /// capability is not declared and such requests are declined.
+    pub elicitor: Option<Arc<dyn Elicitor>>,
+}
+
+impl std::fmt::Debug for HubOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubOptions")
+            .field("paths", &self.paths)
+            .field("budget", &self.budget)
+            .field("only", &self.only)
+            .field("max_call_time", &self.max_call_time)
+            .field("elicitor", &self.elicitor.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl HubOptions {
@@ -63,7 +79,14 @@ impl HubOptions {
             host_env: crate::config::host_env(),
             only: None,
             max_call_time: Duration::from_secs(3600),
+            elicitor: None,
         }
+    }
+
+    /// With someone to answer servers' requests for input.
+    pub fn elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
+        self.elicitor = Some(elicitor);
+        self
     }
 }
 
@@ -384,6 +407,7 @@ async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>
         events: inner.events.clone(),
         marker: format!("{}-{}-{epoch}", inner.id, slot.name),
         trees: inner.trees.clone(),
+        elicitor: inner.options.elicitor.clone(),
     };
     match Connection::start(config, &ctx).await {
         Ok((conn, changes, lists)) => {

@@ -75,6 +75,17 @@ async fn server_everything_over_stdio() {
     assert!(!read.contents.is_empty());
     let prompt = hub.get_prompt("everything", "args-prompt", args(json!({"city": "Lyon"}))).await.unwrap();
     assert!(serde_json::to_string(&prompt).unwrap().contains("Lyon"));
+
+    // We declare roots: the server registers `get-roots-list` after start-up (announced with
+    // tools/list_changed), asks for our roots, and reports the project root.
+    let started = std::time::Instant::now();
+    while hub.catalog().tool("mcp__everything__get-roots-list").is_none() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(15), "get-roots-list never appeared");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let out = hub.call_tool("mcp__everything__get-roots-list", None, CallOptions::new()).await.unwrap();
+    let root = format!("file://{}", env.dir.path().display());
+    assert!(text(&out).contains(&root), "{root} not in {}", text(&out));
     hub.shutdown().await;
 }
 

@@ -9,9 +9,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
 use rmcp::ErrorData;
+// Roots are deprecated by SEP-2577 (protocol 2026-07-28) but servers on every earlier version
+// still ask for them.
+#[allow(deprecated)]
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    FormElicitationCapability, Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, Root, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::{broadcast, mpsc};
@@ -129,14 +133,20 @@ pub(crate) struct Handler {
     pub(crate) events: broadcast::Sender<Event>,
     /// Who answers `elicitation/create`, if anyone.
     pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
+    /// The folders offered as roots (`roots/list`).
+    pub(crate) roots: Arc<Vec<std::path::PathBuf>>,
     /// The protocol version to ask for (`protocol_version` in config); `None`: rmcp's latest
     /// with a handshake.
     pub(crate) protocol_version: Option<ProtocolVersion>,
 }
 
 impl ClientHandler for Handler {
+    #[allow(deprecated)]
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
+        let mut roots = RootsCapabilities::default();
+        roots.list_changed = Some(false);
+        capabilities.roots = Some(roots);
         if self.elicitor.is_some() {
             let mut elicitation = ElicitationCapability::new();
             elicitation.form = Some(FormElicitationCapability::default());
@@ -147,6 +157,20 @@ impl ClientHandler for Handler {
         // newest of all, 2026-07-28, which has none), unless the config pins one.
         info.protocol_version = self.protocol_version.clone().unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE);
         info
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(&self, _ctx: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        let roots = self
+            .roots
+            .iter()
+            .map(|dir| {
+                let mut root = Root::new(file_uri(dir));
+                root.name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+                root
+            })
+            .collect();
+        Ok(ListRootsResult::new(roots))
     }
 
     async fn create_elicitation(
@@ -202,5 +226,25 @@ impl ClientHandler for Handler {
             logger: params.logger,
             data: params.data,
         });
+    }
+}
+
+/// `file://` URI of an absolute path, percent-encoding what a URI path may not hold.
+fn file_uri(path: &std::path::Path) -> String {
+    let mut uri = String::from("file://");
+    for byte in path.to_string_lossy().bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => uri.push(byte as char),
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn file_uris_are_encoded() {
+        assert_eq!(super::file_uri(std::path::Path::new("/home/me/my project")), "file:///home/me/my%20project");
     }
 }

@@ -68,6 +68,7 @@ pub(crate) struct ConnectCtx {
     pub marker: String,
     pub trees: Arc<std::sync::Mutex<Vec<Arc<ProcessTree>>>>,
     pub elicitor: Option<Arc<dyn crate::elicitation::Elicitor>>,
+    pub roots: Arc<Vec<PathBuf>>,
 }
 
 /// What the server said about itself.
@@ -140,6 +141,7 @@ impl Connection {
             progress: progress.clone(),
             events: ctx.events.clone(),
             elicitor: ctx.elicitor.clone(),
+            roots: ctx.roots.clone(),
             protocol_version: config
                 .protocol_version
                 .as_ref()

@@ -56,6 +56,8 @@ pub struct HubOptions {
     /// Who answers servers' requests for input (`elicitation/create`); without one the
     /// capability is not declared and such requests are declined.
     pub elicitor: Option<Arc<dyn Elicitor>>,
+    /// The folders offered to servers as roots; `None`: the project root.
+    pub roots: Option<Vec<PathBuf>>,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -66,6 +68,7 @@ impl std::fmt::Debug for HubOptions {
             .field("only", &self.only)
             .field("max_call_time", &self.max_call_time)
             .field("elicitor", &self.elicitor.is_some())
+            .field("roots", &self.roots)
             .finish_non_exhaustive()
     }
 }
@@ -80,6 +83,7 @@ impl HubOptions {
             only: None,
             max_call_time: Duration::from_secs(3600),
             elicitor: None,
+            roots: None,
         }
     }
 
@@ -408,6 +412,7 @@ async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>
         marker: format!("{}-{}-{epoch}", inner.id, slot.name),
         trees: inner.trees.clone(),
         elicitor: inner.options.elicitor.clone(),
+        roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),
     };
     match Connection::start(config, &ctx).await {
         Ok((conn, changes, lists)) => {

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -15,6 +16,7 @@ use switchboard::status::ServerStatus;
 use switchboard::{CallOptions, Hub, HubOptions, Paths};
 use tokio_util::sync::CancellationToken;
 
+use crate::ask;
 use crate::render::{self, short, status_word, table};
 use crate::{Cli, Command, ConfigAction};
 
@@ -33,6 +35,8 @@ pub async fn run(cli: Cli) -> u8 {
 }
 
 struct Ctx {
+    /// What is drawn on stderr now (so questions are not drawn over it).
+    screen: ask::Screen,
     paths: Paths,
     loaded: LoadedConfig,
 }
@@ -43,7 +47,7 @@ fn load(cli: &Cli) -> Result<Ctx> {
     let mut options = LoadOptions::from_env(cwd, &paths);
     options.extra_files = cli.configs.clone();
     let loaded = config::load(&options);
-    Ok(Ctx { paths, loaded })
+    Ok(Ctx { screen: ask::Screen::default(), paths, loaded })
 }
 
 /// Starts the hub (only `only`, when given), with a spinner while servers connect, and runs
@@ -55,6 +59,10 @@ where
 {
     let mut options = HubOptions::new(ctx.paths.clone());
     options.only = only;
+    // A server's request for input is put to the person only when there is one at a terminal.
+    if std::io::stdin().is_terminal() && render::stderr_tty() {
+        options = options.elicitor(Arc::new(ask::TerminalElicitor::new(ctx.screen.clone())));
+    }
     let hub = Hub::start(&ctx.loaded, options);
     let cancel = CancellationToken::new();
     let work = async {
@@ -63,11 +71,13 @@ where
             let pb = indicatif::ProgressBar::new_spinner();
             pb.set_message(format!("connecting to {connecting} server{}…", if connecting == 1 { "" } else { "s" }));
             pb.enable_steady_tick(Duration::from_millis(80));
+            ctx.screen.set(Some(pb.clone()));
             pb
         });
         hub.ready().await;
         if let Some(pb) = spinner {
             pb.finish_and_clear();
+            ctx.screen.set(None);
         }
         body(hub.clone(), cancel.clone()).await
     };
@@ -503,6 +513,7 @@ async fn call(
             options = options.timeout(Duration::from_secs_f64(t.max(0.001)));
         }
         let show = render::stderr_tty() && !json;
+        let screen = ctx.screen.clone();
         let bar = tokio::spawn(async move {
             let mut pb: Option<indicatif::ProgressBar> = None;
             while let Some(p) = rx.recv().await {
@@ -514,6 +525,7 @@ async fn call(
                     if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
                         b.set_style(style);
                     }
+                    screen.set(Some(b.clone()));
                     b
                 });
                 if let Some(total) = p.total {
@@ -524,6 +536,7 @@ async fn call(
             }
             if let Some(b) = pb {
                 b.finish_and_clear();
+                screen.set(None);
             }
         });
         let result = hub.call_tool(tool, Some(arguments), options).await;

@@ -4,6 +4,7 @@
 //! have `--json` (stable shapes documented in README.md; no secret is ever printed). Ctrl-C on
 //! any command shuts the hub down, which ends every server's process tree, before exiting.
 
+mod ask;
 mod commands;
 mod render;
 

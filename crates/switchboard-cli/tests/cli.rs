@@ -56,7 +56,7 @@ fn list_get_tools_and_call_with_the_demo_config() {
     assert_eq!(code, 0);
     assert_eq!(v["servers"][0]["name"], "demo");
     assert_eq!(v["servers"][0]["status"]["state"], "connected");
-    assert_eq!(v["servers"][0]["status"]["counts"]["tools"], 11);
+    assert_eq!(v["servers"][0]["status"]["counts"]["tools"], 12);
 
     let (v, _) = json_out(sb(home.path(), home.path()).args([
         "--config",
@@ -227,13 +227,28 @@ fn ctrl_c_during_a_call_leaves_no_server_process() {
 
 /// Runs `switchboard <args>` on a pseudo-terminal (util-linux `script`), returning all it drew.
 fn on_terminal(home: &Path, args: &[&str], sized: bool) -> String {
+    on_terminal_typing(home, args, sized, "")
+}
+
+/// As [`on_terminal`], with `typed` sent as the person's keystrokes (after a pause for start-up).
+fn on_terminal_typing(home: &Path, args: &[&str], sized: bool, typed: &str) -> String {
     let exe = Command::cargo_bin("switchboard").unwrap().get_program().to_string_lossy().into_owned();
     let quoted: Vec<String> =
         std::iter::once(exe).chain(args.iter().map(|a| a.to_string())).map(|a| format!("'{a}'")).collect();
     // A pseudo-terminal has no size until one is set; usually give it one.
     let line = format!("{}{}", if sized { "stty rows 40 cols 100; " } else { "" }, quoted.join(" "));
-    let out = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
+    // `script` passes its stdin to the program's terminal; the lines go out slowly, after the
+    // servers had time to start, and the pipe stays open until the program is done.
+    let feed = typed.lines().map(|l| format!("sleep 0.3; printf '%s\\n' '{l}'; ")).collect::<String>();
+    let line = if typed.is_empty() {
+        line
+    } else {
+        format!("({feed} sleep 5) | script -qec \"{}\" /dev/null", line.replace('"', "\\\""))
+    };
+    let (program, script_args): (&str, Vec<&str>) =
+        if typed.is_empty() { ("script", vec!["-qec", &line, "/dev/null"]) } else { ("sh", vec!["-c", &line]) };
+    let out = Command::new(program)
+        .args(&script_args)
         .env("SWITCHBOARD_CONFIG", home.join("user.json"))
         .env("SWITCHBOARD_DATA_DIR", home.join("data"))
         .env_remove("RUST_LOG")
@@ -279,4 +294,19 @@ fn a_terminal_gets_a_spinner_a_progress_bar_and_colour_and_a_pipe_gets_none() {
     assert!(!stdout.contains('\u{1b}') && !stderr.contains('\u{1b}') && !stderr.contains("connecting"), "{stderr:?}");
     let out = sb(home.path(), home.path()).args(["--config", cfg, "list"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains('\u{1b}'));
+}
+
+#[test]
+fn a_server_asking_for_input_gets_the_person_on_a_terminal_and_a_decline_elsewhere() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = demo_config(home.path());
+    let cfg = cfg.to_str().unwrap();
+    // Fields in order: age (Enter keeps 30), name ("Ada"); then Enter sends.
+    let drawn = on_terminal_typing(home.path(), &["--config", cfg, "call", "demo/ask"], true, "\nAda\n\n");
+    assert!(drawn.contains("asks: Who is calling?") && drawn.contains("Age") && drawn.contains("[30]"), "{drawn:?}");
+    assert!(drawn.contains(r#"accept: {"age":30,"name":"Ada"}"#), "{drawn:?}");
+    // No terminal: the capability is not declared and the server gets no answer from a person.
+    let out = sb(home.path(), home.path()).args(["--config", cfg, "call", "demo/ask"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!said.contains("accept"), "{said}");
 }

@@ -139,6 +139,12 @@ impl Fixture {
             ),
             // A schema without `type`, as some servers send: the host must normalise it.
             json!({"name": "loose", "description": "Tool with a schema lacking type.", "inputSchema": {}}),
+            tool(
+                "ask",
+                "Asks the person for a name and an age (elicitation/create) and says the answer.",
+                json!({}),
+                &[],
+            ),
         ];
         for i in 0..self.opts.tools {
             tools.push(tool(
@@ -355,6 +361,25 @@ impl ServerHandler for Fixture {
                 text(format!("added one to {what}"))
             }
             "loose" => text("loose".into()),
+            "ask" => {
+                let params = serde_json::from_value(json!({
+                    "mode": "form",
+                    "message": "Who is calling?",
+                    "requestedSchema": {"type": "object", "required": ["name"], "properties": {
+                        "name": {"type": "string", "title": "Name"},
+                        "age": {"type": "integer", "title": "Age", "default": 30},
+                    }},
+                }))
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                match context.peer.create_elicitation(params).await {
+                    Ok(answer) => {
+                        let action = serde_json::to_value(&answer.action).unwrap_or_default();
+                        let content = answer.content.map(|c| c.to_string()).unwrap_or_default();
+                        text(format!("{}: {content}", action.as_str().unwrap_or("?")))
+                    }
+                    Err(e) => text(format!("no answer: {e}")),
+                }
+            }
             name if name.starts_with("tool_")
                 || name.starts_with("added_")
                 || self.opts.extra_tools.iter().any(|t| t == name) =>

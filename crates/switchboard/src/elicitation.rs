@@ -21,6 +21,13 @@ pub struct ElicitationRequest {
     pub schema: Value,
 }
 
+impl ElicitationRequest {
+    /// A request (for tests and for applications that relay requests).
+    pub fn new(server: impl Into<String>, message: impl Into<String>, schema: Value) -> Self {
+        ElicitationRequest { server: server.into(), message: message.into(), schema }
+    }
+}
+
 /// The person's answer.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{TestEnv, args, node_peer, python, text, workspace};
+use common::{TestEnv, args, long_running_progress, node_peer, python, text, workspace};
 use serde_json::json;
 use switchboard::CallOptions;
 
@@ -33,20 +33,7 @@ async fn server_everything_over_stdio() {
         hub.call_tool("mcp__everything__get-sum", args(json!({"a": 2, "b": 40})), CallOptions::new()).await.unwrap();
     assert!(text(&out).contains("42"), "{}", text(&out));
 
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let out = hub
-        .call_tool(
-            "mcp__everything__trigger-long-running-operation",
-            args(json!({"duration": 1, "steps": 4})),
-            CallOptions::new().progress(tx),
-        )
-        .await
-        .unwrap();
-    assert!(!out.is_error(), "{}", text(&out));
-    let mut seen = 0;
-    while rx.recv().await.is_some() {
-        seen += 1;
-    }
+    let seen = long_running_progress(&hub, "everything", 4).await;
     assert!(seen >= 3, "saw {seen} progress notifications");
 
     let out = hub.call_tool("mcp__everything__get-tiny-image", None, CallOptions::new()).await.unwrap();

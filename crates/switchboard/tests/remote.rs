@@ -9,9 +9,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{TestEnv, args, node_peer, python, text, workspace};
+use common::{TestEnv, args, long_running_progress, node_peer, python, text, wait_listening, workspace};
 use serde_json::json;
 use switchboard::CallOptions;
 use switchboard::status::{FailureKind, ServerStatus};
@@ -45,11 +45,7 @@ fn everything_on(mode: &str, port: u16) -> Peer {
         .spawn()
         .unwrap();
     let peer = Peer(child);
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(30), "server-everything {mode} did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_listening(port, &format!("server-everything {mode}"), Duration::from_secs(30));
     peer
 }
 
@@ -86,20 +82,7 @@ async fn server_everything_over_streamable_http_matches_stdio() {
 
     let out = hub.call_tool("mcp__web__echo", args(json!({"message": "over http"})), CallOptions::new()).await.unwrap();
     assert!(text(&out).contains("over http"), "{}", text(&out));
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let out = hub
-        .call_tool(
-            "mcp__web__trigger-long-running-operation",
-            args(json!({"duration": 1, "steps": 4})),
-            CallOptions::new().progress(tx),
-        )
-        .await
-        .unwrap();
-    assert!(!out.is_error(), "{}", text(&out));
-    let mut seen = 0;
-    while rx.recv().await.is_some() {
-        seen += 1;
-    }
+    let seen = long_running_progress(&hub, "web", 4).await;
     assert!(seen >= 3, "saw {seen} progress notifications over HTTP");
     let read = hub.read_resource("web", &catalog.resources().iter().find(|r| r.server == "web").unwrap().resource.uri);
     assert!(!read.await.unwrap().contents.is_empty());
@@ -130,20 +113,7 @@ async fn server_everything_over_legacy_sse_pinned_and_by_fallback() {
     }
     assert!(hub.catalog().tools_of("auto").count() >= 5);
     // Progress arrives on the event stream too.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let out = hub
-        .call_tool(
-            "mcp__pinned__trigger-long-running-operation",
-            args(json!({"duration": 1, "steps": 3})),
-            CallOptions::new().progress(tx),
-        )
-        .await
-        .unwrap();
-    assert!(!out.is_error());
-    let mut seen = 0;
-    while rx.recv().await.is_some() {
-        seen += 1;
-    }
+    let seen = long_running_progress(&hub, "pinned", 3).await;
     assert!(seen >= 2, "saw {seen} progress notifications over SSE");
     // Pinned to Streamable HTTP, the same URL fails with the HTTP status (no fallback).
     let (kind, msg, _) = failure(hub.status("streamable"));
@@ -180,11 +150,7 @@ fn python_peer(mode: &str) -> (Peer, u16) {
         .spawn()
         .unwrap();
     let peer = Peer(child);
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(60), "the Python peer ({mode}) did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_listening(port, &format!("the Python peer ({mode})"), Duration::from_secs(60));
     (peer, port)
 }
 

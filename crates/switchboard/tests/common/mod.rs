@@ -165,3 +165,32 @@ pub fn text(out: &switchboard::ToolOutput) -> String {
 pub fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
     v.as_object().cloned()
 }
+
+/// Calls server-everything's `trigger-long-running-operation` on `server` with `steps` steps
+/// and returns how many progress notifications reached the caller.
+pub async fn long_running_progress(hub: &switchboard::Hub, server: &str, steps: u32) -> usize {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let out = hub
+        .call_tool(
+            &format!("mcp__{server}__trigger-long-running-operation"),
+            args(serde_json::json!({"duration": 1, "steps": steps})),
+            switchboard::CallOptions::new().progress(tx),
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error(), "{}", text(&out));
+    let mut seen = 0;
+    while rx.recv().await.is_some() {
+        seen += 1;
+    }
+    seen
+}
+
+/// Waits (up to `limit`) until something listens on `127.0.0.1:port`.
+pub fn wait_listening(port: u16, what: &str, limit: Duration) {
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < limit, "{what} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

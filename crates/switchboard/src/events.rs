@@ -1,4 +1,5 @@
-//! Events the hub publishes: status changes, catalog changes, server log messages.
+//! Events the hub publishes: status changes, catalog changes, resource updates, server log
+//! messages.
 //! Subscribe with [`crate::Hub::subscribe`]; a slow subscriber loses old events, never
 //! blocks the hub.
 
@@ -29,6 +30,14 @@ pub enum Event {
         resources: usize,
         /// Number of its prompts.
         prompts: usize,
+    },
+    /// A resource the hub subscribed to changed (`notifications/resources/updated`); read it
+    /// again for the new contents.
+    ResourceUpdated {
+        /// The server.
+        server: String,
+        /// The resource.
+        uri: String,
     },
     /// A server sent `notifications/message`.
     Log {

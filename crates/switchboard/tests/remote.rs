@@ -11,9 +11,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{TestEnv, args, long_running_progress, node_peer, python, text, wait_listening, workspace};
+use common::{TestEnv, args, long_running_progress, node_peer, python, text, wait_event, wait_listening, workspace};
 use serde_json::json;
 use switchboard::CallOptions;
+use switchboard::events::Event;
 use switchboard::status::{FailureKind, ServerStatus};
 
 fn free_port() -> u16 {
@@ -136,6 +137,42 @@ async fn revalidate_notices_a_remote_server_gone_and_back() {
     assert_eq!(hub.revalidate("web").await.unwrap().state(), "connected");
     let out = hub.call_tool("mcp__web__echo", args(json!({"message": "back"})), CallOptions::new()).await.unwrap();
     assert!(text(&out).contains("back"));
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resource_updates_and_list_changes_arrive_over_streamable_http() {
+    let (_peer, port) = everything("streamableHttp");
+    let env = TestEnv::new();
+    let hub = env.hub(&json!({"servers": {"web": {"url": format!("http://127.0.0.1:{port}/mcp")}}})).await;
+    let mut events = hub.subscribe();
+    let before = hub.catalog().resources().iter().filter(|r| r.server == "web").count();
+    let uri = hub.catalog().resources().iter().find(|r| r.server == "web").unwrap().resource.uri.clone();
+
+    // A subscribed resource: the server sends updates (every 5 s once toggled on).
+    hub.subscribe_resource("web", &uri).await.unwrap();
+    hub.call_tool("mcp__web__toggle-subscriber-updates", None, CallOptions::new()).await.unwrap();
+    let event = wait_event(&mut events, |e| matches!(e, Event::ResourceUpdated { .. })).await;
+    assert_eq!(event, Event::ResourceUpdated { server: "web".into(), uri: uri.clone() });
+    hub.unsubscribe_resource("web", &uri).await.unwrap();
+
+    // A tool that adds a session resource announces it with resources/list_changed.
+    let data = "data:text/plain;base64,aGVsbG8gZnJvbSBzd2l0Y2hib2FyZA==";
+    let out = hub
+        .call_tool(
+            "mcp__web__gzip-file-as-resource",
+            args(json!({"name": "hello.txt.gz", "data": data, "outputType": "resourceLink"})),
+            CallOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error(), "{}", text(&out));
+    wait_event(
+        &mut events,
+        |e| matches!(e, Event::CatalogChanged { server, resources, .. } if server == "web" && *resources > before),
+    )
+    .await;
+    assert!(hub.catalog().resources().iter().any(|r| r.resource.uri.ends_with("hello.txt.gz")));
     hub.shutdown().await;
 }
 

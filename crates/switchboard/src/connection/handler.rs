@@ -15,7 +15,7 @@ use rmcp::ErrorData;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
     FormElicitationCapability, Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, Root, RootsCapabilities,
+    ProtocolVersion, ResourceUpdatedNotificationParam, Root, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::{broadcast, mpsc};
@@ -205,6 +205,14 @@ impl ClientHandler for Handler {
 
     async fn on_prompt_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
         let _ = self.changes.send(ListChange::Prompts);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(Event::ResourceUpdated { server: self.server.clone(), uri: params.uri });
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _ctx: NotificationContext<RoleClient>) {

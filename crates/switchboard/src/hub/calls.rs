@@ -7,7 +7,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification, CancelledNotificationParam,
     ClientNotification, ClientRequest, GetPromptRequestParams, GetPromptResult, JsonObject, ReadResourceRequestParams,
-    ReadResourceResult, ServerResult,
+    ReadResourceResult, ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde::Serialize;
@@ -188,6 +188,41 @@ impl Hub {
             Err(_) => {
                 Err(Error::Timeout { server: server.into(), what: format!("prompts/get {name}"), after: timeout })
             }
+        }
+    }
+}
+
+impl Hub {
+    /// Asks a server to send `notifications/resources/updated` for `uri`; each arrives as
+    /// [`Event::ResourceUpdated`](crate::events::Event::ResourceUpdated). Subscriptions belong
+    /// to the session: after a reconnect, subscribe again.
+    pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), Error> {
+        self.resource_subscription(server, uri, true).await
+    }
+
+    /// Stops the updates [`Hub::subscribe_resource`] asked for.
+    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), Error> {
+        self.resource_subscription(server, uri, false).await
+    }
+
+    // `resources/subscribe` is what every protocol version up to 2025-11-25 has; rmcp marks it
+    // legacy in favour of 2026-07-28's `subscriptions/listen`.
+    #[allow(deprecated)]
+    async fn resource_subscription(&self, server: &str, uri: &str, on: bool) -> Result<(), Error> {
+        let slot = self.inner.slot(server)?.clone();
+        let conn = ensure_connected(&self.inner, &slot).await?;
+        let what = format!("resources/{} {uri}", if on { "subscribe" } else { "unsubscribe" });
+        let request = async {
+            if on {
+                conn.peer.subscribe(SubscribeRequestParams::new(uri)).await
+            } else {
+                conn.peer.unsubscribe(UnsubscribeRequestParams::new(uri)).await
+            }
+        };
+        match tokio::time::timeout(Duration::from_secs(30), request).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Box::pin(map_error(&slot, &conn, e, &what)).await),
+            Err(_) => Err(Error::Timeout { server: server.into(), what, after: Duration::from_secs(30) }),
         }
     }
 }

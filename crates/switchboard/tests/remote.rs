@@ -38,10 +38,16 @@ fn everything(mode: &str) -> (Peer, u16) {
 }
 
 fn everything_on(mode: &str, port: u16) -> Peer {
+    everything_logging(mode, port, Stdio::null())
+}
+
+/// Starts `server-everything <mode>` on `port` with its stdout (where it logs sessions) going
+/// to `log`.
+fn everything_logging(mode: &str, port: u16, log: impl Into<Stdio>) -> Peer {
     let child = Command::new("node")
         .args([node_peer("server-everything").as_str(), mode])
         .env("PORT", port.to_string())
-        .stdout(Stdio::null())
+        .stdout(log)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -174,6 +180,27 @@ async fn resource_updates_and_list_changes_arrive_over_streamable_http() {
     .await;
     assert!(hub.catalog().resources().iter().any(|r| r.resource.uri.ends_with("hello.txt.gz")));
     hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_a_session_deletes_it_on_the_server() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("everything.log");
+    let _peer = everything_logging("streamableHttp", port, std::fs::File::create(&log_path).unwrap());
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let env = TestEnv::new();
+    let hub = env.hub(&json!({"servers": {"web": {"url": format!("http://127.0.0.1:{port}/mcp")}}})).await;
+    let session = log()
+        .lines()
+        .find_map(|l| l.strip_prefix("Session initialized with ID: ").map(str::to_string))
+        .expect("the server logged our session");
+    hub.shutdown().await;
+    let started = std::time::Instant::now();
+    while !log().contains(&format!("Received session termination request for session {session}")) {
+        assert!(started.elapsed() < Duration::from_secs(10), "no DELETE on close: {}", log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Starts the Python peer (`mcp` package) in `mode` on a free port.

@@ -271,9 +271,25 @@ async fn send(
     what: &str,
 ) -> Result<ServerResult, Error> {
     let mut watched = inner.watchdog.watch(limits.idle, limits.total);
-    let handle = match conn.request(request, PeerRequestOptions::no_options()).await {
-        Ok(h) => h,
-        Err(e) => return Err(Box::pin(map_error(slot, conn, e, what)).await),
+    // Sending can itself wait (a transport renewing its session, a full queue): the deadline
+    // and the caller's cancellation hold from here, not only once the request is out.
+    let sending = tokio::select! {
+        biased;
+        sent = conn.request(request, PeerRequestOptions::no_options()) => Ok(sent),
+        why = &mut watched.expired => Err(why.ok()),
+        () = cancelled(cancel.as_ref()) => Err(None),
+    };
+    let handle = match sending {
+        Ok(Ok(h)) => h,
+        Ok(Err(e)) => return Err(Box::pin(map_error(slot, conn, e, what)).await),
+        Err(Some(why)) => {
+            return Err(Error::Timeout {
+                server: slot.name.clone(),
+                what: format!("{what} (sending)"),
+                after: why.after(),
+            });
+        }
+        Err(None) => return Err(Error::Cancelled),
     };
     let token = handle.progress_token.clone();
     let id = handle.id.clone();
@@ -286,12 +302,6 @@ async fn send(
     }
     let outcome = {
         let response = handle.await_response();
-        let cancelled = async {
-            match &cancel {
-                Some(token) => token.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             biased;
             r = response => Outcome::Response(r),
@@ -300,7 +310,7 @@ async fn send(
                 // The watchdog is gone only when the hub is being dropped.
                 Err(_) => Outcome::Cancelled,
             },
-            () = cancelled => Outcome::Cancelled,
+            () = cancelled(cancel.as_ref()) => Outcome::Cancelled,
         }
     };
     drop(watched);
@@ -334,6 +344,14 @@ async fn send(
             let _ = tell(reason).await;
             Err(Error::Timeout { server: slot.name.clone(), what: what.into(), after: why.after() })
         }
+    }
+}
+
+/// Resolves when `token` (if any) is cancelled.
+async fn cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
     }
 }
 

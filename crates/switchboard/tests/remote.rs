@@ -295,7 +295,8 @@ async fn remote_failures_are_classified() {
     let env = TestEnv::new();
     let hub = env
         .hub(&json!({"servers": {
-            "refused": {"url": format!("http://127.0.0.1:{refused}/mcp")},
+            // The query holds a "secret" from a variable ($HOME's value here).
+            "refused": {"url": format!("http://127.0.0.1:{refused}/mcp?key=${{HOME}}")},
             "boom": {"url": format!("http://127.0.0.1:{boom}/mcp")},
             "missing": {"url": format!("http://127.0.0.1:{missing}/mcp")},
             "locked": {"url": format!("http://127.0.0.1:{locked}/mcp"), "headers": {"X-Team": "blue"},
@@ -335,5 +336,7 @@ async fn remote_failures_are_classified() {
     // Secrets stay out of the messages.
     let all = serde_json::to_string(&hub.servers()).unwrap();
     assert!(!all.contains(&format!("Bearer {home}")), "{all}");
+    assert!(!all.contains(&format!("key={home}")), "an expanded URL leaked: {all}");
+    assert!(all.contains("key=${HOME}"), "the URL is shown as written: {all}");
     hub.shutdown().await;
 }

@@ -209,10 +209,16 @@ fn quote(message: &str) -> String {
 
 /// A request that never got an HTTP answer: refused, not resolved, or a TLS failure.
 fn client_failure(err: &reqwest::Error) -> StartFailure {
-    let chain = error_chain(err);
+    // reqwest quotes the expanded URL, which may carry a secret from a `${VAR}` (a key in the
+    // query): the message names the server by the URL as written, so the expanded one goes.
+    let hide = |text: String| match err.url() {
+        Some(url) => text.replace(url.as_str(), "<the server URL>"),
+        None => text,
+    };
+    let chain = hide(error_chain(err));
     // The causes only: reqwest's own message quotes the URL, whose host could hold any word.
     let lower = std::error::Error::source(err).map(error_chain).unwrap_or_default().to_lowercase();
-    let root = root_cause(err);
+    let root = hide(root_cause(err));
     // rustls says what went wrong in its own words (certificate, alert, corrupt message...);
     // an https connection that failed after the TCP connect without an OS error is TLS too.
     let tls_words = ["certificate", "tls", "handshake", "alert", "corrupt message", "invalidcontenttype"];

@@ -36,6 +36,7 @@ pub mod output;
 mod paths;
 pub mod policy;
 pub mod process;
+pub mod sampling;
 pub mod status;
 pub mod transport;
 

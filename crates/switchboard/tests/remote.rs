@@ -7,29 +7,17 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{TestEnv, args, long_running_progress, node_peer, python, text, wait_event, wait_listening, workspace};
+use common::{
+    Peer, TestEnv, args, free_port, long_running_progress, node_peer, python_peer, text, wait_event, wait_listening,
+};
 use serde_json::json;
 use switchboard::CallOptions;
 use switchboard::events::Event;
 use switchboard::status::{FailureKind, ServerStatus};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A peer server process, killed when dropped.
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Starts `server-everything <mode>` on a free port and waits until it accepts connections.
 fn everything(mode: &str) -> (Peer, u16) {
@@ -203,19 +191,30 @@ async fn closing_a_session_deletes_it_on_the_server() {
     }
 }
 
-/// Starts the Python peer (`mcp` package) in `mode` on a free port.
-fn python_peer(mode: &str) -> (Peer, u16) {
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_the_server_forgot_is_renewed() {
     let port = free_port();
-    let child = Command::new(python())
-        .arg(workspace().join("tests/peers/py_server.py"))
-        .args([mode, &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let peer = Peer(child);
-    wait_listening(port, &format!("the Python peer ({mode})"), Duration::from_secs(60));
-    (peer, port)
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("everything.log");
+    let _peer = everything_logging("streamableHttp", port, std::fs::File::create(&log_path).unwrap());
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let env = TestEnv::new();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let hub = env.hub(&json!({"servers": {"web": {"url": url, "tool_timeout_ms": 20000}}})).await;
+    let session = log()
+        .lines()
+        .find_map(|l| l.strip_prefix("Session initialized with ID: ").map(str::to_string))
+        .expect("the server logged our session");
+    // Someone else ends our session (as a server restart or an expiry would).
+    let deleted = reqwest::Client::new().delete(&url).header("mcp-session-id", &session).send().await.unwrap();
+    assert!(deleted.status().is_success(), "{deleted:?}");
+    let started = std::time::Instant::now();
+    let out = hub.call_tool("mcp__web__echo", args(json!({"message": "again"})), CallOptions::new()).await;
+    assert!(text(&out.unwrap()).contains("again"));
+    assert!(started.elapsed() < Duration::from_secs(15), "the call waited for its timeout");
+    let sessions = log().matches("Session initialized with ID: ").count();
+    assert_eq!(sessions, 2, "a new session was opened: {}", log());
+    hub.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

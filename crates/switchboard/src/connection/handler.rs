@@ -4,25 +4,29 @@
 //! worker; progress notifications are routed by token to the call that asked for them;
 //! logging messages become events.
 
+// Roots, sampling and logging are deprecated by SEP-2577 (protocol 2026-07-28), but servers on
+// every protocol version still use them, and 2026-07-28 servers ask for them inside
+// `input_required` results.
+#![allow(deprecated)]
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
 use rmcp::ErrorData;
-// Roots are deprecated by SEP-2577 (protocol 2026-07-28) but servers on every earlier version
-// still ask for them.
-#[allow(deprecated)]
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ResourceUpdatedNotificationParam, Root, RootsCapabilities,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation, ListRootsResult,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ResourceUpdatedNotificationParam, Root,
+    RootsCapabilities, SamplingCapability,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{ClientLifecycleMode, NotificationContext, RequestContext, RoleClient};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::deadline::Activity;
 use crate::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
 use crate::events::Event;
+use crate::sampling::{Sampler, SamplingRequest};
 
 /// Which list a server said has changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -133,11 +137,82 @@ pub(crate) struct Handler {
     pub(crate) events: broadcast::Sender<Event>,
     /// Who answers `elicitation/create`, if anyone.
     pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
+    /// Who answers `sampling/createMessage`, if anyone.
+    pub(crate) sampler: Option<Arc<dyn Sampler>>,
     /// The folders offered as roots (`roots/list`).
     pub(crate) roots: Arc<Vec<std::path::PathBuf>>,
-    /// The protocol version to ask for (`protocol_version` in config); `None`: rmcp's latest
-    /// with a handshake.
+    /// The protocol version `initialize` asks for (`protocol_version` in config); `None`: the
+    /// newest with a handshake.
     pub(crate) protocol_version: Option<ProtocolVersion>,
+}
+
+impl Handler {
+    /// How the session starts. A pinned version decides: 2026-07-28 and later have no
+    /// handshake (`server/discover`, then self-contained requests), earlier ones use
+    /// `initialize`. Unpinned, `probe` sends `server/discover` first and falls back to
+    /// `initialize` when the server answers as a legacy one (rmcp's `Auto`; a 4xx over HTTP,
+    /// a JSON-RPC error otherwise); without `probe`, `initialize` with the newest version
+    /// that has it.
+    pub(crate) fn lifecycle(&self, probe: bool) -> ClientLifecycleMode {
+        match &self.protocol_version {
+            Some(v) if !v.has_initialize() => ClientLifecycleMode::Discover { preferred_versions: vec![v.clone()] },
+            Some(_) => ClientLifecycleMode::Initialize,
+            None if probe => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: None,
+            },
+            None => ClientLifecycleMode::Initialize,
+        }
+    }
+}
+
+/// The answers to a server's requests, shared by the two ways they arrive: as requests of
+/// their own (up to 2025-11-25) and inside an `input_required` result (2026-07-28).
+impl Handler {
+    /// The roots offered to the server.
+    #[allow(deprecated)]
+    pub(crate) fn roots(&self) -> ListRootsResult {
+        let roots = self
+            .roots
+            .iter()
+            .map(|dir| {
+                let mut root = Root::new(file_uri(dir));
+                root.name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+                root
+            })
+            .collect();
+        ListRootsResult::new(roots)
+    }
+
+    /// Asks the elicitor (form mode); declines without one, or for URL mode.
+    pub(crate) async fn elicit(&self, request: ElicitRequestParams) -> ElicitResult {
+        let (Some(elicitor), ElicitRequestParams::FormElicitationParams { message, requested_schema, .. }) =
+            (&self.elicitor, request)
+        else {
+            // No one to ask, or URL mode (not supported yet): decline, so the server goes on.
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        let asked = ElicitationRequest { server: self.server.clone(), message, schema };
+        match elicitor.elicit(asked).await {
+            ElicitationAnswer::Accept(values) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(serde_json::Value::Object(values))
+            }
+            ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+            _ => ElicitResult::new(ElicitationAction::Decline),
+        }
+    }
+
+    /// Asks the sampler; without one, sampling was not declared and the request is refused.
+    pub(crate) async fn sample(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, ErrorData> {
+        let Some(sampler) = &self.sampler else {
+            return Err(ErrorData::method_not_found::<rmcp::model::CreateMessageRequestMethod>());
+        };
+        sampler
+            .create_message(SamplingRequest::new(self.server.clone(), params))
+            .await
+            .map_err(|reason| ErrorData::internal_error(format!("sampling refused: {reason}"), None))
+    }
 }
 
 impl ClientHandler for Handler {
@@ -152,6 +227,9 @@ impl ClientHandler for Handler {
             elicitation.form = Some(FormElicitationCapability::default());
             capabilities.elicitation = Some(elicitation);
         }
+        if self.sampler.is_some() {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
         let mut info = ClientConfig::new(capabilities, Implementation::new("switchboard", env!("CARGO_PKG_VERSION")));
         // `initialize` offers the newest version that has the handshake (rmcp's default is the
         // newest of all, 2026-07-28, which has none), unless the config pins one.
@@ -159,18 +237,16 @@ impl ClientHandler for Handler {
         info
     }
 
-    #[allow(deprecated)]
     async fn list_roots(&self, _ctx: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        let roots = self
-            .roots
-            .iter()
-            .map(|dir| {
-                let mut root = Root::new(file_uri(dir));
-                root.name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-                root
-            })
-            .collect();
-        Ok(ListRootsResult::new(roots))
+        Ok(self.roots())
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.sample(params).await
     }
 
     async fn create_elicitation(
@@ -178,23 +254,8 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _ctx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let (Some(elicitor), ElicitRequestParams::FormElicitationParams { message, requested_schema, .. }) =
-            (&self.elicitor, request)
-        else {
-            // No one to ask, or URL mode (not supported yet): decline, so the server goes on.
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
-        };
-        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-        let asked = ElicitationRequest { server: self.server.clone(), message, schema };
-        Ok(match elicitor.elicit(asked).await {
-            ElicitationAnswer::Accept(values) => {
-                ElicitResult::new(ElicitationAction::Accept).with_content(serde_json::Value::Object(values))
-            }
-            ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-            _ => ElicitResult::new(ElicitationAction::Decline),
-        })
+        Ok(self.elicit(request).await)
     }
-
     async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
         let _ = self.changes.send(ListChange::Tools);
     }

@@ -5,6 +5,9 @@
 //! cause and, for a process, its exit code and last stderr lines.
 
 pub mod handler;
+mod listen;
+mod mrtr;
+pub(crate) use mrtr::{MAX_ROUNDS as MRTR_MAX_ROUNDS, Retry as InputRetry};
 mod remote;
 mod stdio;
 
@@ -13,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ClientRequest, ProtocolVersion};
+use rmcp::model::{ClientRequest, PingRequest, ProtocolVersion};
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use tokio::sync::{broadcast, mpsc};
 
@@ -68,6 +71,7 @@ pub(crate) struct ConnectCtx {
     pub marker: String,
     pub trees: Arc<std::sync::Mutex<Vec<Arc<ProcessTree>>>>,
     pub elicitor: Option<Arc<dyn crate::elicitation::Elicitor>>,
+    pub sampler: Option<Arc<dyn crate::sampling::Sampler>>,
     pub roots: Arc<Vec<PathBuf>>,
 }
 
@@ -90,6 +94,10 @@ pub(crate) struct Connection {
     pub tree: Option<Arc<ProcessTree>>,
     pub progress: Arc<ProgressRouter>,
     pub identity: ServerIdentity,
+    /// Answers what a 2026-07-28 server asks for inside `input_required` results.
+    handler: Handler,
+    /// The `subscriptions/listen` stream of a 2026-07-28 server.
+    listener: Option<listen::Listener>,
 }
 
 fn tail(tree: &ProcessTree) -> Vec<String> {
@@ -141,12 +149,14 @@ impl Connection {
             progress: progress.clone(),
             events: ctx.events.clone(),
             elicitor: ctx.elicitor.clone(),
+            sampler: ctx.sampler.clone(),
             roots: ctx.roots.clone(),
             protocol_version: config
                 .protocol_version
                 .as_ref()
                 .and_then(|v| ProtocolVersion::KNOWN_VERSIONS.iter().find(|k| k.as_str() == v.as_str()).cloned()),
         };
+        let answers = handler.clone();
         let (service, tree) = match &config.transport {
             TransportConfig::Stdio(stdio) => {
                 let (service, tree) = stdio::start(config, stdio, ctx, handler, deadline).await?;
@@ -197,12 +207,25 @@ impl Connection {
                 has_prompts: false,
             },
         };
+        // 2026-07-28: list changes and resource updates come on a `subscriptions/listen` stream.
+        let stateless = peer.peer_info().is_some_and(|i| !i.protocol_version.has_initialize());
+        let listener = stateless.then(|| {
+            let caps = peer.peer_info().map(|i| i.capabilities.clone()).unwrap_or_default();
+            let changing = listen::Changing {
+                tools: caps.tools.as_ref().is_some_and(|c| c.list_changed == Some(true)),
+                resources: caps.resources.as_ref().is_some_and(|c| c.list_changed == Some(true)),
+                prompts: caps.prompts.as_ref().is_some_and(|c| c.list_changed == Some(true)),
+            };
+            listen::Listener::start(peer.clone(), answers.clone(), changing)
+        });
         let conn = Connection {
             peer,
             service: tokio::sync::Mutex::new(Some(service)),
             tree: tree.clone(),
             progress,
             identity,
+            handler: answers,
+            listener,
         };
         let outcome = tokio::time::timeout_at(deadline, conn.list_all(&config.name)).await;
         let (kind, message) = match outcome {
@@ -280,6 +303,32 @@ impl Connection {
         self.peer.send_request_with_option(request, options).await
     }
 
+    /// Whether the session is on protocol 2026-07-28 or later (no handshake, no session).
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.listener.is_some()
+    }
+
+    /// Asks the server whether it is there: `ping`, or on 2026-07-28 (which has no ping)
+    /// `server/discover`, the cheapest request it must answer.
+    pub(crate) async fn check(&self) -> Result<(), ServiceError> {
+        if !self.is_stateless() {
+            return self.peer.send_request(ClientRequest::PingRequest(PingRequest::default())).await.map(drop);
+        }
+        let info = rmcp::ClientHandler::get_info(&self.handler);
+        let version =
+            self.peer.peer_info().map(|i| i.protocol_version.clone()).unwrap_or(ProtocolVersion::V_2026_07_28);
+        let meta = rmcp::model::RequestMetaObject::with_client_context(version, info.client_info, info.capabilities);
+        self.peer.discover(meta).await.map(drop)
+    }
+
+    /// Adds or removes a resource on the `subscriptions/listen` stream (2026-07-28 and later).
+    pub(crate) async fn listen_resource(&self, uri: &str, on: bool) -> Result<(), String> {
+        match &self.listener {
+            Some(listener) => listener.set_resource(uri, on).await,
+            None => Err("the session has no `subscriptions/listen` stream".into()),
+        }
+    }
+
     /// Whether the session is gone (process exited or transport closed).
     pub(crate) fn is_closed(&self) -> bool {
         self.peer.is_transport_closed() || self.tree.as_ref().is_some_and(|t| t.exit_info().is_some())
@@ -288,6 +337,9 @@ impl Connection {
     /// Closes the session and ends the process tree: stdin closed first (the service is
     /// cancelled, which drops the transport), then the tree's signal sequence. Bounded.
     pub(crate) async fn close(&self) {
+        if let Some(listener) = &self.listener {
+            listener.stop();
+        }
         let service = self.service.lock().await.take();
         if let Some(service) = service {
             let _ = tokio::time::timeout(Duration::from_millis(200), service.cancel()).await;

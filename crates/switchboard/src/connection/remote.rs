@@ -9,6 +9,7 @@ use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ServiceExt;
 use rmcp::service::{ClientInitializeError as Init, RoleClient, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use tokio::time::Instant;
@@ -17,7 +18,7 @@ use super::handler::Handler;
 use super::{ConnectCtx, StartFailure, human};
 use crate::config::{HttpConfig, HttpTransport, ServerConfig};
 use crate::status::FailureKind;
-use crate::transport::{SseClientTransport, SseError};
+use crate::transport::{HttpClient, SseClientTransport, SseError};
 
 /// How much of an error body a message quotes.
 const BODY_QUOTED: usize = 200;
@@ -45,9 +46,32 @@ pub(super) async fn start(
         f
     };
     let streamable = |handler: Handler| async {
-        let config = StreamableHttpClientTransportConfig::with_uri(http.url.as_str()).custom_headers(headers.clone());
-        let transport = StreamableHttpClientTransport::from_config(config);
-        match tokio::time::timeout_at(deadline, handler.serve(transport)).await {
+        let client = HttpClient::new().map_err(|e| {
+            (StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("no HTTP client: {e}")), None)
+        })?;
+        let transport = || {
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(http.url.as_str()).custom_headers(headers.clone());
+            StreamableHttpClientTransport::with_client(client.clone(), config)
+        };
+        // `server/discover` first: a legacy server answers it with a 4xx and gets `initialize`.
+        let lifecycle = handler.lifecycle(true);
+        let probing = matches!(lifecycle, ClientLifecycleMode::Auto { .. });
+        let mut outcome =
+            tokio::time::timeout_at(deadline, handler.clone().serve_with_lifecycle(transport(), lifecycle)).await;
+        // Some legacy servers answer any request with a result (an empty one, say) rather than
+        // an error: that is not a discovery either, so `initialize` gets its turn, on a fresh
+        // transport (a discovery opens no session, so nothing is left behind).
+        if probing
+            && matches!(outcome, Ok(Err(Init::ExpectedInitResult(Some(_)) | Init::ExpectedInitResponse(Some(_)))))
+        {
+            outcome = tokio::time::timeout_at(
+                deadline,
+                handler.serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize),
+            )
+            .await;
+        }
+        match outcome {
             Ok(Ok(service)) => Ok(service),
             Ok(Err(e)) => Err((classify(&e), fallback_status(&e))),
             Err(_) => Err((timeout(), None)),
@@ -136,14 +160,24 @@ fn fallback_status(e: &Init) -> Option<u16> {
 }
 
 fn http_error(e: &Init) -> Option<&StreamableHttpError<reqwest::Error>> {
-    match e {
+    match last_attempt(e) {
         Init::TransportError { error, .. } => error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
         _ => None,
     }
 }
 
+/// When `server/discover` said "legacy" and `initialize` then failed, the second failure is
+/// the one that says what is wrong.
+fn last_attempt(e: &Init) -> &Init {
+    match e {
+        Init::LegacyFallbackFailed { fallback, .. } => last_attempt(fallback),
+        other => other,
+    }
+}
+
 /// A failed handshake, classified (the message does not repeat the URL).
 fn classify(e: &Init) -> StartFailure {
+    let e = last_attempt(e);
     if let Init::TransportError { error, .. } = e
         && let Some(sse) = error.error.downcast_ref::<SseError>()
     {

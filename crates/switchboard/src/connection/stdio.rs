@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::ServiceExt;
+use rmcp::service::ClientServiceExt;
 use rmcp::service::{ClientInitializeError as Init, RoleClient, RunningService};
 use tokio::time::Instant;
 
@@ -30,7 +30,14 @@ pub(super) async fn start(
         trees.retain(|t| t.exit_info().is_none());
         trees.push(tree.clone());
     }
-    let outcome = tokio::time::timeout_at(deadline, handler.serve((spawned.stdout, spawned.stdin))).await;
+    let outcome = tokio::time::timeout_at(deadline, {
+        // Over stdio `initialize` unless a version is pinned: a legacy server may not answer a
+        // `server/discover` probe at all (rmcp's fallback waits 10 s), and every server that
+        // speaks 2026-07-28 is asked to keep the handshake for older clients.
+        let lifecycle = handler.lifecycle(false);
+        handler.serve_with_lifecycle((spawned.stdout, spawned.stdin), lifecycle)
+    })
+    .await;
     let (kind, message) = match outcome {
         Ok(Ok(service)) => return Ok((service, tree)),
         Ok(Err(e)) => {

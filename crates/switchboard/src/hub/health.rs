@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use rmcp::model::{ClientRequest, PingRequest};
-
 use super::{Hub, connect};
 use crate::error::Error;
 use crate::status::ServerStatus;
@@ -14,7 +12,8 @@ use crate::status::ServerStatus;
 const PING_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Hub {
-    /// Checks that a server's session is alive with a `ping`, and reconnects it when the
+    /// Checks that a server's session is alive with a `ping` (on 2026-07-28, which has none,
+    /// with `server/discover`), and reconnects it when the
     /// session is gone (closed transport, or a ping that fails or goes unanswered). A server
     /// that is disabled, untrusted or failed for its configuration is left as it is. Returns
     /// the status afterwards.
@@ -29,8 +28,7 @@ impl Hub {
             ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } | ServerStatus::Failed { .. }
         ) && slot.config().is_some();
         if let Some(conn) = conn.filter(|c| !c.is_closed()) {
-            let ping = conn.peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
-            match tokio::time::timeout(PING_TIMEOUT, ping).await {
+            match tokio::time::timeout(PING_TIMEOUT, conn.check()).await {
                 Ok(Ok(_)) => return Ok(slot.state().status.clone()),
                 Ok(Err(e)) => tracing::info!(server = %name, "ping failed, reconnecting: {e}"),
                 Err(_) => tracing::info!(server = %name, "no answer to ping within {PING_TIMEOUT:?}, reconnecting"),

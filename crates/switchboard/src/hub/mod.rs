@@ -37,6 +37,7 @@ use crate::output::ResultBudget;
 use crate::paths::Paths;
 use crate::policy::TrustStore;
 use crate::process::ProcessTree;
+use crate::sampling::Sampler;
 use crate::status::{Counts, FailureKind, ServerStatus};
 
 /// How the hub runs.
@@ -56,6 +57,9 @@ pub struct HubOptions {
     /// Who answers servers' requests for input (`elicitation/create`); without one the
     /// capability is not declared and such requests are declined.
     pub elicitor: Option<Arc<dyn Elicitor>>,
+    /// Who answers servers' requests for a completion (`sampling/createMessage`); without
+    /// one the capability is not declared.
+    pub sampler: Option<Arc<dyn Sampler>>,
     /// The folders offered to servers as roots; `None`: the project root.
     pub roots: Option<Vec<PathBuf>>,
 }
@@ -68,6 +72,7 @@ impl std::fmt::Debug for HubOptions {
             .field("only", &self.only)
             .field("max_call_time", &self.max_call_time)
             .field("elicitor", &self.elicitor.is_some())
+            .field("sampler", &self.sampler.is_some())
             .field("roots", &self.roots)
             .finish_non_exhaustive()
     }
@@ -83,6 +88,7 @@ impl HubOptions {
             only: None,
             max_call_time: Duration::from_secs(3600),
             elicitor: None,
+            sampler: None,
             roots: None,
         }
     }
@@ -90,6 +96,18 @@ impl HubOptions {
     /// With someone to answer servers' requests for input.
     pub fn elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
         self.elicitor = Some(elicitor);
+        self
+    }
+
+    /// With a model to answer servers' requests for a completion.
+    pub fn sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
+        self.sampler = Some(sampler);
+        self
+    }
+
+    /// With these folders offered as roots instead of the project root.
+    pub fn roots(mut self, roots: Vec<PathBuf>) -> Self {
+        self.roots = Some(roots);
         self
     }
 }
@@ -412,6 +430,7 @@ async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>
         marker: format!("{}-{}-{epoch}", inner.id, slot.name),
         trees: inner.trees.clone(),
         elicitor: inner.options.elicitor.clone(),
+        sampler: inner.options.sampler.clone(),
         roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),
     };
     match Connection::start(config, &ctx).await {

@@ -116,14 +116,26 @@ impl TestEnv {
     }
 
     pub async fn hub(&self, config_json: &Value) -> Hub {
+        self.hub_with(config_json, self.options()).await
+    }
+
+    /// The hub options these tests start with.
+    pub fn options(&self) -> HubOptions {
+        HubOptions::new(self.paths.clone())
+    }
+
+    /// Starts a hub with `options` and waits until it settles.
+    pub async fn hub_with(&self, config_json: &Value, options: HubOptions) -> Hub {
         let loaded = self.load(config_json);
         assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
-        self.start(&loaded).await
+        let hub = Hub::start(&loaded, options);
+        tokio::time::timeout(Duration::from_secs(120), hub.ready()).await.expect("servers did not settle");
+        hub
     }
 
     /// Starts a hub on a config that may hold invalid entries, and waits until it settles.
     pub async fn start(&self, loaded: &LoadedConfig) -> Hub {
-        let hub = Hub::start(loaded, HubOptions::new(self.paths.clone()));
+        let hub = Hub::start(loaded, self.options());
         tokio::time::timeout(Duration::from_secs(120), hub.ready()).await.expect("servers did not settle");
         hub
     }
@@ -193,4 +205,35 @@ pub fn wait_listening(port: u16, what: &str, limit: Duration) {
         assert!(started.elapsed() < limit, "{what} did not listen on {port}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A free loopback port (free when asked; tests bind it soon after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A peer server process, killed when dropped.
+pub struct Peer(pub std::process::Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the Python peer (`mcp` package, `tests/peers/py_server.py`) in `mode`
+/// (`streamable-http` or `sse`) on a free port.
+pub fn python_peer(mode: &str) -> (Peer, u16) {
+    let port = free_port();
+    let child = Command::new(python())
+        .arg(workspace().join("tests/peers/py_server.py"))
+        .args([mode, &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = Peer(child);
+    wait_listening(port, &format!("the Python peer ({mode})"), Duration::from_secs(60));
+    (peer, port)
 }

@@ -1,0 +1,212 @@
+//! The HTTP client under rmcp's Streamable HTTP transport: reqwest (rustls) with rmcp's own
+//! settings (no idle pool, same-origin 307/308 redirects only), plus one correction.
+//!
+//! A server that no longer knows a session should answer 404 (which rmcp turns into a
+//! re-initialisation and one retry). Some answer 400 with a JSON-RPC error whose `id` is
+//! `null` instead (the TypeScript SDK's "No valid session ID provided"; the Python SDK uses
+//! the id `"server-error"`). rmcp cannot match such an error to the request, drops it, and the
+//! request waits for its timeout. Here an error response that does not carry the request's id
+//! means the HTTP request itself was refused: inside a session, the session is gone (so rmcp
+//! renews it and retries once); outside one, the error is handed back as the request's own.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
+use sse_stream::{Error as SseError, Sse};
+
+/// How many same-origin redirects a request may follow (rmcp's number).
+const MAX_REDIRECTS: usize = 10;
+
+/// reqwest, configured as rmcp configures its default client, with uncorrelated error
+/// responses put right.
+#[derive(Clone, Debug)]
+pub struct HttpClient {
+    inner: reqwest::Client,
+}
+
+impl HttpClient {
+    /// A client with rmcp's settings.
+    pub fn new() -> Result<HttpClient, reqwest::Error> {
+        let redirects = reqwest::redirect::Policy::custom(|attempt| {
+            let keeps_body = matches!(
+                attempt.status(),
+                reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+            );
+            let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+            if !keeps_body || !same_origin {
+                attempt.stop()
+            } else if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+            } else {
+                attempt.follow()
+            }
+        });
+        let inner = reqwest::Client::builder().pool_max_idle_per_host(0).redirect(redirects).build()?;
+        Ok(HttpClient { inner })
+    }
+}
+
+type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
+
+/// The id of the request `message` carries, if it is one.
+fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
+    match message {
+        ClientJsonRpcMessage::Request(r) => Some(r.id.clone()),
+        _ => None,
+    }
+}
+
+/// Puts right an error response that does not answer the request it came back for.
+fn correlate(result: PostResult, id: Option<RequestId>, in_session: bool) -> PostResult {
+    match result {
+        Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), session)) if id.is_some() && e.id != id => {
+            if in_session {
+                tracing::debug!(code = %e.error.code.0, "the server refused the session: {}", e.error.message);
+                Err(StreamableHttpError::SessionExpired)
+            } else {
+                Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::error(e.error, id), session))
+            }
+        }
+        other => other,
+    }
+}
+
+impl StreamableHttpClient for HttpClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> PostResult {
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits).await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> PostResult {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits).await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> PostResult {
+        let id = request_id(&message);
+        let in_session = session_id.is_some();
+        let result = self
+            .inner
+            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await;
+        correlate(result, id, in_session)
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<reqwest::Error>> {
+        self.inner.delete_session(uri, session_id, auth_header, custom_headers).await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>> {
+        self.inner.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>> {
+        self.inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{ErrorData, NumberOrString};
+
+    use super::*;
+
+    fn refused(id: Option<RequestId>) -> PostResult {
+        let error = ErrorData::new(rmcp::model::ErrorCode(-32000), "Bad Request: No valid session ID provided", None);
+        let mut message = ServerJsonRpcMessage::error(error, None);
+        if let ServerJsonRpcMessage::Error(e) = &mut message {
+            e.id = id;
+        }
+        Ok(StreamableHttpPostResponse::Json(message, None))
+    }
+
+    #[test]
+    fn an_uncorrelated_error_in_a_session_means_the_session_is_gone() {
+        let ours = Some(NumberOrString::Number(7));
+        assert!(matches!(correlate(refused(None), ours.clone(), true), Err(StreamableHttpError::SessionExpired)));
+        let other = Some(NumberOrString::String("server-error".into()));
+        assert!(matches!(correlate(refused(other), ours.clone(), true), Err(StreamableHttpError::SessionExpired)));
+    }
+
+    #[test]
+    fn outside_a_session_it_becomes_the_request_s_own_error() {
+        let ours = Some(NumberOrString::Number(7));
+        match correlate(refused(None), ours.clone(), false) {
+            Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), _)) => assert_eq!(e.id, ours),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_correlated_error_and_notifications_pass_through() {
+        let ours = Some(NumberOrString::Number(7));
+        assert!(matches!(
+            correlate(refused(ours.clone()), ours, true),
+            Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(_), _))
+        ));
+        // A notification has no id to answer: whatever came back is left alone.
+        assert!(matches!(correlate(refused(None), None, true), Ok(StreamableHttpPostResponse::Json(..))));
+    }
+}

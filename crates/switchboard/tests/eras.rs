@@ -1,8 +1,9 @@
 //! Both protocol eras against the official Python SDK (the `mcp` package), which speaks
 //! 2026-07-28 (stateless: `server/discover`, `subscriptions/listen`, `input_required`
-//! results) and the handshake-era versions on the same port. The same hub, elicitor, sampler
-//! and roots serve both: what a server asks for is answered whether it arrives as a request of
-//! its own or inside an `input_required` result.
+//! results) and the handshake-era versions on the same port; and the requests servers make of
+//! the client (elicitation, roots, sampling) over HTTP with `server-everything`. The same hub,
+//! elicitor, sampler and roots serve both eras: what a server asks for is answered whether it
+//! arrives as a request of its own or inside an `input_required` result.
 // Sampling and roots are deprecated by SEP-2577 but still carried by 2026-07-28.
 #![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
 
@@ -13,7 +14,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{TestEnv, args, python, python_peer, text, wait_event, workspace};
+use common::{
+    Peer, TestEnv, args, free_port, node_peer, python, python_peer, text, wait_event, wait_listening, workspace,
+};
 use serde_json::json;
 use switchboard::CallOptions;
 use switchboard::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
@@ -30,6 +33,7 @@ impl Elicitor for Crimson {
         self.0.lock().unwrap().push(format!("{}: {}", request.server, request.message));
         let mut values = serde_json::Map::new();
         values.insert("colour".into(), json!("crimson"));
+        values.insert("name".into(), json!("Ada"));
         Box::pin(async move { ElicitationAnswer::Accept(values) })
     }
 }
@@ -155,4 +159,53 @@ async fn python_sdk_server_in_both_eras() {
         assert!(out.as_ref().is_err_and(|e| e.to_string().contains(capability)), "{tool}: {out:?}");
     }
     bare.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_everything_asks_for_input_roots_and_a_completion_over_http() {
+    let port = free_port();
+    let child = std::process::Command::new("node")
+        .args([node_peer("server-everything").as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _peer = Peer(child);
+    wait_listening(port, "server-everything streamableHttp", Duration::from_secs(30));
+    let env = TestEnv::new();
+    let elicitor = Arc::new(Crimson::default());
+    let sampler = Arc::new(Counter::default());
+    let config = json!({"servers": {"web": {"url": format!("http://127.0.0.1:{port}/mcp")}}});
+    // server-everything registers these tools only for a client that declared the capability.
+    let conditional = ["get-roots-list", "trigger-elicitation-request", "trigger-sampling-request"];
+    let bare = env.hub(&config).await;
+    for tool in ["trigger-elicitation-request", "trigger-sampling-request"] {
+        assert!(bare.catalog().tool(&format!("mcp__web__{tool}")).is_none(), "{tool} offered without the capability");
+    }
+    bare.shutdown().await;
+
+    let roots = env.dir.path().join("work");
+    std::fs::create_dir_all(&roots).unwrap();
+    let options = env.options().elicitor(elicitor.clone()).sampler(sampler.clone()).roots(vec![roots.clone()]);
+    let hub = env.hub_with(&config, options).await;
+    for tool in conditional {
+        assert!(hub.catalog().tool(&format!("mcp__web__{tool}")).is_some(), "{tool} missing");
+    }
+    let call = |tool: &str, a: serde_json::Value| {
+        let name = format!("mcp__web__{tool}");
+        let hub = &hub;
+        async move {
+            text(&hub.call_tool(&name, args(a), CallOptions::new()).await.unwrap_or_else(|e| panic!("{name}: {e}")))
+        }
+    };
+    let out = call("trigger-elicitation-request", json!({})).await;
+    assert!(out.contains("Ada"), "{out}");
+    assert_eq!(elicitor.0.lock().unwrap().len(), 1);
+    let out = call("get-roots-list", json!({})).await;
+    assert!(out.contains(&format!("file://{}", roots.display())), "{out}");
+    let out = call("trigger-sampling-request", json!({"prompt": "hello", "maxTokens": 20})).await;
+    assert!(out.contains("bytes"), "the completion is in the result: {out}");
+    assert_eq!(*sampler.0.lock().unwrap(), vec!["web".to_string()]);
+    hub.shutdown().await;
 }

@@ -135,6 +135,26 @@ async fn revalidate_notices_a_remote_server_gone_and_back() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_server_restarted_mid_session_is_reconnected_on_the_next_call() {
+    let (peer, port) = everything("streamableHttp");
+    let env = TestEnv::new();
+    let hub = env
+        .hub(&json!({"servers": {"web": {"url": format!("http://127.0.0.1:{port}/mcp"), "tool_timeout_ms": 20000}}}))
+        .await;
+    let out = hub.call_tool("mcp__web__echo", args(json!({"message": "before"})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("before"));
+    // A new process on the same port: it has never heard of our session.
+    drop(peer);
+    let _peer = everything_on("streamableHttp", port);
+    let started = std::time::Instant::now();
+    let out = hub.call_tool("mcp__web__echo", args(json!({"message": "after"})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("after"));
+    assert!(started.elapsed() < Duration::from_secs(15), "the call waited for its timeout");
+    assert_eq!(hub.status("web").map(|s| s.state()), Some("connected"));
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn resource_updates_and_list_changes_arrive_over_streamable_http() {
     let (_peer, port) = everything("streamableHttp");
     let env = TestEnv::new();

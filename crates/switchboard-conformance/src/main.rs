@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use serde_json::json;
+use switchboard::auth::Callback;
 use switchboard::config::{self, LoadOptions};
 use switchboard::elicitation::AcceptDefaults;
-use switchboard::status::ServerStatus;
-use switchboard::{CallOptions, Hub, HubOptions, Paths};
+use switchboard::status::{FailureKind, ServerStatus};
+use switchboard::{CallOptions, Error, Hub, HubOptions, Paths};
 
 /// The one server's name in the generated config.
 const SERVER: &str = "s";
@@ -41,15 +42,41 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The client ID metadata document URL the suite expects (SEP-991 scenarios).
+const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Authorization attempts before giving up (the suite's `scope-retry-limit` wants ≤ 3).
+const MAX_LOGINS: usize = 3;
+
 async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
+    let context: serde_json::Value =
+        std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
+    let mut oauth = json!({"client_metadata_url": CIMD_URL, "callback_port": 0});
+    for key in ["client_id", "client_secret", "signing_algorithm"] {
+        if let Some(v) = context[key].as_str() {
+            oauth[key] = json!(v);
+        }
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        oauth["grant"] = json!("client_credentials");
+        if let Some(pem) = context["private_key_pem"].as_str() {
+            let key = dir.path().join("client-key.pem");
+            std::fs::write(&key, pem)?;
+            oauth["private_key_file"] = json!(key);
+            oauth.as_object_mut().map(|o| o.remove("client_secret"));
+        }
+    }
     let file = dir.path().join("conformance.json");
-    let server = json!({"url": url, "transport": "streamable-http", "startup_timeout_ms": 20000});
+    let server = json!({"url": url, "transport": "streamable-http", "startup_timeout_ms": 20000, "oauth": oauth});
     std::fs::write(&file, json!({"servers": {SERVER: server}}).to_string())?;
     let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
     let mut options = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
     options.extra_files = vec![file];
     let loaded = config::load(&options);
+    if loaded.has_errors() {
+        bail!("config: {:?}", loaded.diagnostics);
+    }
     // Unattended: a server's request for input is answered with its schema's defaults.
     let hub = Hub::start(&loaded, HubOptions::new(paths).elicitor(Arc::new(AcceptDefaults)));
     hub.ready().await;
@@ -58,30 +85,66 @@ async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
     outcome
 }
 
-async fn scenario_steps(hub: &Hub, scenario: &str) -> anyhow::Result<()> {
-    match hub.status(SERVER) {
-        Some(ServerStatus::Connected { .. }) => {}
-        other => bail!("not connected: {}", other.map(|s| s.summary()).unwrap_or_default()),
+/// Logs in the way `switchboard auth` does, with the browser played by an HTTP client: the
+/// suite's authorization endpoints redirect at once, so the `Location` they answer with is
+/// the address the browser would come back to.
+async fn login(hub: &Hub, challenge: Option<&str>) -> anyhow::Result<()> {
+    if hub.uses_client_credentials(SERVER)? {
+        hub.login_client_credentials(SERVER).await?;
+        return Ok(());
     }
-    let call = |tool: &str, arguments: serde_json::Value| {
-        let name = format!("{SERVER}/{tool}");
-        async move {
-            let out = hub
-                .call_tool(&name, arguments.as_object().cloned(), CallOptions::new())
-                .await
-                .with_context(|| format!("calling {name}"))?;
-            if out.is_error() {
-                bail!("{name} returned an error: {:?}", out.model.blocks);
+    let callback = Callback::bind(0).await?;
+    let login = hub.begin_login_with(SERVER, &callback.redirect_uri(), challenge).await?;
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
+    let answer = browser.get(login.authorization_url()).send().await?;
+    let location = answer
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .with_context(|| format!("the authorization endpoint answered {} without a redirect", answer.status()))?
+        .to_string();
+    hub.finish_login(login, &location).await?;
+    Ok(())
+}
+
+async fn scenario_steps(hub: &Hub, scenario: &str) -> anyhow::Result<()> {
+    let mut logins = 0;
+    loop {
+        match hub.status(SERVER) {
+            Some(ServerStatus::Connected { .. }) => break,
+            Some(ServerStatus::Failed { kind: FailureKind::NeedsAuth, auth_challenge, .. }) if logins < MAX_LOGINS => {
+                logins += 1;
+                login(hub, auth_challenge.as_deref()).await?;
             }
-            anyhow::Ok(())
+            other => bail!("not connected: {}", other.map(|s| s.summary()).unwrap_or_default()),
+        }
+    }
+    let call = |tool: String, arguments: serde_json::Value| async move {
+        let name = format!("{SERVER}/{tool}");
+        loop {
+            match hub.call_tool(&name, arguments.as_object().cloned(), CallOptions::new()).await {
+                Ok(out) if out.is_error() => bail!("{name} returned an error: {:?}", out.model.blocks),
+                Ok(_) => return anyhow::Ok(()),
+                // A token without the scope this tool needs: log in again for it (step-up).
+                Err(Error::AuthRequired { challenge, .. }) if logins < MAX_LOGINS => {
+                    logins += 1;
+                    login(hub, challenge.as_deref()).await?;
+                }
+                Err(e) => return Err(anyhow::Error::new(e).context(format!("calling {name}"))),
+            }
         }
     };
     match scenario {
         // The handshake (and the tool listing that follows it) is the whole scenario.
         "initialize" => Ok(()),
-        "tools_call" => call("add_numbers", json!({"a": 2, "b": 3})).await,
-        "sse-retry" => call("test_reconnection", json!({})).await,
-        "elicitation-sep1034-client-defaults" => call("test_client_elicitation_defaults", json!({})).await,
+        "tools_call" => call("add_numbers".into(), json!({"a": 2, "b": 3})).await,
+        "sse-retry" => call("test_reconnection".into(), json!({})).await,
+        "elicitation-sep1034-client-defaults" => call("test_client_elicitation_defaults".into(), json!({})).await,
+        // Every auth scenario: log in as the server asks, then list and call its tool.
+        auth if auth.starts_with("auth/") => match hub.catalog().tools().first() {
+            Some(tool) => call(tool.tool.name.to_string(), json!({})).await,
+            None => Ok(()),
+        },
         other => bail!("unknown scenario `{other}`"),
     }
 }

@@ -1,5 +1,6 @@
-//! The official conformance suite's core client scenarios (not auth), each run alone
-//! (`--scenario`: any failure or warning fails it) against `conformance-client`.
+//! The official conformance suite's client scenarios, each run alone (`--scenario`: any
+//! failure or warning fails it) against `conformance-client`: the four core ones, and every
+//! authorization one the client supports.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -26,6 +27,39 @@ fn scenario(name: &str) {
 #[test]
 fn the_four_core_client_scenarios_pass() {
     for name in ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"] {
+        scenario(name);
+    }
+}
+
+/// Every `auth/*` scenario of suite 0.1.16 but `cross-app-access-complete-flow` (SEP-990
+/// enterprise-managed authorization, not built yet): discovery variants, CIMD, scope
+/// selection and step-up, token endpoint authentication, pre-registration, the 2025-03-26
+/// fallbacks, resource mismatch, offline access, client credentials (secret and JWT).
+#[test]
+fn the_authorization_scenarios_pass() {
+    for name in [
+        "auth/metadata-default",
+        "auth/metadata-var1",
+        "auth/metadata-var2",
+        "auth/metadata-var3",
+        "auth/basic-cimd",
+        "auth/scope-from-www-authenticate",
+        "auth/scope-from-scopes-supported",
+        "auth/scope-omitted-when-undefined",
+        "auth/scope-step-up",
+        "auth/scope-retry-limit",
+        "auth/token-endpoint-auth-basic",
+        "auth/token-endpoint-auth-post",
+        "auth/token-endpoint-auth-none",
+        "auth/pre-registration",
+        "auth/2025-03-26-oauth-metadata-backcompat",
+        "auth/2025-03-26-oauth-endpoint-fallback",
+        "auth/resource-mismatch",
+        "auth/offline-access-scope",
+        "auth/offline-access-not-supported",
+        "auth/client-credentials-jwt",
+        "auth/client-credentials-basic",
+    ] {
         scenario(name);
     }
 }

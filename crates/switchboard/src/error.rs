@@ -47,6 +47,25 @@ pub enum Error {
     /// The caller cancelled; `notifications/cancelled` was sent.
     #[error("cancelled")]
     Cancelled,
+    /// The server refused the request for want of authorisation: no (valid) token, or a
+    /// token without the scope it needs (`insufficient_scope`: log in again to get it).
+    #[error("server `{server}` {message}")]
+    AuthRequired {
+        /// The server.
+        server: String,
+        /// What it said, and what to run.
+        message: String,
+        /// Its `WWW-Authenticate` challenge (carries the scope it wants).
+        challenge: Option<String>,
+    },
+    /// Logging in to a server (or the token store) failed.
+    #[error("server `{server}`: {message}")]
+    Auth {
+        /// The server.
+        server: String,
+        /// What went wrong (never a token or secret).
+        message: String,
+    },
     /// The server answered with a JSON-RPC error or something unexpected.
     #[error("server `{server}`: {message}")]
     Protocol {

@@ -23,6 +23,7 @@
 //! catalog), [`output`] (results for models), [`policy`] (workspace trust), [`events`],
 //! [`status`], and the [`Hub`] facade over all of them.
 
+pub mod auth;
 pub mod catalog;
 pub mod config;
 pub mod connection;
@@ -42,5 +43,5 @@ pub mod transport;
 
 pub use connection::handler::Progress;
 pub use error::Error;
-pub use hub::{CallOptions, Hub, HubOptions, ServerInfo, ToolOutput};
+pub use hub::{CallOptions, Hub, HubOptions, LoginInfo, ServerInfo, ToolOutput};
 pub use paths::Paths;

@@ -43,3 +43,11 @@ impl Paths {
         Paths { config_file, data_dir }
     }
 }
+
+/// `~/x` as a path under the home folder; anything else as it is.
+pub(crate) fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}

@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 use super::expand::expand;
 use super::jsonc::line_of_key;
 use super::{
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Diagnostic, HttpConfig, HttpTransport, InvalidServer, Scope,
-    ServerConfig, ServerEntry, Severity, StdioConfig, ToolFilter, TransportConfig,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Diagnostic, HttpConfig, HttpTransport, InvalidServer, OAuthConfig,
+    Scope, ServerConfig, ServerEntry, Severity, StdioConfig, ToolFilter, TransportConfig,
 };
 
 /// Context for parsing one file.
@@ -227,6 +227,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     let headers = take(&mut obj, &["headers", "http_headers"])?.map(|(f, v)| as_string_map(&f, v)).transpose()?;
     let transport = take(&mut obj, &["transport"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
     let bearer_var = take(&mut obj, &["bearer_token_env_var"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
+    let oauth = take(&mut obj, &["oauth"])?.map(|(_, v)| v);
     let protocol_version = take(&mut obj, &["protocol_version"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
     let enabled = take(&mut obj, &["enabled", "enable"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let disabled = take(&mut obj, &["disabled"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
@@ -286,6 +287,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                 ("headers", headers.is_some()),
                 ("transport", transport.is_some()),
                 ("bearer_token_env_var", bearer_var.is_some()),
+                ("oauth", oauth.is_some()),
             ] {
                 if set {
                     return err(field, "does not apply to a stdio server");
@@ -371,12 +373,20 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
             {
                 return err("bearer_token_env_var", format!("`{var}` is not an environment variable name"));
             }
+            let oauth = match oauth {
+                Some(v) => super::oauth::parse(v, &|field: &str, s: &str| x(field, s))?,
+                None => OAuthConfig::default(),
+            };
+            if bearer_var.is_some() && oauth != OAuthConfig::default() {
+                return err("oauth", "contradicts `bearer_token_env_var` (a static token); keep one");
+            }
             TransportConfig::Http(HttpConfig {
                 url,
                 url_as_written,
                 headers,
                 transport,
                 bearer_token_env_var: bearer_var,
+                oauth,
             })
         }
     };

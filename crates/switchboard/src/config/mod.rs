@@ -11,6 +11,7 @@ mod edit;
 mod entry;
 pub mod expand;
 pub mod jsonc;
+mod oauth;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -21,6 +22,7 @@ use serde::Serialize;
 
 pub use discover::{FileLook, LoadOptions, load};
 pub use edit::{EditError, NewServer, remove_server, set_enabled, write_server};
+pub use oauth::{DEFAULT_CALLBACK_PORT, OAuthConfig, OAuthGrant};
 
 /// Default time a server has to start: spawn, `initialize`, and first listings.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(30_000);
@@ -111,6 +113,9 @@ pub struct HttpConfig {
     pub transport: HttpTransport,
     /// A host variable whose value is sent as `Authorization: Bearer <value>`.
     pub bearer_token_env_var: Option<String>,
+    /// How to authorise with OAuth when the server asks (the `oauth` block; defaults apply
+    /// without one).
+    pub oauth: OAuthConfig,
 }
 
 /// The transport part of a server definition.
@@ -210,6 +215,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("headers", &Redacted(&self.headers))
             .field("transport", &self.transport)
             .field("bearer_token_env_var", &self.bearer_token_env_var)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }

@@ -73,6 +73,7 @@ pub(crate) struct ConnectCtx {
     pub elicitor: Option<Arc<dyn crate::elicitation::Elicitor>>,
     pub sampler: Option<Arc<dyn crate::sampling::Sampler>>,
     pub roots: Arc<Vec<PathBuf>>,
+    pub tokens: crate::auth::TokenStore,
 }
 
 /// What the server said about itself.
@@ -230,7 +231,17 @@ impl Connection {
         let outcome = tokio::time::timeout_at(deadline, conn.list_all(&config.name)).await;
         let (kind, message) = match outcome {
             Ok(Ok(lists)) => return Ok((conn, changes_rx, lists)),
-            Ok(Err(e)) => (FailureKind::ToolListFailed, format!("tools/list failed: {e}")),
+            // A server may let `initialize` through and ask for a login at the first listing.
+            Ok(Err(ListError::Auth(challenge))) => {
+                conn.close().await;
+                let mut f = StartFailure::new(
+                    FailureKind::NeedsAuth,
+                    format!("asks for authorisation (HTTP 401 on tools/list): run `switchboard auth {}`", config.name),
+                );
+                f.auth_challenge = Some(challenge);
+                return Err(f);
+            }
+            Ok(Err(ListError::Other(e))) => (FailureKind::ToolListFailed, format!("tools/list failed: {e}")),
             Err(_) => (
                 FailureKind::StartupTimeout,
                 format!("listing tools did not finish within {} (startup_timeout_ms)", human(config.startup_timeout)),
@@ -243,9 +254,12 @@ impl Connection {
 
     /// Lists everything the server offers. Only a `tools/list` failure is an error; the other
     /// lists are optional capabilities and fail soft (logged, empty).
-    pub(crate) async fn list_all(&self, server: &str) -> Result<ServerLists, String> {
+    pub(crate) async fn list_all(&self, server: &str) -> Result<ServerLists, ListError> {
         let tools = if self.identity.has_tools {
-            self.peer.list_all_tools().await.map_err(|e| describe(&e))?
+            self.peer.list_all_tools().await.map_err(|e| match e.auth_challenge() {
+                Some(challenge) => ListError::Auth(challenge.to_string()),
+                None => ListError::Other(describe(&e)),
+            })?
         } else {
             Vec::new()
         };
@@ -346,6 +360,24 @@ impl Connection {
         }
         if let Some(tree) = &self.tree {
             tree.terminate().await;
+        }
+    }
+}
+
+/// Why the first listing failed.
+#[derive(Debug)]
+pub(crate) enum ListError {
+    /// The server wants a login first (its challenge).
+    Auth(String),
+    /// Anything else, described.
+    Other(String),
+}
+
+impl std::fmt::Display for ListError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListError::Auth(_) => f.write_str("the server asks for authorisation"),
+            ListError::Other(e) => f.write_str(e),
         }
     }
 }

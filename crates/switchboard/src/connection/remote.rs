@@ -11,7 +11,10 @@ use rmcp::ServiceExt;
 use rmcp::service::{ClientInitializeError as Init, RoleClient, RunningService};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
+use rmcp::transport::auth::AuthClient;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use tokio::time::Instant;
 
 use super::handler::Handler;
@@ -45,36 +48,49 @@ pub(super) async fn start(
         f.message = format!("{url}: {}", f.message);
         f
     };
+    // OAuth: stored tokens (refreshed and saved by rmcp through our store), or a
+    // client-credentials exchange. Not with a static bearer token.
+    let manager = match &http.bearer_token_env_var {
+        Some(_) => None,
+        None => crate::auth::login::connection_manager(&config.name, http, &ctx.tokens).await.map_err(|e| {
+            with_url(StartFailure::new(
+                FailureKind::NeedsAuth,
+                format!("OAuth: {e}; run `switchboard auth {}`", config.name),
+            ))
+        })?,
+    };
+    let oauth = manager.is_some();
+    let client = HttpClient::new()
+        .map_err(|e| StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("no HTTP client: {e}")))?;
+    let authorised = manager.map(|m| AuthClient::new(client.clone(), m));
+    // The legacy SSE transport takes the current token as a header (refreshed at the next
+    // connection, not mid-session).
+    let mut sse_headers = headers.clone();
+    if let Some(auth) = &authorised
+        && let Ok(token) = auth.get_access_token().await
+        && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {token}"))
+    {
+        value.set_sensitive(true);
+        sse_headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
     let streamable = |handler: Handler| async {
-        let client = HttpClient::new().map_err(|e| {
-            (StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("no HTTP client: {e}")), None)
-        })?;
-        let transport = || {
-            let config =
-                StreamableHttpClientTransportConfig::with_uri(http.url.as_str()).custom_headers(headers.clone());
-            StreamableHttpClientTransport::with_client(client.clone(), config)
+        let outcome = match &authorised {
+            Some(auth) => serve_streamable(auth.clone(), &http.url, &headers, handler, deadline).await,
+            None => serve_streamable(client.clone(), &http.url, &headers, handler, deadline).await,
         };
-        // `server/discover` first: a legacy server answers it with a 4xx and gets `initialize`.
-        let lifecycle = handler.lifecycle(true);
-        let probing = matches!(lifecycle, ClientLifecycleMode::Auto { .. });
-        let mut outcome =
-            tokio::time::timeout_at(deadline, handler.clone().serve_with_lifecycle(transport(), lifecycle)).await;
-        // Some legacy servers answer any request with a result (an empty one, say) rather than
-        // an error: that is not a discovery either, so `initialize` gets its turn, on a fresh
-        // transport (a discovery opens no session, so nothing is left behind).
-        if probing
-            && matches!(outcome, Ok(Err(Init::ExpectedInitResult(Some(_)) | Init::ExpectedInitResponse(Some(_)))))
-        {
-            outcome = tokio::time::timeout_at(
-                deadline,
-                handler.serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize),
-            )
-            .await;
-        }
         match outcome {
-            Ok(Ok(service)) => Ok(service),
-            Ok(Err(e)) => Err((classify(&e), fallback_status(&e))),
-            Err(_) => Err((timeout(), None)),
+            Some(Ok(service)) => Ok(service),
+            Some(Err(e)) => {
+                let mut failure = classify(&e);
+                if oauth && failure.kind == FailureKind::NeedsAuth {
+                    failure.message = format!(
+                        "the stored login was refused (expired or revoked, and refreshing it failed): run `switchboard auth {}`",
+                        config.name
+                    );
+                }
+                Err((failure, fallback_status(&e)))
+            }
+            None => Err((timeout(), None)),
         }
     };
     let sse = |handler: Handler| async {
@@ -82,7 +98,7 @@ pub(super) async fn start(
             .map_err(|e| StartFailure::new(FailureKind::ConfigInvalid, format!("field `url`: {e}")))?;
         let transport = match tokio::time::timeout_at(
             deadline,
-            SseClientTransport::connect(sse_url, headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+            SseClientTransport::connect(sse_url, sse_headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
         )
         .await
         {
@@ -116,6 +132,36 @@ pub(super) async fn start(
             Err((first, _)) => Err(with_url(first)),
         },
     }
+}
+
+/// Runs the Streamable HTTP start-up over `client`: `server/discover` first (a legacy server
+/// answers it with a 4xx and gets `initialize`). `None`: the deadline passed.
+async fn serve_streamable<C: StreamableHttpClient>(
+    client: C,
+    url: &str,
+    headers: &HashMap<HeaderName, HeaderValue>,
+    handler: Handler,
+    deadline: Instant,
+) -> Option<Result<RunningService<RoleClient, Handler>, Init>> {
+    let transport = || {
+        let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers.clone());
+        StreamableHttpClientTransport::with_client(client.clone(), config)
+    };
+    let lifecycle = handler.lifecycle(true);
+    let probing = matches!(lifecycle, ClientLifecycleMode::Auto { .. });
+    let mut outcome =
+        tokio::time::timeout_at(deadline, handler.clone().serve_with_lifecycle(transport(), lifecycle)).await;
+    // Some legacy servers answer any request with a result (an empty one, say) rather than an
+    // error: that is not a discovery either, so `initialize` gets its turn, on a fresh
+    // transport (a discovery opens no session, so nothing is left behind).
+    if probing && matches!(outcome, Ok(Err(Init::ExpectedInitResult(Some(_)) | Init::ExpectedInitResponse(Some(_))))) {
+        outcome = tokio::time::timeout_at(
+            deadline,
+            handler.serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize),
+        )
+        .await;
+    }
+    outcome.ok()
 }
 
 /// Static headers plus `Authorization: Bearer <value of bearer_token_env_var>`.

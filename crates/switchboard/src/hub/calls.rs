@@ -417,6 +417,18 @@ async fn cancelled(token: Option<&CancellationToken>) {
 }
 
 async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, what: &str) -> Error {
+    if let Some(challenge) = e.auth_challenge() {
+        let scope = challenge.contains("insufficient_scope");
+        let message = if scope {
+            format!(
+                "refused `{what}`: the token lacks a scope it needs; run `switchboard auth {}` to grant it",
+                slot.name
+            )
+        } else {
+            format!("refused `{what}`: it needs a login (HTTP 401); run `switchboard auth {}`", slot.name)
+        };
+        return Error::AuthRequired { server: slot.name.clone(), message, challenge: Some(challenge.to_string()) };
+    }
     match e {
         ServiceError::Timeout { timeout } => {
             Error::Timeout { server: slot.name.clone(), what: what.into(), after: timeout }

@@ -33,22 +33,27 @@ impl Hub {
                 Ok(Err(e)) => tracing::info!(server = %name, "ping failed, reconnecting: {e}"),
                 Err(_) => tracing::info!(server = %name, "no answer to ping within {PING_TIMEOUT:?}, reconnecting"),
             }
-            let current = {
-                let mut st = slot.state();
-                let same = st.conn.as_ref().is_some_and(|c| std::sync::Arc::ptr_eq(c, &conn));
-                if same {
-                    st.conn = None;
-                }
-                same
-            };
-            if current {
-                conn.close().await;
-            }
+            drop_connection(&slot, &conn).await;
         } else if !reconnectable {
             return Ok(status);
         }
         // Whatever the outcome, the slot's status now says it.
         let _ = connect(&self.inner, &slot).await;
         Ok(slot.state().status.clone())
+    }
+}
+
+/// Takes `conn` out of the slot (if it is still the slot's) and closes it.
+pub(super) async fn drop_connection(slot: &super::Slot, conn: &std::sync::Arc<crate::connection::Connection>) {
+    let current = {
+        let mut st = slot.state();
+        let same = st.conn.as_ref().is_some_and(|c| std::sync::Arc::ptr_eq(c, conn));
+        if same {
+            st.conn = None;
+        }
+        same
+    };
+    if current {
+        conn.close().await;
     }
 }

@@ -11,6 +11,7 @@
 //! server, with a sequence number so a refresh from an older connection can never overwrite a
 //! newer list).
 
+mod auth;
 mod calls;
 mod health;
 
@@ -23,6 +24,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, watch};
 
+pub use auth::LoginInfo;
 pub use calls::{CallOptions, ToolOutput};
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};
@@ -431,6 +433,7 @@ async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>
         trees: inner.trees.clone(),
         elicitor: inner.options.elicitor.clone(),
         sampler: inner.options.sampler.clone(),
+        tokens: crate::auth::TokenStore::in_dir(&inner.options.paths.data_dir),
         roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),
     };
     match Connection::start(config, &ctx).await {

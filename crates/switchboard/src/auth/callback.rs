@@ -1,0 +1,185 @@
+//! The loopback callback of a browser login: `http://127.0.0.1:<port>/oauth/callback`. It
+//! takes the one redirect it waits for, hands its URL to the login, and answers the browser
+//! with a page that says how the login ended. Anything else that knocks (a favicon request)
+//! gets a 404 and the wait goes on.
+//!
+//! The listener is a few lines over tokio rather than an HTTP framework: it reads one request
+//! head (bounded), answers, and closes.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The path the authorisation server sends the browser back to.
+pub const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// The longest request head read.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// Why the callback could not be received.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallbackError {
+    /// The port is taken (by another login, or another program).
+    #[error(
+        "port {port} on 127.0.0.1 is already in use, so the login's callback cannot be received there (another \
+         login may be waiting, or another program holds it). Finish or stop that one, or set `oauth.callback_port` \
+         for this server (0 picks any free port, if the authorization server accepts any loopback port)"
+    )]
+    PortInUse {
+        /// The port.
+        port: u16,
+    },
+    /// Another failure of the listener.
+    #[error("the callback listener failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A bound callback listener.
+#[derive(Debug)]
+pub struct Callback {
+    listener: TcpListener,
+    port: u16,
+}
+
+/// The browser connection that brought the callback, waiting for its page.
+#[derive(Debug)]
+pub struct Responder {
+    stream: TcpStream,
+}
+
+impl Callback {
+    /// Binds `127.0.0.1:<port>` (`0`: any free port).
+    pub async fn bind(port: u16) -> Result<Callback, CallbackError> {
+        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrInUse { CallbackError::PortInUse { port } } else { e.into() }
+        })?;
+        let port = listener.local_addr()?.port();
+        Ok(Callback { listener, port })
+    }
+
+    /// The redirect URI to register and send in the authorization request.
+    pub fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}{CALLBACK_PATH}", self.port)
+    }
+
+    /// Waits for the browser to come back; returns the full callback URL and the connection
+    /// to answer once the login is finished.
+    pub async fn wait(&self) -> Result<(String, Responder), CallbackError> {
+        loop {
+            let (mut stream, _) = self.listener.accept().await?;
+            let Some(target) = read_target(&mut stream).await else {
+                continue;
+            };
+            if target.split('?').next() == Some(CALLBACK_PATH) {
+                return Ok((format!("http://127.0.0.1:{}{target}", self.port), Responder { stream }));
+            }
+            let _ = respond(&mut stream, "404 Not Found", "Not found", "This is switchboard's login callback.").await;
+        }
+    }
+}
+
+impl Responder {
+    /// Answers the browser: the login worked, or why it did not.
+    pub async fn finish(mut self, outcome: Result<&str, &str>) {
+        let _ = match outcome {
+            Ok(server) => {
+                respond(
+                    &mut self.stream,
+                    "200 OK",
+                    "Logged in",
+                    &format!("switchboard is now authorised for <b>{}</b>. You can close this tab.", escape(server)),
+                )
+                .await
+            }
+            Err(why) => {
+                respond(
+                    &mut self.stream,
+                    "400 Bad Request",
+                    "Login failed",
+                    &format!("{}. Back to the terminal.", escape(why)),
+                )
+                .await
+            }
+        };
+    }
+}
+
+/// Reads a request head and returns its target (`/path?query`), or `None` if it is not a
+/// GET request line.
+async fn read_target(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 2048];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buf)).await.ok()?.ok()?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = head.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?.trim_end();
+    let mut parts = line.split(' ');
+    match (parts.next(), parts.next()) {
+        (Some("GET"), Some(target)) if target.starts_with('/') => Some(target.to_string()),
+        _ => None,
+    }
+}
+
+async fn respond(stream: &mut TcpStream, status: &str, title: &str, body: &str) -> std::io::Result<()> {
+    let page = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title} · switchboard</title>\
+         <style>body{{font:16px system-ui,sans-serif;max-width:36em;margin:4em auto;padding:0 1em}}</style></head>\
+         <body><h1>{title}</h1><p>{body}</p></body></html>"
+    );
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\n\
+         Connection: close\r\n\r\n{page}",
+        page.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(port: u16, target: &str) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+        stream.write_all(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.expect("write");
+        let mut out = String::new();
+        stream.read_to_string(&mut out).await.expect("read");
+        out
+    }
+
+    #[tokio::test]
+    async fn the_callback_is_taken_and_other_requests_get_404() {
+        let callback = Callback::bind(0).await.expect("bind");
+        let port =
+            callback.redirect_uri().split(':').nth(2).and_then(|p| p.split('/').next()?.parse().ok()).expect("port");
+        let waiting = tokio::spawn(async move {
+            let (url, responder) = callback.wait().await.expect("wait");
+            responder.finish(Ok("demo <srv>")).await;
+            url
+        });
+        assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
+        let page = get(port, "/oauth/callback?code=abc&state=xyz").await;
+        assert!(page.starts_with("HTTP/1.1 200") && page.contains("demo &lt;srv&gt;"), "{page}");
+        assert_eq!(waiting.await.expect("join"), format!("http://127.0.0.1:{port}/oauth/callback?code=abc&state=xyz"));
+    }
+
+    #[tokio::test]
+    async fn a_busy_port_is_named_with_the_option_to_change_it() {
+        let first = Callback::bind(0).await.expect("bind");
+        let port = first.listener.local_addr().expect("addr").port();
+        let err = Callback::bind(port).await.expect_err("busy");
+        let text = err.to_string();
+        assert!(text.contains(&port.to_string()) && text.contains("oauth.callback_port"), "{text}");
+    }
+}

@@ -1,0 +1,331 @@
+//! The login flow for one server: discovery (from the server's challenge, else the well-known
+//! paths), the client identity in the spec's order, the authorization URL with PKCE S256,
+//! `state` and RFC 8707 `resource`, then the callback: state and issuer checked, code
+//! exchanged, tokens saved to the store. And the machine-to-machine grant (client
+//! credentials), which needs no browser.
+
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession,
+    ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig,
+};
+
+use super::store::{ClientRecord, TokenStore, now};
+use crate::config::{HttpConfig, OAuthConfig};
+
+/// Why a login could not go on. Messages name the step and never carry a token, code,
+/// verifier or secret.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoginError {
+    /// The authorisation server offers no way to register and no client id is configured.
+    #[error(
+        "the authorization server ({issuer}) supports no client registration: register a client with it and set \
+         `oauth.client_id` (and `oauth.client_secret`) for this server"
+    )]
+    NeedsClientRegistration {
+        /// Who it is.
+        issuer: String,
+    },
+    /// The person (or the server) refused at the authorisation page.
+    #[error("authorization was refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Denied {
+        /// The OAuth error code (`access_denied`...).
+        error: String,
+        /// What the server said.
+        description: Option<String>,
+    },
+    /// The callback URL is not one this login produced.
+    #[error("{0}")]
+    BadCallback(String),
+    /// A step of the OAuth protocol failed.
+    #[error("{step}: {message}")]
+    Protocol {
+        /// Discovery, registration, token exchange...
+        step: &'static str,
+        /// rmcp's description.
+        message: String,
+    },
+    /// The token store failed.
+    #[error("{0}")]
+    Store(#[from] super::StoreError),
+}
+
+fn protocol(step: &'static str) -> impl FnOnce(AuthError) -> LoginError {
+    move |e| LoginError::Protocol { step, message: e.to_string() }
+}
+
+/// A login waiting for the browser to come back.
+pub struct Login {
+    session: AuthorizationSession,
+    server: String,
+    url: String,
+}
+
+impl std::fmt::Debug for Login {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Login").field("server", &self.server).field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+impl Login {
+    /// The URL the person opens (it carries no secret: PKCE keeps the verifier here).
+    pub fn authorization_url(&self) -> &str {
+        self.session.get_authorization_url()
+    }
+
+    /// Where the browser is sent back.
+    pub fn redirect_uri(&self) -> &str {
+        &self.session.redirect_uri
+    }
+
+    /// The server being logged in to.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Finishes with the URL the browser was sent back to (its query carries `code` and
+    /// `state`, or `error`): checks the state and the issuer, exchanges the code, saves the
+    /// tokens.
+    pub async fn complete(self, callback_url: &str) -> Result<(), LoginError> {
+        let parsed = reqwest::Url::parse(callback_url)
+            .map_err(|e| LoginError::BadCallback(format!("the callback URL does not parse: {e}")))?;
+        let query: std::collections::HashMap<String, String> = parsed.query_pairs().into_owned().collect();
+        if let Some(error) = query.get("error") {
+            return Err(LoginError::Denied {
+                error: error.clone(),
+                description: query.get("error_description").cloned(),
+            });
+        }
+        if !query.contains_key("code") || !query.contains_key("state") {
+            return Err(LoginError::BadCallback(
+                "the callback URL has no `code` and `state` (paste the whole address the browser ended on)".into(),
+            ));
+        }
+        self.session.handle_callback_url(callback_url).await.map_err(|e| match e {
+            // rmcp's state check: the code is for another login (or was used already).
+            AuthError::InternalError(m) if m.contains("CSRF") || m.contains("state") => LoginError::BadCallback(
+                "the callback's `state` does not belong to this login (an old browser tab, or another program's \
+                 login)"
+                    .into(),
+            ),
+            other => protocol("token exchange")(other),
+        })?;
+        Ok(())
+    }
+}
+
+/// A manager for `http`'s URL whose tokens live in `store`.
+async fn manager(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<AuthorizationManager, LoginError> {
+    let mut manager = AuthorizationManager::new(http.url.as_str()).await.map_err(protocol("setting up OAuth"))?;
+    manager.set_credential_store(store.for_url(&http.url, server));
+    Ok(manager)
+}
+
+/// Discovery: the authorisation server's metadata, from the challenge's
+/// `resource_metadata`, else the well-known paths (rmcp's order). One relaxation: when the
+/// server has no protected-resource metadata and its own origin serves authorisation-server
+/// metadata whose `issuer` is not that origin (the 2025-03-26 arrangement, before issuers
+/// were checked), that metadata is used, with a warning: it comes from the MCP server itself.
+async fn discover(
+    manager: &AuthorizationManager,
+    http: &HttpConfig,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, LoginError> {
+    match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => Ok(resolution.metadata),
+        Err(AuthError::AuthorizationServerMismatch { expected_issuer, received_issuer }) => {
+            let url = reqwest::Url::parse(&http.url)
+                .map_err(|e| LoginError::Protocol { step: "discovery", message: e.to_string() })?;
+            let origin = url.origin().ascii_serialization();
+            if expected_issuer.trim_end_matches('/') != origin {
+                return Err(protocol("discovery")(AuthError::AuthorizationServerMismatch {
+                    expected_issuer,
+                    received_issuer,
+                }));
+            }
+            let fetched = async {
+                let response = reqwest::Client::new()
+                    .get(format!("{origin}/.well-known/oauth-authorization-server"))
+                    .send()
+                    .await?
+                    .error_for_status()?;
+                response.json::<AuthorizationMetadata>().await
+            };
+            let metadata =
+                fetched.await.map_err(|e| LoginError::Protocol { step: "discovery", message: e.to_string() })?;
+            tracing::warn!(
+                "{origin} serves authorization server metadata for issuer {received_issuer} (the 2025-03-26                  arrangement); using it"
+            );
+            Ok(metadata)
+        }
+        Err(e) => Err(protocol("discovery")(e)),
+    }
+}
+
+/// Starts a login: discovery, a client identity (configured id, then a client ID metadata
+/// document where supported, then the client registered last time, then dynamic
+/// registration), the authorization URL.
+pub async fn begin(
+    server: &str,
+    http: &HttpConfig,
+    store: &TokenStore,
+    redirect_uri: &str,
+    challenge: Option<&str>,
+) -> Result<Login, LoginError> {
+    let oauth = &http.oauth;
+    let mut manager = manager(server, http, store).await?;
+    let metadata = discover(&manager, http, challenge).await?;
+    let issuer = metadata.issuer.clone().unwrap_or_else(|| metadata.authorization_endpoint.clone());
+    let cimd = metadata
+        .additional_fields
+        .get("client_id_metadata_document_supported")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    let can_register = metadata.registration_endpoint.is_some();
+    manager.set_metadata(metadata);
+    let scopes: Vec<String> =
+        if oauth.scopes.is_empty() { manager.select_scopes(None, &[]) } else { oauth.scopes.clone() };
+    let mut request =
+        AuthorizationRequest::new(redirect_uri).with_client_name("switchboard").with_scopes(scopes.clone());
+    let stored =
+        store.entry(&http.url)?.and_then(|e| e.client).filter(|c| c.redirect_uri.as_deref() == Some(redirect_uri));
+    if let Some(id) = &oauth.client_id {
+        request = request.with_preregistered_client(id);
+        if let Some(secret) = &oauth.client_secret {
+            request = request.with_client_secret(secret);
+        }
+    } else if let (Some(url), true) = (&oauth.client_metadata_url, cimd) {
+        request = request.with_client_metadata_url(url);
+    } else if let Some(client) = stored {
+        // Registered at the last login: reuse it rather than register a new client each time.
+        request = request.with_preregistered_client(&client.client_id);
+        if let Some(secret) = &client.client_secret {
+            request = request.with_client_secret(secret);
+        }
+    } else if can_register {
+        let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let client = manager
+            .register_client("switchboard", redirect_uri, &refs)
+            .await
+            .map_err(protocol("client registration"))?;
+        let record = ClientRecord {
+            client_id: client.client_id.clone(),
+            client_secret: client.client_secret.clone(),
+            redirect_uri: Some(redirect_uri.to_string()),
+            registered_at: now(),
+        };
+        store.update(&http.url, server, |e| e.client = Some(record))?;
+        request = request.with_preregistered_client(&client.client_id);
+        if let Some(secret) = &client.client_secret {
+            request = request.with_client_secret(secret);
+        }
+    } else {
+        return Err(LoginError::NeedsClientRegistration { issuer });
+    }
+    let session = AuthorizationSession::new(manager, request).await.map_err(|(_, e)| protocol("authorization")(e))?;
+    Ok(Login { session, server: server.to_string(), url: http.url.clone() })
+}
+
+/// The client-credentials grant: exchanges the configured client's secret (or a JWT signed
+/// with its private key) for a token and saves it.
+pub async fn client_credentials(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
+    // rmcp's exchange future is not `Send` (it keeps a form serializer across an await), so
+    // it runs on a runtime of its own, on a blocking thread.
+    let (server, http, store) = (server.to_string(), http.clone(), store.clone());
+    let run = move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| LoginError::Protocol { step: "client credentials", message: format!("no runtime: {e}") })?;
+        runtime.block_on(exchange_client_credentials(&server, &http, &store))
+    };
+    tokio::task::spawn_blocking(run)
+        .await
+        .map_err(|e| LoginError::Protocol { step: "client credentials", message: e.to_string() })?
+}
+
+async fn exchange_client_credentials(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
+    let mut manager = manager(server, http, store).await?;
+    manager.set_metadata(discover(&manager, http, None).await?);
+    let config = credentials_config(&http.oauth, &http.url)?;
+    manager.configure_client_credentials(&config).map_err(protocol("client credentials"))?;
+    manager.exchange_client_credentials(&config).await.map_err(protocol("client credentials"))?;
+    Ok(())
+}
+
+fn credentials_config(oauth: &OAuthConfig, url: &str) -> Result<ClientCredentialsConfig, LoginError> {
+    let missing =
+        |what: &str| LoginError::Protocol { step: "client credentials", message: format!("`oauth.{what}` is not set") };
+    let client_id = oauth.client_id.clone().ok_or_else(|| missing("client_id"))?;
+    let scopes = oauth.scopes.clone();
+    let resource = Some(url.to_string());
+    if let Some(file) = &oauth.private_key_file {
+        let signing_key = std::fs::read(file).map_err(|e| LoginError::Protocol {
+            step: "client credentials",
+            message: format!("reading `oauth.private_key_file` {}: {e}", file.display()),
+        })?;
+        let signing_algorithm = match oauth.signing_algorithm.as_deref().unwrap_or("ES256") {
+            "ES384" => JwtSigningAlgorithm::ES384,
+            "RS256" => JwtSigningAlgorithm::RS256,
+            "RS384" => JwtSigningAlgorithm::RS384,
+            "RS512" => JwtSigningAlgorithm::RS512,
+            _ => JwtSigningAlgorithm::ES256,
+        };
+        return Ok(ClientCredentialsConfig::PrivateKeyJwt {
+            client_id,
+            signing_key,
+            signing_algorithm,
+            token_endpoint_audience: None,
+            scopes,
+            resource,
+        });
+    }
+    let client_secret = oauth.client_secret.clone().ok_or_else(|| missing("client_secret"))?;
+    Ok(ClientCredentialsConfig::ClientSecret { client_id, client_secret, scopes, resource })
+}
+
+/// The authorised HTTP client's manager for a connection: tokens from the store (refreshed
+/// as they near expiry, saved when rotated), or for client credentials a fresh exchange when
+/// there is no usable token. `None` when nothing is stored (the request then goes out
+/// without a token and a 401 says the server needs a login).
+pub(crate) async fn connection_manager(
+    server: &str,
+    http: &HttpConfig,
+    store: &TokenStore,
+) -> Result<Option<AuthorizationManager>, LoginError> {
+    let entry = store.entry(&http.url).unwrap_or_else(|e| {
+        tracing::warn!(server, "the token store cannot be read: {e}");
+        None
+    });
+    let has_tokens = entry.as_ref().is_some_and(|e| e.credentials.as_ref().is_some_and(|c| c.token_response.is_some()));
+    let machine = http.oauth.grant == crate::config::OAuthGrant::ClientCredentials;
+    if !has_tokens && !machine {
+        return Ok(None);
+    }
+    if machine {
+        let mut manager = manager(server, http, store).await?;
+        manager.set_metadata(discover(&manager, http, None).await?);
+        let config = credentials_config(&http.oauth, &http.url)?;
+        manager.configure_client_credentials(&config).map_err(protocol("client credentials"))?;
+        if !has_tokens || manager.get_access_token().await.is_err() {
+            client_credentials(server, http, store).await?;
+        }
+        return Ok(Some(manager));
+    }
+    let mut manager = manager(server, http, store).await?;
+    manager.set_metadata(discover(&manager, http, None).await?);
+    if !manager.initialize_from_store().await.map_err(protocol("loading the stored login"))? {
+        return Ok(None);
+    }
+    // A confidential client needs its secret to refresh.
+    let secret =
+        http.oauth.client_secret.clone().or_else(|| entry.and_then(|e| e.client).and_then(|c| c.client_secret));
+    if let Some(secret) = secret
+        && let Ok(credentials) = manager.get_credentials().await
+    {
+        let (client_id, _) = credentials;
+        let config = OAuthClientConfig::new(client_id, "http://127.0.0.1/oauth/callback").with_client_secret(secret);
+        manager.configure_client(config).map_err(protocol("loading the stored login"))?;
+    }
+    Ok(Some(manager))
+}

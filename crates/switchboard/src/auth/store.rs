@@ -1,0 +1,268 @@
+//! The token store: `<data>/auth.json` (mode 0600, in a 0700 folder), one entry per server
+//! URL, holding the client switchboard registered (reused on the next login) and the tokens.
+//! Credentials are looked up by the exact URL they were issued for, never by server name.
+//!
+//! Every change is read-modify-write under an advisory lock (`auth.json.lock`) and lands by
+//! an atomic rename, so two switchboard processes saving at once lose nothing. A file that
+//! does not decode is never overwritten: it is moved aside (`auth.json.corrupt-<time>`) and
+//! reported, and only then is a fresh file started (one bad byte must not wipe every server's
+//! login, as it does in OpenCode).
+
+use nix::fcntl::{Flock, FlockArg};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rmcp::transport::auth::{AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials};
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil::{create_private_dir, write_atomic};
+
+/// What can go wrong with the token store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Reading, writing or locking the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file does not decode (it is left as it is by reads; a write moves it aside).
+    #[error("{path} is not a valid token store ({message}); it was left untouched")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The decoding error (position, not content).
+        message: String,
+    },
+}
+
+/// A client registered with (or configured for) an authorisation server.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientRecord {
+    /// The client id.
+    pub client_id: String,
+    /// Its secret, for a confidential client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// The redirect URI it was registered with (a client is reused only for the same one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_uri: Option<String>,
+    /// When it was registered (Unix seconds).
+    #[serde(default)]
+    pub registered_at: u64,
+}
+
+impl std::fmt::Debug for ClientRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientRecord")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
+            .field("redirect_uri", &self.redirect_uri)
+            .field("registered_at", &self.registered_at)
+            .finish()
+    }
+}
+
+/// What is stored for one server URL.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Entry {
+    /// The server's name when the entry was last written (for people reading the list).
+    #[serde(default)]
+    pub server: String,
+    /// The registered client, reused by the next login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientRecord>,
+    /// The tokens (rmcp's record: token response, granted scopes, when received, issuer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<StoredCredentials>,
+    /// Last change (Unix seconds).
+    #[serde(default)]
+    pub updated_at: u64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Contents {
+    #[serde(default = "version")]
+    version: u32,
+    #[serde(default)]
+    servers: BTreeMap<String, Entry>,
+}
+
+fn version() -> u32 {
+    1
+}
+
+pub(crate) fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// The token store file.
+#[derive(Debug, Clone)]
+pub struct TokenStore {
+    path: PathBuf,
+}
+
+impl TokenStore {
+    /// The store in a data folder (`<data>/auth.json`).
+    pub fn in_dir(data_dir: &Path) -> TokenStore {
+        TokenStore { path: data_dir.join("auth.json") }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn io(&self, source: std::io::Error) -> StoreError {
+        StoreError::Io { path: self.path.clone(), source }
+    }
+
+    fn read_contents(&self) -> Result<Contents, StoreError> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Contents::default()),
+            Err(e) => return Err(self.io(e)),
+        };
+        serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            // Line and column only: serde's message could quote a token.
+            message: format!("{:?} error at line {}, column {}", e.classify(), e.line(), e.column()),
+        })
+    }
+
+    /// Every entry, by server URL.
+    pub fn entries(&self) -> Result<BTreeMap<String, Entry>, StoreError> {
+        Ok(self.read_contents()?.servers)
+    }
+
+    /// The entry for a server URL.
+    pub fn entry(&self, url: &str) -> Result<Option<Entry>, StoreError> {
+        Ok(self.read_contents()?.servers.remove(url))
+    }
+
+    /// Changes the entry for `url` (created empty if missing; removed if `change` leaves it
+    /// with neither client nor credentials) under the file lock. Returns where a corrupt file
+    /// was moved, if one was.
+    pub fn update(
+        &self,
+        url: &str,
+        server: &str,
+        change: impl FnOnce(&mut Entry),
+    ) -> Result<Option<PathBuf>, StoreError> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        create_private_dir(dir).map_err(|e| self.io(e))?;
+        let _lock = self.lock("auth.json.lock")?;
+        let mut set_aside = None;
+        let mut contents = match self.read_contents() {
+            Ok(c) => c,
+            Err(StoreError::Corrupt { message, .. }) => {
+                let aside = self.path.with_file_name(format!("auth.json.corrupt-{}", now()));
+                std::fs::rename(&self.path, &aside).map_err(|e| self.io(e))?;
+                tracing::warn!(
+                    "{} did not decode ({message}); it was moved to {} and a new store started",
+                    self.path.display(),
+                    aside.display()
+                );
+                set_aside = Some(aside);
+                Contents::default()
+            }
+            Err(e) => return Err(e),
+        };
+        let entry = contents.servers.entry(url.to_string()).or_default();
+        change(entry);
+        entry.server = server.to_string();
+        entry.updated_at = now();
+        if entry.client.is_none() && entry.credentials.is_none() {
+            contents.servers.remove(url);
+        }
+        contents.version = version();
+        let bytes = serde_json::to_vec_pretty(&contents).map_err(|e| self.io(std::io::Error::other(e)))?;
+        write_atomic(&self.path, &bytes, Some(0o600)).map_err(|e| self.io(e))?;
+        Ok(set_aside)
+    }
+
+    /// Takes an exclusive advisory lock (`flock`) on a file next to the store (waits for it);
+    /// released when the returned value is dropped, or when the process dies.
+    fn lock(&self, name: &str) -> Result<Flock<File>, StoreError> {
+        let path = self.path.with_file_name(name);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| StoreError::Io { path: path.clone(), source: e })?;
+        Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, errno)| StoreError::Io { path, source: std::io::Error::from(errno) })
+    }
+
+    /// The credential store rmcp reads and writes for one server URL.
+    pub(crate) fn for_url(&self, url: &str, server: &str) -> UrlStore {
+        UrlStore { store: self.clone(), url: url.to_string(), server: server.to_string() }
+    }
+}
+
+/// One server URL's view of the store, as rmcp's `CredentialStore`.
+#[derive(Debug, Clone)]
+pub(crate) struct UrlStore {
+    store: TokenStore,
+    url: String,
+    server: String,
+}
+
+fn store_error(e: impl std::fmt::Display) -> AuthError {
+    AuthError::CredentialStoreError(e.to_string())
+}
+
+impl UrlStore {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&UrlStore) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, AuthError> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || f(&me)).await.map_err(store_error)?.map_err(store_error)
+    }
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for UrlStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.blocking(|s| Ok(s.store.entry(&s.url)?.and_then(|e| e.credentials))).await
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.blocking(move |s| {
+            s.store.update(&s.url, &s.server, |e| {
+                // The client the tokens were issued to is the one to reuse.
+                if e.client.as_ref().is_none_or(|c| c.client_id != credentials.client_id) {
+                    e.client = Some(ClientRecord {
+                        client_id: credentials.client_id.clone(),
+                        client_secret: None,
+                        redirect_uri: None,
+                        registered_at: now(),
+                    });
+                }
+                e.credentials = Some(credentials);
+            })
+        })
+        .await
+        .map(drop)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.blocking(|s| s.store.update(&s.url, &s.server, |e| e.credentials = None)).await.map(drop)
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        // One refresh at a time across processes: the second one then loads the tokens the
+        // first saved instead of spending a refresh token that was just rotated away.
+        let lock = self.blocking(|s| s.store.lock("auth.json.refresh.lock")).await?;
+        Ok(Some(CredentialRefreshGuard::new(lock)))
+    }
+}

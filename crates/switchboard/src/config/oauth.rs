@@ -1,0 +1,195 @@
+//! The `oauth` block of a remote server: how switchboard identifies itself to the server's
+//! authorisation server, which scopes it asks for, where the browser comes back, and which
+//! grant it uses.
+//!
+//! ```jsonc
+//! "oauth": {
+//!   "client_id": "pre-registered-id",          // else a metadata document URL, else registration
+//!   "client_secret": "${MY_SECRET}",            // a confidential pre-registered client
+//!   "client_metadata_url": "https://example.com/switchboard.json",  // SEP-991 CIMD
+//!   "scopes": ["files:read"],                  // default: the server's challenge, else its list
+//!   "callback_port": 19876,                    // 0: any free port
+//!   "grant": "authorization_code",             // or "client_credentials" (no browser)
+//!   "private_key_file": "~/keys/sb.pem",       // client_credentials with private_key_jwt
+//!   "signing_algorithm": "ES256"
+//! }
+//! ```
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The callback port used unless `oauth.callback_port` says otherwise. Fixed, so that a
+/// server which only accepts pre-registered redirect URIs can be given one.
+pub const DEFAULT_CALLBACK_PORT: u16 = 19876;
+
+/// How switchboard obtains tokens for a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OAuthGrant {
+    /// A person logs in in a browser (authorization code with PKCE).
+    #[default]
+    AuthorizationCode,
+    /// Machine to machine: the client's own credentials (secret or signed JWT), no browser.
+    ClientCredentials,
+}
+
+/// A server's `oauth` block.
+#[derive(Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct OAuthConfig {
+    /// A client id registered with the authorisation server out of band.
+    pub client_id: Option<String>,
+    /// Its secret (a confidential client). Never printed.
+    #[serde(serialize_with = "ser_secret")]
+    pub client_secret: Option<String>,
+    /// An HTTPS URL of a client ID metadata document (SEP-991), used as the client id where
+    /// the authorisation server supports it.
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for; empty: the server's challenge, else everything it lists, else none.
+    pub scopes: Vec<String>,
+    /// Port of the loopback callback (`0`: any free port).
+    pub callback_port: u16,
+    /// Which grant.
+    pub grant: OAuthGrant,
+    /// A PEM private key for `private_key_jwt` client authentication (client credentials).
+    pub private_key_file: Option<PathBuf>,
+    /// The JWT signing algorithm for that key (default `ES256`).
+    pub signing_algorithm: Option<String>,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        OAuthConfig {
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            scopes: Vec::new(),
+            callback_port: DEFAULT_CALLBACK_PORT,
+            grant: OAuthGrant::AuthorizationCode,
+            private_key_file: None,
+            signing_algorithm: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| super::REDACTED))
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .field("callback_port", &self.callback_port)
+            .field("grant", &self.grant)
+            .field("private_key_file", &self.private_key_file)
+            .field("signing_algorithm", &self.signing_algorithm)
+            .finish()
+    }
+}
+
+fn ser_secret<S: serde::Serializer>(v: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(_) => s.serialize_str(super::REDACTED),
+        None => s.serialize_none(),
+    }
+}
+
+type FieldError = (Option<String>, String);
+
+fn fail<T>(field: &str, message: impl Into<String>) -> Result<T, FieldError> {
+    Err((Some(format!("oauth.{field}")), message.into()))
+}
+
+/// Parses the `oauth` block; `expand` expands `${VAR}` in a field's value.
+pub(crate) fn parse(
+    value: Value,
+    expand: &dyn Fn(&str, &str) -> Result<String, FieldError>,
+) -> Result<OAuthConfig, FieldError> {
+    let Value::Object(mut obj) = value else {
+        return Err((Some("oauth".into()), "must be an object".into()));
+    };
+    let string = |obj: &mut Map<String, Value>, key: &str| -> Result<Option<String>, FieldError> {
+        match obj.remove(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => expand(&format!("oauth.{key}"), &s).map(Some),
+            Some(_) => fail(key, "must be a string"),
+        }
+    };
+    let client_id = string(&mut obj, "client_id")?;
+    let client_secret = string(&mut obj, "client_secret")?;
+    let client_metadata_url = string(&mut obj, "client_metadata_url")?;
+    let grant = string(&mut obj, "grant")?;
+    let private_key_file = string(&mut obj, "private_key_file")?;
+    let signing_algorithm = string(&mut obj, "signing_algorithm")?;
+    let scopes = match obj.remove("scopes") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::String(s) if !s.trim().is_empty() && !s.contains(char::is_whitespace) => Ok(s),
+                _ => fail(&format!("scopes[{i}]"), "must be a scope name (a string without spaces)"),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return fail("scopes", "must be an array of strings (or one space-separated string)"),
+    };
+    let callback_port = match obj.remove("callback_port") {
+        None | Some(Value::Null) => DEFAULT_CALLBACK_PORT,
+        Some(v) => match v.as_u64().and_then(|p| u16::try_from(p).ok()) {
+            Some(p) => p,
+            None => return fail("callback_port", format!("must be a port number 0-65535, found {v}")),
+        },
+    };
+    if let Some((key, _)) = obj.into_iter().next() {
+        return fail(
+            &key,
+            "unknown field (known: client_id, client_secret, client_metadata_url, scopes, callback_port, grant, \
+             private_key_file, signing_algorithm)",
+        );
+    }
+    let grant = match grant.as_deref() {
+        None | Some("authorization_code") => OAuthGrant::AuthorizationCode,
+        Some("client_credentials") => OAuthGrant::ClientCredentials,
+        Some(other) => {
+            return fail("grant", format!("unknown grant `{other}`: use authorization_code or client_credentials"));
+        }
+    };
+    if client_secret.is_some() && client_id.is_none() {
+        return fail("client_secret", "needs `client_id` (a secret belongs to a pre-registered client)");
+    }
+    if let Some(url) = &client_metadata_url {
+        let ok = reqwest::Url::parse(url).is_ok_and(|u| u.scheme() == "https" && u.path() != "/");
+        if !ok {
+            return fail("client_metadata_url", "must be an https:// URL with a path (SEP-991)");
+        }
+    }
+    if grant == OAuthGrant::ClientCredentials {
+        if client_id.is_none() {
+            return fail("grant", "client_credentials needs `client_id`");
+        }
+        if client_secret.is_none() && private_key_file.is_none() {
+            return fail("grant", "client_credentials needs `client_secret` or `private_key_file`");
+        }
+    } else if private_key_file.is_some() {
+        return fail("private_key_file", "applies to `grant: client_credentials` only");
+    }
+    if let Some(alg) = &signing_algorithm
+        && !["ES256", "ES384", "RS256", "RS384", "RS512"].contains(&alg.as_str())
+    {
+        return fail("signing_algorithm", format!("unknown algorithm `{alg}` (ES256, ES384, RS256, RS384 or RS512)"));
+    }
+    Ok(OAuthConfig {
+        client_id,
+        client_secret,
+        client_metadata_url,
+        scopes,
+        callback_port,
+        grant,
+        private_key_file: private_key_file.map(|p| crate::paths::expand_home(&p)),
+        signing_algorithm,
+    })
+}

@@ -1,0 +1,177 @@
+//! Logging in to remote servers through the hub: the login flow for a configured server (its
+//! URL, its `oauth` block, the challenge its last 401 carried), the reconnection that follows,
+//! logout, and the list of stored logins (never a token).
+
+use serde::Serialize;
+
+use super::Hub;
+use crate::auth::{Login, TokenStore};
+use crate::config::{HttpConfig, OAuthGrant, TransportConfig};
+use crate::error::Error;
+use crate::status::ServerStatus;
+
+/// One stored login, as `switchboard auth --list` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct LoginInfo {
+    /// The server URL the credentials were issued for.
+    pub url: String,
+    /// The configured servers with that URL (the name saved with the entry if none is).
+    pub servers: Vec<String>,
+    /// The client id.
+    pub client_id: Option<String>,
+    /// The authorisation server that issued them.
+    pub issuer: Option<String>,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// When the access token expires (Unix seconds), if the server said.
+    pub expires_at: Option<u64>,
+    /// Whether a refresh token is held.
+    pub refreshable: bool,
+    /// Whether tokens are held at all (a registered client may be kept without them).
+    pub logged_in: bool,
+}
+
+impl Hub {
+    /// The token store this hub uses (`<data>/auth.json`).
+    pub fn token_store(&self) -> TokenStore {
+        TokenStore::in_dir(&self.inner.options.paths.data_dir)
+    }
+
+    fn http_config(&self, server: &str) -> Result<HttpConfig, Error> {
+        let slot = self.inner.slot(server)?;
+        let config = slot.config().ok_or_else(|| Error::NotConnected {
+            server: server.into(),
+            reason: format!("it cannot be started ({})", slot.state().status.summary()),
+        })?;
+        match &config.transport {
+            TransportConfig::Http(http) if http.bearer_token_env_var.is_some() => Err(Error::Auth {
+                server: server.into(),
+                message: "it uses a static token (`bearer_token_env_var`), not OAuth".into(),
+            }),
+            TransportConfig::Http(http) => Ok(http.clone()),
+            _ => Err(Error::Auth { server: server.into(), message: "a local (stdio) server has no login".into() }),
+        }
+    }
+
+    /// Whether a server logs in without a browser (`oauth.grant: client_credentials`).
+    pub fn uses_client_credentials(&self, server: &str) -> Result<bool, Error> {
+        Ok(self.http_config(server)?.oauth.grant == OAuthGrant::ClientCredentials)
+    }
+
+    /// Starts a browser login for a server; the browser must come back to `redirect_uri`
+    /// (a [`Callback`](crate::auth::Callback)'s, or this process's own HTTP route). Discovery
+    /// starts from the challenge of the server's last 401, when there was one.
+    pub async fn begin_login(&self, server: &str, redirect_uri: &str) -> Result<Login, Error> {
+        let challenge = match self.status(server) {
+            Some(ServerStatus::Failed { auth_challenge, .. }) => auth_challenge,
+            _ => None,
+        };
+        self.begin_login_with(server, redirect_uri, challenge.as_deref()).await
+    }
+
+    /// [`Hub::begin_login`] from a given challenge: a 403 `insufficient_scope` a call met
+    /// ([`Error::AuthRequired`]) asks for a login with the scopes it names (step-up).
+    pub async fn begin_login_with(
+        &self,
+        server: &str,
+        redirect_uri: &str,
+        challenge: Option<&str>,
+    ) -> Result<Login, Error> {
+        let http = self.http_config(server)?;
+        crate::auth::begin(server, &http, &self.token_store(), redirect_uri, challenge)
+            .await
+            .map_err(|e| Error::Auth { server: server.into(), message: e.to_string() })
+    }
+
+    /// Finishes a login with the URL the browser came back to, then reconnects the server
+    /// with the new tokens. Returns its status afterwards.
+    pub async fn finish_login(&self, login: Login, callback_url: &str) -> Result<ServerStatus, Error> {
+        let server = login.server().to_string();
+        login
+            .complete(callback_url)
+            .await
+            .map_err(|e| Error::Auth { server: server.clone(), message: e.to_string() })?;
+        self.reconnect_status(&server).await
+    }
+
+    /// Gets a token with the client-credentials grant (no browser), then reconnects.
+    pub async fn login_client_credentials(&self, server: &str) -> Result<ServerStatus, Error> {
+        let http = self.http_config(server)?;
+        crate::auth::client_credentials(server, &http, &self.token_store())
+            .await
+            .map_err(|e| Error::Auth { server: server.into(), message: e.to_string() })?;
+        self.reconnect_status(server).await
+    }
+
+    /// Forgets a server's tokens (the registered client is kept for the next login) and
+    /// reconnects it, which then asks for a login again. Returns whether tokens were held.
+    pub async fn logout(&self, server: &str) -> Result<bool, Error> {
+        let http = self.http_config(server)?;
+        let store = self.token_store();
+        let had = store.entry(&http.url).ok().flatten().is_some_and(|e| e.credentials.is_some());
+        let (url, name) = (http.url.clone(), server.to_string());
+        tokio::task::spawn_blocking(move || store.update(&url, &name, |e| e.credentials = None))
+            .await
+            .map_err(|e| Error::Auth { server: server.into(), message: e.to_string() })?
+            .map_err(|e| Error::Auth { server: server.into(), message: e.to_string() })?;
+        self.reconnect_status(server).await?;
+        Ok(had)
+    }
+
+    /// Every stored login, with the configured servers that use each.
+    pub fn logins(&self) -> Result<Vec<LoginInfo>, Error> {
+        let entries =
+            self.token_store().entries().map_err(|e| Error::Auth { server: String::new(), message: e.to_string() })?;
+        let by_url: Vec<(String, String)> = self
+            .inner
+            .slots
+            .values()
+            .filter_map(|s| match s.config().map(|c| &c.transport) {
+                Some(TransportConfig::Http(h)) => Some((h.url.clone(), s.name.clone())),
+                _ => None,
+            })
+            .collect();
+        Ok(entries
+            .into_iter()
+            .map(|(url, entry)| {
+                let mut servers: Vec<String> =
+                    by_url.iter().filter(|(u, _)| *u == url).map(|(_, n)| n.clone()).collect();
+                if servers.is_empty() {
+                    servers.push(entry.server.clone());
+                }
+                // Read through JSON: the token response's fields without its secrets.
+                let creds = entry.credentials.as_ref().and_then(|c| serde_json::to_value(c).ok()).unwrap_or_default();
+                let token = &creds["token_response"];
+                let received = creds["token_received_at"].as_u64();
+                let expires_at = token["expires_in"].as_u64().zip(received).map(|(e, r)| r + e);
+                let mut scopes: Vec<String> = creds["granted_scopes"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+                    .unwrap_or_default();
+                if scopes.is_empty() {
+                    scopes = token["scope"]
+                        .as_str()
+                        .map(|s| s.split_whitespace().map(str::to_string).collect())
+                        .unwrap_or_default();
+                }
+                LoginInfo {
+                    url,
+                    servers,
+                    client_id: entry.client.as_ref().map(|c| c.client_id.clone()),
+                    issuer: creds["issuer"].as_str().map(str::to_string),
+                    scopes,
+                    expires_at,
+                    refreshable: token["refresh_token"].is_string(),
+                    logged_in: token.is_object(),
+                }
+            })
+            .collect())
+    }
+
+    /// Reconnects a server after its tokens changed; its status afterwards says how it went.
+    async fn reconnect_status(&self, server: &str) -> Result<ServerStatus, Error> {
+        let _ = self.reconnect(server).await;
+        self.status(server).ok_or_else(|| Error::UnknownServer { name: server.into() })
+    }
+}

@@ -12,7 +12,7 @@ use switchboard::catalog::export::{ToolFormat, tools_json};
 use switchboard::catalog::naming::sanitize;
 use switchboard::config::{self, LoadOptions, LoadedConfig, NewServer, Scope, ServerEntry};
 use switchboard::policy::TrustStore;
-use switchboard::status::ServerStatus;
+use switchboard::status::{FailureKind, ServerStatus};
 use switchboard::{CallOptions, Hub, HubOptions, Paths};
 use tokio_util::sync::CancellationToken;
 
@@ -96,7 +96,7 @@ where
     result
 }
 
-fn print_json(v: &Value) -> Result<()> {
+pub(crate) fn print_json(v: &Value) -> Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, v)?;
     writeln!(out)?;
@@ -297,6 +297,20 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Enable { ref name } => edit(ctx, name, |path| config::set_enabled(path, name, true), "Enabled"),
         Command::Disable { ref name } => edit(ctx, name, |path| config::set_enabled(path, name, false), "Disabled"),
         Command::Trust { ref server, all, yes } => trust(ctx, server.as_deref(), all, yes),
+        Command::Auth { list: true, json, .. } => {
+            crate::login::list(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), json)
+        }
+        Command::Auth { server: Some(ref server), no_browser, print_url, .. } => {
+            let only = only(server, &ctx.loaded)?;
+            with_hub(ctx, Some(only), |hub, _| async move {
+                crate::login::login(&ctx.loaded, &hub, server, no_browser, print_url).await
+            })
+            .await
+        }
+        Command::Auth { server: None, .. } => bail!("name a server: `switchboard auth NAME` (or `--list`)"),
+        Command::Logout { ref server } => {
+            crate::login::logout(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), server).await
+        }
         Command::Untrust { ref server } => {
             let mut store = TrustStore::open(&ctx.paths.data_dir)?;
             if store.untrust(&ctx.loaded.project_root, server) {
@@ -396,6 +410,13 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     }
     if servers.iter().any(|s| matches!(s.status, ServerStatus::Untrusted)) {
         println!("\nProject servers wait for trust: `switchboard trust <server>` shows what would run.");
+    }
+    for s in &servers {
+        if let ServerStatus::Failed { kind: FailureKind::NeedsAuth | FailureKind::NeedsClientRegistration, .. } =
+            s.status
+        {
+            println!("\n`{}` needs a login: switchboard auth {}", s.name, s.name);
+        }
     }
     if servers.iter().any(|s| matches!(s.status, ServerStatus::Failed { .. })) {
         println!("\n`switchboard get <server>` shows why a server failed.");

@@ -6,6 +6,7 @@
 
 mod ask;
 mod commands;
+mod login;
 mod render;
 
 use std::path::PathBuf;
@@ -160,6 +161,30 @@ pub enum Command {
     },
     /// Forget trust in a project server.
     Untrust {
+        /// The server.
+        server: String,
+    },
+    /// Log in to a remote server (OAuth): `auth NAME`; `auth --list` shows the stored logins.
+    Auth {
+        /// The server.
+        #[arg(required_unless_present = "list")]
+        server: Option<String>,
+        /// List the stored logins (server, URL, expiry, scopes; never a token).
+        #[arg(long, conflicts_with_all = ["server", "no_browser", "print_url"])]
+        list: bool,
+        /// Do not open a browser: print the URL, and take the address the browser ends on
+        /// pasted on the terminal (over SSH).
+        #[arg(long)]
+        no_browser: bool,
+        /// Print only the authorization URL on stdout (for scripts), then wait for the callback.
+        #[arg(long)]
+        print_url: bool,
+        /// Machine-readable output (with `--list`).
+        #[arg(long, requires = "list")]
+        json: bool,
+    },
+    /// Forget a remote server's tokens.
+    Logout {
         /// The server.
         server: String,
     },

@@ -37,11 +37,27 @@ pub fn table(header: &[&str]) -> Table {
     t
 }
 
-/// The status word, coloured on a terminal.
+/// Dimmed on a terminal.
+pub fn dim(text: &str) -> String {
+    if stdout_tty() { style(text).dim().to_string() } else { text.to_string() }
+}
+
+/// The status word, coloured on a terminal. A server that asks for a login says so.
 pub fn status_word(status: &ServerStatus) -> String {
-    let word = status.state();
+    let needs_auth = matches!(
+        status,
+        ServerStatus::Failed {
+            kind: switchboard::status::FailureKind::NeedsAuth
+                | switchboard::status::FailureKind::NeedsClientRegistration,
+            ..
+        }
+    );
+    let word = if needs_auth { "needs auth" } else { status.state() };
     if !stdout_tty() {
         return word.to_string();
+    }
+    if needs_auth {
+        return style(word).yellow().to_string();
     }
     match status {
         ServerStatus::Connected { .. } => style(word).green().to_string(),

@@ -43,5 +43,5 @@ pub mod transport;
 
 pub use connection::handler::Progress;
 pub use error::Error;
-pub use hub::{CallOptions, Hub, HubOptions, LoginInfo, ServerInfo, ToolOutput};
+pub use hub::{CallOptions, Hub, HubOptions, ServerInfo, ToolOutput};
 pub use paths::Paths;

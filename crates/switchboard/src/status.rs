@@ -29,6 +29,9 @@ pub enum FailureKind {
     HttpStatus,
     /// A remote server asks for authorisation (401, or 403 `insufficient_scope`).
     NeedsAuth,
+    /// A remote server asks for authorisation, but its authorisation server offers no way for
+    /// switchboard to register and no `oauth.client_id` is configured.
+    NeedsClientRegistration,
 }
 
 /// Counts of what a connected server offers (after filters).

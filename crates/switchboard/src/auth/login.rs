@@ -226,6 +226,19 @@ pub async fn begin(
     Ok(Login { session, server: server.to_string(), url: http.url.clone() })
 }
 
+/// Whether a login could get a client identity for `http` (a configured id, a client ID
+/// metadata document the server accepts, or dynamic registration). `None`: discovery itself
+/// failed (the login will say why).
+pub(crate) async fn can_identify(http: &HttpConfig, challenge: Option<&str>) -> Option<bool> {
+    if http.oauth.client_id.is_some() {
+        return Some(true);
+    }
+    let manager = AuthorizationManager::new(http.url.as_str()).await.ok()?;
+    let metadata = discover(&manager, http, challenge).await.ok()?;
+    let cimd = metadata.additional_fields.get("client_id_metadata_document_supported").and_then(|v| v.as_bool());
+    Some(metadata.registration_endpoint.is_some() || (cimd == Some(true) && http.oauth.client_metadata_url.is_some()))
+}
+
 /// The client-credentials grant: exchanges the configured client's secret (or a JWT signed
 /// with its private key) for a token and saves it.
 pub async fn client_credentials(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {

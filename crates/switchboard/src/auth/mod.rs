@@ -4,9 +4,11 @@
 //! connection's authorised HTTP client.
 
 pub mod callback;
+mod list;
 pub mod login;
 pub mod store;
 
 pub use callback::{CALLBACK_PATH, Callback, CallbackError, Responder};
+pub use list::{LoginInfo, list_logins, logout};
 pub use login::{Login, LoginError, begin, client_credentials};
 pub use store::{ClientRecord, Entry, StoreError, TokenStore};

@@ -87,6 +87,28 @@ pub(super) async fn start(
                         "the stored login was refused (expired or revoked, and refreshing it failed): run `switchboard auth {}`",
                         config.name
                     );
+                } else if failure.kind == FailureKind::NeedsAuth {
+                    // No browser opens during start-up; the status says what a login needs.
+                    let can = tokio::time::timeout_at(
+                        deadline,
+                        crate::auth::login::can_identify(http, failure.auth_challenge.as_deref()),
+                    )
+                    .await;
+                    if let Ok(Some(false)) = can {
+                        failure.kind = FailureKind::NeedsClientRegistration;
+                        failure.message = format!(
+                            "asks for authorisation, but its authorization server offers no client registration: \
+                             register a client with it and set `oauth.client_id` (and `oauth.client_secret`) for `{}`, \
+                             then run `switchboard auth {}`",
+                            config.name, config.name
+                        );
+                    } else {
+                        failure.message = format!(
+                            "{}: run `switchboard auth {}`",
+                            failure.message.trim_end_matches(": run `switchboard auth <server>`"),
+                            config.name
+                        );
+                    }
                 }
                 Err((failure, fallback_status(&e)))
             }

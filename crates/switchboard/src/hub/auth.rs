@@ -2,35 +2,11 @@
 //! URL, its `oauth` block, the challenge its last 401 carried), the reconnection that follows,
 //! logout, and the list of stored logins (never a token).
 
-use serde::Serialize;
-
 use super::Hub;
-use crate::auth::{Login, TokenStore};
+use crate::auth::{Login, LoginInfo, TokenStore};
 use crate::config::{HttpConfig, OAuthGrant, TransportConfig};
 use crate::error::Error;
 use crate::status::ServerStatus;
-
-/// One stored login, as `switchboard auth --list` shows it.
-#[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct LoginInfo {
-    /// The server URL the credentials were issued for.
-    pub url: String,
-    /// The configured servers with that URL (the name saved with the entry if none is).
-    pub servers: Vec<String>,
-    /// The client id.
-    pub client_id: Option<String>,
-    /// The authorisation server that issued them.
-    pub issuer: Option<String>,
-    /// Granted scopes.
-    pub scopes: Vec<String>,
-    /// When the access token expires (Unix seconds), if the server said.
-    pub expires_at: Option<u64>,
-    /// Whether a refresh token is held.
-    pub refreshable: bool,
-    /// Whether tokens are held at all (a registered client may be kept without them).
-    pub logged_in: bool,
-}
 
 impl Hub {
     /// The token store this hub uses (`<data>/auth.json`).
@@ -108,12 +84,8 @@ impl Hub {
     /// reconnects it, which then asks for a login again. Returns whether tokens were held.
     pub async fn logout(&self, server: &str) -> Result<bool, Error> {
         let http = self.http_config(server)?;
-        let store = self.token_store();
-        let had = store.entry(&http.url).ok().flatten().is_some_and(|e| e.credentials.is_some());
-        let (url, name) = (http.url.clone(), server.to_string());
-        tokio::task::spawn_blocking(move || store.update(&url, &name, |e| e.credentials = None))
+        let had = crate::auth::logout(&self.token_store(), &http.url, server)
             .await
-            .map_err(|e| Error::Auth { server: server.into(), message: e.to_string() })?
             .map_err(|e| Error::Auth { server: server.into(), message: e.to_string() })?;
         self.reconnect_status(server).await?;
         Ok(had)
@@ -121,52 +93,17 @@ impl Hub {
 
     /// Every stored login, with the configured servers that use each.
     pub fn logins(&self) -> Result<Vec<LoginInfo>, Error> {
-        let entries =
-            self.token_store().entries().map_err(|e| Error::Auth { server: String::new(), message: e.to_string() })?;
-        let by_url: Vec<(String, String)> = self
+        let servers: Vec<(String, String)> = self
             .inner
             .slots
             .values()
             .filter_map(|s| match s.config().map(|c| &c.transport) {
-                Some(TransportConfig::Http(h)) => Some((h.url.clone(), s.name.clone())),
+                Some(TransportConfig::Http(h)) => Some((s.name.clone(), h.url.clone())),
                 _ => None,
             })
             .collect();
-        Ok(entries
-            .into_iter()
-            .map(|(url, entry)| {
-                let mut servers: Vec<String> =
-                    by_url.iter().filter(|(u, _)| *u == url).map(|(_, n)| n.clone()).collect();
-                if servers.is_empty() {
-                    servers.push(entry.server.clone());
-                }
-                // Read through JSON: the token response's fields without its secrets.
-                let creds = entry.credentials.as_ref().and_then(|c| serde_json::to_value(c).ok()).unwrap_or_default();
-                let token = &creds["token_response"];
-                let received = creds["token_received_at"].as_u64();
-                let expires_at = token["expires_in"].as_u64().zip(received).map(|(e, r)| r + e);
-                let mut scopes: Vec<String> = creds["granted_scopes"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
-                    .unwrap_or_default();
-                if scopes.is_empty() {
-                    scopes = token["scope"]
-                        .as_str()
-                        .map(|s| s.split_whitespace().map(str::to_string).collect())
-                        .unwrap_or_default();
-                }
-                LoginInfo {
-                    url,
-                    servers,
-                    client_id: entry.client.as_ref().map(|c| c.client_id.clone()),
-                    issuer: creds["issuer"].as_str().map(str::to_string),
-                    scopes,
-                    expires_at,
-                    refreshable: token["refresh_token"].is_string(),
-                    logged_in: token.is_object(),
-                }
-            })
-            .collect())
+        crate::auth::list_logins(&self.token_store(), &servers)
+            .map_err(|e| Error::Auth { server: String::new(), message: e.to_string() })
     }
 
     /// Reconnects a server after its tokens changed; its status afterwards says how it went.

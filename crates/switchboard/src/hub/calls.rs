@@ -100,7 +100,7 @@ impl Hub {
         options: CallOptions,
     ) -> Result<ToolOutput, Error> {
         let catalog = self.catalog();
-        let entry = catalog.tool(name).ok_or_else(|| Error::UnknownTool { name: name.into() })?;
+        let entry = catalog.tool(name).ok_or_else(|| self.why_no_tool(name))?;
         let slot = self.inner.slot(&entry.server)?.clone();
         let conn = ensure_connected(&self.inner, &slot).await?;
         let timeout =
@@ -224,6 +224,21 @@ impl Hub {
 }
 
 impl Hub {
+    /// Why `name` is not in the catalog: its server is not connected (say why), or there is no
+    /// such tool.
+    fn why_no_tool(&self, name: &str) -> Error {
+        for slot in self.inner.slots.values() {
+            let prefix = format!("mcp__{}__", crate::catalog::naming::sanitize(&slot.name));
+            if name.starts_with(&format!("{}/", slot.name)) || name.starts_with(&prefix) {
+                let status = slot.state().status.clone();
+                if !matches!(status, ServerStatus::Connected { .. }) {
+                    return Error::NotConnected { server: slot.name.clone(), reason: status.summary() };
+                }
+            }
+        }
+        Error::UnknownTool { name: name.into() }
+    }
+
     /// Asks a server to send `notifications/resources/updated` for `uri`; each arrives as
     /// [`Event::ResourceUpdated`](crate::events::Event::ResourceUpdated). Subscriptions belong
     /// to the session: after a reconnect, subscribe again.

@@ -24,7 +24,6 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, watch};
 
-pub use auth::LoginInfo;
 pub use calls::{CallOptions, ToolOutput};
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};

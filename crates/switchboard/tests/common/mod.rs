@@ -22,23 +22,34 @@ fn target_dir() -> PathBuf {
     std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf()
 }
 
-/// The fixture server binary, built once per test binary.
-pub fn fixture() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
+/// A binary of the workspace (`package`'s `bin`), built once per test binary.
+fn workspace_bin(package: &str, bin: &str, built: &'static OnceLock<PathBuf>) -> PathBuf {
+    built
         .get_or_init(|| {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let status = Command::new(cargo)
-                .args(["build", "-q", "-p", "switchboard-fixture"])
+                .args(["build", "-q", "-p", package])
                 .current_dir(workspace())
                 .status()
                 .expect("cargo build");
-            assert!(status.success(), "building the fixture failed");
-            let path = target_dir().join("switchboard-fixture");
-            assert!(path.exists(), "no fixture at {}", path.display());
+            assert!(status.success(), "building {package} failed");
+            let path = target_dir().join(bin);
+            assert!(path.exists(), "no {bin} at {}", path.display());
             path
         })
         .clone()
+}
+
+/// The fixture server binary.
+pub fn fixture() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    workspace_bin("switchboard-fixture", "switchboard-fixture", &BUILT)
+}
+
+/// The `switchboard` command-line binary.
+pub fn cli() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    workspace_bin("switchboard-cli", "switchboard", &BUILT)
 }
 
 /// Pinned versions of the npm peers.
@@ -46,6 +57,8 @@ pub const NPM_PEERS: &[&str] = &[
     "@modelcontextprotocol/server-everything@2026.8.31",
     "@modelcontextprotocol/server-filesystem@2026.8.31",
     "@modelcontextprotocol/server-memory@2026.8.31",
+    // Its examples include a Streamable HTTP server with a demo OAuth authorization server.
+    "@modelcontextprotocol/sdk@1.32.2",
 ];
 
 /// `<workspace>/.peers/node`, with the npm peers installed (once).
@@ -54,7 +67,7 @@ pub fn node_peers() -> PathBuf {
     DIR.get_or_init(|| {
         let dir = workspace().join(".peers/node");
         let marker = dir.join(".installed-v1");
-        if !marker.exists() {
+        if std::fs::read_to_string(&marker).ok().as_deref() != Some(NPM_PEERS.join("\n").as_str()) {
             std::fs::create_dir_all(&dir).unwrap();
             let status = Command::new("npm")
                 .args(["install", "--no-audit", "--no-fund", "--prefix"])

@@ -1,0 +1,202 @@
+//! `switchboard auth`, `auth --list` and `logout`: logging in to remote servers with OAuth.
+//!
+//! The login opens the browser when there is a display; either way the URL is printed, and the
+//! address the browser ends on may be pasted back on the terminal, so a login works over SSH
+//! (the browser on a laptop, switchboard on the server). `--print-url` prints only the URL on
+//! stdout, for scripts.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::json;
+use switchboard::Hub;
+use switchboard::auth::{Callback, LoginInfo, TokenStore, list_logins};
+use switchboard::config::{LoadedConfig, ServerEntry, TransportConfig};
+use switchboard::status::ServerStatus;
+use tokio::io::AsyncBufReadExt;
+
+use crate::render::{self, table};
+
+/// How long a login waits for the browser.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The configured remote server `name`'s URL and callback port.
+fn remote(loaded: &LoadedConfig, name: &str) -> Result<(String, u16)> {
+    match loaded.servers.get(name) {
+        Some(ServerEntry::Valid(config)) => match &config.transport {
+            TransportConfig::Http(http) => Ok((http.url.clone(), http.oauth.callback_port)),
+            _ => bail!("`{name}` is a local (stdio) server: it has no login"),
+        },
+        Some(_) => bail!("`{name}` is not a valid server entry (see `switchboard config check`)"),
+        None => bail!("no server named `{name}` (see `switchboard list`)"),
+    }
+}
+
+/// `switchboard auth <server>`.
+pub async fn login(loaded: &LoadedConfig, hub: &Hub, server: &str, no_browser: bool, print_url: bool) -> Result<u8> {
+    let (_, port) = remote(loaded, server)?;
+    let status = if hub.uses_client_credentials(server)? {
+        hub.login_client_credentials(server).await?
+    } else {
+        browser_login(hub, server, port, no_browser, print_url).await?
+    };
+    report(server, &status, print_url)
+}
+
+async fn browser_login(hub: &Hub, server: &str, port: u16, no_browser: bool, print_url: bool) -> Result<ServerStatus> {
+    let callback = Callback::bind(port).await?;
+    let redirect = callback.redirect_uri();
+    let login = hub.begin_login(server, &redirect).await?;
+    let url = login.authorization_url().to_string();
+    let can_paste = std::io::stdin().is_terminal() || no_browser;
+    if print_url {
+        println!("{url}");
+        std::io::stdout().flush()?;
+    } else {
+        eprintln!("Log in to `{server}` in a browser:\n\n  {url}\n");
+        if !no_browser && has_display() && open_browser(&url) {
+            eprintln!("(opened in your browser)");
+        }
+        eprintln!("Waiting for the browser to come back to {redirect} (5 minutes; Ctrl-C cancels).");
+        if can_paste {
+            eprintln!(
+                "If the browser runs on another machine (SSH), paste here the address it ended on (it starts with \
+                 {redirect}) and press Enter."
+            );
+        }
+    }
+    let pasted = async {
+        if !can_paste {
+            return std::future::pending::<String>().await;
+        }
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        loop {
+            match lines.next_line().await {
+                Ok(Some(line)) if line.trim().starts_with("http") => return line.trim().to_string(),
+                Ok(Some(line)) if !line.trim().is_empty() => {
+                    eprintln!("That is not the address the browser ended on (it starts with {redirect}); try again.")
+                }
+                Ok(Some(_)) => {}
+                // End of input: the callback may still come.
+                _ => return std::future::pending::<String>().await,
+            }
+        }
+    };
+    let (callback_url, responder) = tokio::select! {
+        came = callback.wait() => {
+            let (url, responder) = came?;
+            (url, Some(responder))
+        }
+        url = pasted => (url, None),
+        () = tokio::time::sleep(LOGIN_TIMEOUT) => {
+            bail!("the browser did not come back within 5 minutes; run `switchboard auth {server}` again")
+        }
+    };
+    let outcome = hub.finish_login(login, &callback_url).await;
+    if let Some(responder) = responder {
+        let why = outcome.as_ref().err().map(ToString::to_string);
+        responder
+            .finish(match &why {
+                None => Ok(server),
+                Some(why) => Err(why.as_str()),
+            })
+            .await;
+    }
+    Ok(outcome?)
+}
+
+fn report(server: &str, status: &ServerStatus, quiet: bool) -> Result<u8> {
+    match status {
+        ServerStatus::Connected { counts, .. } => {
+            if !quiet {
+                println!("Logged in to `{server}`: connected, {} tools.", counts.tools);
+            }
+            Ok(0)
+        }
+        other => Err(anyhow!("logged in, but `{server}` did not connect: {}", other.summary())),
+    }
+}
+
+/// A graphical session is there to show a browser.
+fn has_display() -> bool {
+    cfg!(target_os = "macos") || std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some()
+}
+
+/// Asks the desktop to open `url`; false if it could not.
+fn open_browser(url: &str) -> bool {
+    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
+}
+
+/// The configured (name, URL) pairs of remote servers.
+fn remotes(loaded: &LoadedConfig) -> Vec<(String, String)> {
+    loaded
+        .servers
+        .iter()
+        .filter_map(|(name, entry)| match entry {
+            ServerEntry::Valid(c) => match &c.transport {
+                TransportConfig::Http(h) => Some((name.clone(), h.url.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// `switchboard auth --list`.
+pub fn list(loaded: &LoadedConfig, store: &TokenStore, json: bool) -> Result<u8> {
+    let logins = list_logins(store, &remotes(loaded)).with_context(|| "reading the token store".to_string())?;
+    if json {
+        crate::commands::print_json(&json!({"logins": logins, "file": store.path()}))?;
+        return Ok(0);
+    }
+    if logins.is_empty() {
+        println!("No stored logins ({}).", store.path().display());
+        return Ok(0);
+    }
+    let mut t = table(&["SERVER", "URL", "EXPIRES", "SCOPES", "REFRESH"]);
+    for l in &logins {
+        t.add_row(vec![l.servers.join(", "), l.url.clone(), expiry(l), l.scopes.join(" "), yes_no(l.refreshable)]);
+    }
+    println!("{t}");
+    println!("\nTokens are in {} (never shown).", store.path().display());
+    Ok(0)
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes".into() } else { "no".into() }
+}
+
+fn expiry(l: &LoginInfo) -> String {
+    if !l.logged_in {
+        return "logged out".into();
+    }
+    let Some(at) = l.expires_at else { return "-".into() };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    match at.checked_sub(now) {
+        Some(0) | None => render::dim("expired"),
+        Some(s) if s < 120 => format!("in {s} s"),
+        Some(s) if s < 7200 => format!("in {} min", s / 60),
+        Some(s) => format!("in {} h", s / 3600),
+    }
+}
+
+/// `switchboard logout <server>`.
+pub async fn logout(loaded: &LoadedConfig, store: &TokenStore, server: &str) -> Result<u8> {
+    let (url, _) = remote(loaded, server)?;
+    if switchboard::auth::logout(store, &url, server).await? {
+        println!(
+            "Logged out of `{server}` (its tokens are deleted; the registered client is kept for the next login)."
+        );
+    } else {
+        println!("No stored login for `{server}` ({url}).");
+    }
+    Ok(0)
+}

@@ -1,0 +1,251 @@
+//! OAuth end to end against real authorization servers on loopback, through the `switchboard`
+//! binary as a person would use it: the TypeScript SDK's example server with `--oauth`, and a
+//! Python server on the `mcp` package's auth support with short-lived access tokens and
+//! rotating refresh tokens (`tests/peers/py_oauth_server.py`). Both authorize endpoints
+//! approve at once, so an HTTP client that follows redirects plays the browser.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{Peer, cli, free_port, node_peers, python, wait_listening, workspace};
+use serde_json::{Value, json};
+
+/// The TypeScript SDK's `simpleStreamableHttp` example with its OAuth server.
+fn ts_oauth_server() -> (Peer, u16) {
+    let (port, auth_port) = (free_port(), free_port());
+    let script =
+        node_peers().join("node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js");
+    let child = Command::new("node")
+        .arg(script)
+        .arg("--oauth")
+        .env("MCP_PORT", port.to_string())
+        .env("MCP_AUTH_PORT", auth_port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = Peer(child);
+    wait_listening(port, "the TS SDK OAuth example", Duration::from_secs(30));
+    wait_listening(auth_port, "its authorization server", Duration::from_secs(30));
+    (peer, port)
+}
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn sb(&self) -> Command {
+        let mut c = Command::new(cli());
+        c.env("SWITCHBOARD_CONFIG", self.dir.path().join("user.json"))
+            .env("SWITCHBOARD_DATA_DIR", self.dir.path().join("data"))
+            .env_remove("RUST_LOG")
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .current_dir(self.dir.path());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.sb().args(args).stdin(Stdio::null()).output().unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.run(args);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    fn store(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(self.dir.path().join("data/auth.json")).unwrap()).unwrap()
+    }
+
+    /// `switchboard auth <server> --print-url`, with the browser played by an HTTP client that
+    /// follows the authorization server's redirect to the loopback callback.
+    fn login(&self, server: &str) -> (String, String) {
+        let mut child = self
+            .sb()
+            .args(["auth", server, "--print-url"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut url = String::new();
+        stdout.read_line(&mut url).unwrap();
+        assert!(url.starts_with("http"), "no URL printed: {url:?}");
+        let page = browse(url.trim());
+        let out = child.wait_with_output().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        assert!(out.status.success(), "auth failed: {}{rest}", String::from_utf8_lossy(&out.stderr));
+        (page, url)
+    }
+}
+
+/// The "browser": GET following redirects, returning the final page's text.
+fn browse(url: &str) -> String {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async { reqwest::get(url).await.unwrap().text().await.unwrap() })
+}
+
+fn state(v: &Value, server: &str) -> (String, String) {
+    let s = v["servers"].as_array().unwrap().iter().find(|s| s["name"] == server).unwrap();
+    (s["status"]["state"].as_str().unwrap_or("").into(), s["status"]["kind"].as_str().unwrap_or("").into())
+}
+
+#[test]
+fn log_in_call_list_and_log_out_through_the_cli() {
+    let (_server, port) = ts_oauth_server();
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    let callback_port = free_port();
+    let config = home.dir.path().join("user.json");
+    std::fs::write(
+        &config,
+        json!({"servers": {"ts": {"url": format!("http://localhost:{port}/mcp"), "oauth": {"callback_port": callback_port}}}})
+            .to_string(),
+    )
+    .unwrap();
+
+    // Before a login: the status says so, and which command to run; no browser opened.
+    let (state0, kind) = state(&home.json(&["list", "--json"]), "ts");
+    assert_eq!((state0.as_str(), kind.as_str()), ("failed", "needs_auth"));
+    let text = String::from_utf8_lossy(&home.run(&["list"]).stdout).to_string();
+    assert!(text.contains("needs auth") && text.contains("switchboard auth ts"), "{text}");
+
+    let (page, url) = home.login("ts");
+    assert!(page.contains("Logged in") && page.contains("ts"), "{page}");
+    // PKCE S256, state and the RFC 8707 resource are in the authorization URL.
+    for part in ["code_challenge_method=S256", "state=", "resource=http%3A%2F%2Flocalhost"] {
+        assert!(url.contains(part), "{part} missing from {url}");
+    }
+
+    let out = home.run(&["call", "ts/greet", r#"{"name":"Ada"}"#]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Hello, Ada"), "{out:?}");
+
+    // The store: private, and its tokens never shown.
+    let store_path = home.dir.path().join("data/auth.json");
+    assert_eq!(std::fs::metadata(&store_path).unwrap().permissions().mode() & 0o777, 0o600);
+    let stored = home.store();
+    let entry = &stored["servers"][format!("http://localhost:{port}/mcp")];
+    let token = entry["credentials"]["token_response"]["access_token"].as_str().unwrap().to_string();
+    let client_id = entry["client"]["client_id"].as_str().unwrap().to_string();
+    let listed = home.json(&["auth", "--list", "--json"]);
+    assert_eq!(listed["logins"][0]["servers"], json!(["ts"]));
+    assert_eq!(listed["logins"][0]["logged_in"], true);
+    assert!(listed["logins"][0]["expires_at"].as_u64().is_some());
+    let mut shown = String::new();
+    for args in [
+        &["auth", "--list"][..],
+        &["auth", "--list", "--json"],
+        &["list", "--json"],
+        &["get", "ts", "--json"],
+        &["-vv", "list"],
+    ] {
+        let out = home.run(args);
+        shown.push_str(&String::from_utf8_lossy(&out.stdout));
+        shown.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(!shown.contains(&token), "a token was printed");
+
+    // Logout: the tokens go, the server asks for a login again; the registered client stays
+    // and the next login reuses it (no second registration).
+    let out = home.run(&["logout", "ts"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Logged out"), "{out:?}");
+    assert_eq!(state(&home.json(&["list", "--json"]), "ts").1, "needs_auth");
+    home.login("ts");
+    let again = home.store();
+    assert_eq!(again["servers"][format!("http://localhost:{port}/mcp")]["client"]["client_id"], client_id.as_str());
+    assert_eq!(state(&home.json(&["list", "--json"]), "ts").0, "connected");
+}
+
+/// Two logins at once on the same callback port: the second says plainly that the port is
+/// taken and how to choose another (OpenCode's callback went to the wrong process instead).
+#[test]
+fn a_busy_callback_port_is_reported_with_the_option() {
+    let (_server, port) = ts_oauth_server();
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap().port();
+    std::fs::write(
+        home.dir.path().join("user.json"),
+        json!({"servers": {"ts": {"url": format!("http://localhost:{port}/mcp"), "oauth": {"callback_port": busy}}}})
+            .to_string(),
+    )
+    .unwrap();
+    let out = home.run(&["auth", "ts", "--no-browser"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&format!("port {busy}")) && err.contains("oauth.callback_port"), "{err}");
+}
+
+/// The Python peer with access tokens that live `ttl` seconds.
+fn python_oauth_server(ttl: u64) -> (Peer, u16) {
+    let port = free_port();
+    let child = Command::new(python())
+        .arg(workspace().join("tests/peers/py_oauth_server.py"))
+        .args([port.to_string(), ttl.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = Peer(child);
+    wait_listening(port, "the Python OAuth peer", Duration::from_secs(60));
+    (peer, port)
+}
+
+#[test]
+fn tokens_refresh_rotate_and_a_revoked_login_asks_for_a_new_one() {
+    let (_server, port) = python_oauth_server(3);
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    std::fs::write(
+        home.dir.path().join("user.json"),
+        json!({"servers": {"py": {"url": url, "oauth": {"callback_port": free_port()}}}}).to_string(),
+    )
+    .unwrap();
+    home.login("py");
+    let call = |tool: &str| {
+        let out = home.run(&["call", &format!("py/{tool}"), "{}"]);
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let refresh_token = || {
+        home.store()["servers"][&url]["credentials"]["token_response"]["refresh_token"].as_str().unwrap().to_string()
+    };
+    let (ok, out) = call("whoami");
+    assert!(ok && out.contains("refreshes=0"), "{out}");
+    let first = refresh_token();
+
+    // Past the access token's life: the next run refreshes it, and saves the rotated pair.
+    std::thread::sleep(Duration::from_secs(4));
+    let (ok, out) = call("whoami");
+    assert!(ok && out.contains("refreshes=1"), "{out}");
+    let second = refresh_token();
+    assert_ne!(first, second, "the rotated refresh token was not saved");
+    // And the saved one is the live one: another expiry, another refresh with it.
+    std::thread::sleep(Duration::from_secs(4));
+    let (ok, out) = call("whoami");
+    assert!(ok && out.contains("refreshes=2"), "{out}");
+
+    // Revoked: refreshing is refused (invalid_grant), and the server asks for a login again.
+    let (ok, out) = call("revoke_everything");
+    assert!(ok, "{out}");
+    let (ok, out) = call("whoami");
+    assert!(!ok && out.contains("switchboard auth py"), "{out}");
+    let listed = home.json(&["list", "--json"]);
+    assert_eq!(state(&listed, "py"), ("failed".to_string(), "needs_auth".to_string()));
+    let detail = listed["servers"][0]["status"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(detail.contains("refused"), "{detail}");
+    // A new login brings it back.
+    home.login("py");
+    let (ok, out) = call("whoami");
+    assert!(ok && out.contains("authorised"), "{out}");
+}

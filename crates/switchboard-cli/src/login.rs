@@ -36,8 +36,8 @@ fn remote(loaded: &LoadedConfig, name: &str) -> Result<(String, u16)> {
 /// `switchboard auth <server>`.
 pub async fn login(loaded: &LoadedConfig, hub: &Hub, server: &str, no_browser: bool, print_url: bool) -> Result<u8> {
     let (_, port) = remote(loaded, server)?;
-    let status = if hub.uses_client_credentials(server)? {
-        hub.login_client_credentials(server).await?
+    let status = if hub.logs_in_without_browser(server)? {
+        hub.login_without_browser(server).await?
     } else {
         browser_login(hub, server, port, no_browser, print_url).await?
     };

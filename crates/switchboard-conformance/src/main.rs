@@ -58,6 +58,16 @@ async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
             oauth[key] = json!(v);
         }
     }
+    if scenario == "auth/cross-app-access-complete-flow" {
+        // SEP-990: the identity provider and the person's ID token come in the context.
+        oauth["grant"] = json!("enterprise");
+        oauth["enterprise"] = json!({
+            "idp_issuer": context["idp_issuer"],
+            "idp_token_endpoint": context["idp_token_endpoint"],
+            "idp_client_id": context["idp_client_id"],
+            "id_token": context["idp_id_token"],
+        });
+    }
     if scenario.starts_with("auth/client-credentials") {
         oauth["grant"] = json!("client_credentials");
         if let Some(pem) = context["private_key_pem"].as_str() {
@@ -89,8 +99,8 @@ async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
 /// suite's authorization endpoints redirect at once, so the `Location` they answer with is
 /// the address the browser would come back to.
 async fn login(hub: &Hub, challenge: Option<&str>) -> anyhow::Result<()> {
-    if hub.uses_client_credentials(SERVER)? {
-        hub.login_client_credentials(SERVER).await?;
+    if hub.logs_in_without_browser(SERVER)? {
+        hub.login_without_browser(SERVER).await?;
         return Ok(());
     }
     let callback = Callback::bind(0).await?;

@@ -31,10 +31,10 @@ fn the_four_core_client_scenarios_pass() {
     }
 }
 
-/// Every `auth/*` scenario of suite 0.1.16 but `cross-app-access-complete-flow` (SEP-990
-/// enterprise-managed authorization, not built yet): discovery variants, CIMD, scope
-/// selection and step-up, token endpoint authentication, pre-registration, the 2025-03-26
-/// fallbacks, resource mismatch, offline access, client credentials (secret and JWT).
+/// Every `auth/*` scenario of suite 0.1.16: discovery variants, CIMD, scope selection and
+/// step-up, token endpoint authentication, pre-registration, the 2025-03-26 fallbacks,
+/// resource mismatch, offline access, client credentials (secret and JWT), and SEP-990
+/// enterprise-managed authorization (cross-app access).
 #[test]
 fn the_authorization_scenarios_pass() {
     for name in [
@@ -59,6 +59,7 @@ fn the_authorization_scenarios_pass() {
         "auth/offline-access-not-supported",
         "auth/client-credentials-jwt",
         "auth/client-credentials-basic",
+        "auth/cross-app-access-complete-flow",
     ] {
         scenario(name);
     }

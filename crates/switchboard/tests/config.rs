@@ -254,3 +254,58 @@ fn debug_and_serialize_never_show_values_from_variables() {
     let json = serde_json::to_value(remote).unwrap();
     assert_eq!(json["transport"]["headers"]["Authorization"], "<redacted>");
 }
+
+#[test]
+fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.json");
+    write(
+        &file,
+        r#"{"servers": {
+            "ok": {"url": "https://a.example/mcp", "oauth": {"client_id": "cid", "client_secret": "${TOKEN}",
+                   "scopes": "files:read files:write", "callback_port": 0}},
+            "ent": {"url": "https://b.example/mcp", "oauth": {"grant": "enterprise", "client_id": "c", "client_secret": "plain-secret",
+                    "enterprise": {"idp_issuer": "https://idp", "idp_token_endpoint": "https://idp/token",
+                                   "idp_client_id": "i", "id_token": "${TOKEN}"}}},
+            "unknown": {"url": "https://c.example/mcp", "oauth": {"client_idd": "x"}},
+            "orphan_secret": {"url": "https://c.example/mcp", "oauth": {"client_secret": "x"}},
+            "bad_grant": {"url": "https://c.example/mcp", "oauth": {"grant": "password"}},
+            "cc_without_secret": {"url": "https://c.example/mcp", "oauth": {"grant": "client_credentials", "client_id": "x"}},
+            "bad_cimd": {"url": "https://c.example/mcp", "oauth": {"client_metadata_url": "http://c.example/meta.json"}},
+            "bad_port": {"url": "https://c.example/mcp", "oauth": {"callback_port": 70000}},
+            "both": {"url": "https://c.example/mcp", "bearer_token_env_var": "TOKEN", "oauth": {"client_id": "x"}},
+            "stdio": {"command": "srv", "oauth": {}}
+        }}"#,
+    );
+    let loaded = config::load(&options(dir.path(), &dir.path().join("none.json"), vec![file]));
+    let ok = valid(loaded.servers.get("ok"));
+    let TransportConfig::Http(http) = &ok.transport else { panic!() };
+    assert_eq!(http.oauth.scopes, ["files:read", "files:write"]);
+    assert_eq!(http.oauth.callback_port, 0);
+    assert_eq!(http.oauth.client_secret.as_deref(), Some("s3cret"));
+    for name in ["ok", "ent"] {
+        let c = valid(loaded.servers.get(name));
+        for shown in [format!("{c:?}"), serde_json::to_string(c).unwrap()] {
+            assert!(!shown.contains("s3cret") && !shown.contains("plain-secret"), "{name}: {shown}");
+        }
+    }
+    for (name, field, words) in [
+        ("unknown", "oauth.client_idd", "unknown field"),
+        ("orphan_secret", "oauth.client_secret", "needs `client_id`"),
+        ("bad_grant", "oauth.grant", "password"),
+        ("cc_without_secret", "oauth.grant", "client_secret"),
+        ("bad_cimd", "oauth.client_metadata_url", "https"),
+        ("bad_port", "oauth.callback_port", "70000"),
+        ("both", "oauth", "bearer_token_env_var"),
+        ("stdio", "oauth", "stdio"),
+    ] {
+        let d = loaded
+            .diagnostics
+            .iter()
+            .find(|d| d.server.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no diagnostic for {name}"));
+        assert_eq!(d.field.as_deref(), Some(field), "{name}: {d:?}");
+        assert!(d.message.contains(words), "{name}: {}", d.message);
+        assert!(matches!(loaded.servers.get(name), Some(ServerEntry::Invalid(_))), "{name}");
+    }
+}

@@ -9,7 +9,6 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 

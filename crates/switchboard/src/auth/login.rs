@@ -239,8 +239,9 @@ pub(crate) async fn can_identify(http: &HttpConfig, challenge: Option<&str>) -> 
     Some(metadata.registration_endpoint.is_some() || (cimd == Some(true) && http.oauth.client_metadata_url.is_some()))
 }
 
-/// The client-credentials grant: exchanges the configured client's secret (or a JWT signed
-/// with its private key) for a token and saves it.
+/// The grants that need no browser: client credentials (the configured client's secret, or a
+/// JWT signed with its private key) and enterprise-managed authorization (an ID token from
+/// the organisation's identity provider). Gets a token and saves it.
 pub async fn client_credentials(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
     // rmcp's exchange future is not `Send` (it keeps a form serializer across an await), so
     // it runs on a runtime of its own, on a blocking thread.
@@ -250,7 +251,10 @@ pub async fn client_credentials(server: &str, http: &HttpConfig, store: &TokenSt
             .enable_all()
             .build()
             .map_err(|e| LoginError::Protocol { step: "client credentials", message: format!("no runtime: {e}") })?;
-        runtime.block_on(exchange_client_credentials(&server, &http, &store))
+        match http.oauth.grant {
+            crate::config::OAuthGrant::Enterprise => runtime.block_on(enterprise(&server, &http, &store)),
+            _ => runtime.block_on(exchange_client_credentials(&server, &http, &store)),
+        }
     };
     tokio::task::spawn_blocking(run)
         .await
@@ -263,6 +267,53 @@ async fn exchange_client_credentials(server: &str, http: &HttpConfig, store: &To
     let config = credentials_config(&http.oauth, &http.url)?;
     manager.configure_client_credentials(&config).map_err(protocol("client credentials"))?;
     manager.exchange_client_credentials(&config).await.map_err(protocol("client credentials"))?;
+    Ok(())
+}
+
+/// SEP-990: the ID token is exchanged at the identity provider for an ID-JAG (RFC 8693),
+/// which the server's authorization server exchanges for an access token (RFC 7523
+/// jwt-bearer, authenticated as the configured client).
+async fn enterprise(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
+    use oauth2::ClientSecret;
+    use rmcp::transport::auth::enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest};
+    let step = "enterprise authorization";
+    let fail = |message: String| LoginError::Protocol { step, message };
+    let (Some(idp), Some(client_id)) = (&http.oauth.enterprise, &http.oauth.client_id) else {
+        return Err(fail("`oauth.enterprise` and `oauth.client_id` are needed".into()));
+    };
+    let manager = manager(server, http, store).await?;
+    let metadata = discover(&manager, http, None).await?;
+    let issuer = metadata.issuer.clone().ok_or_else(|| fail("the authorization server names no issuer".into()))?;
+    let mut idp_server = EmaAuthorizationServer::new(&idp.idp_issuer, &idp.idp_token_endpoint, &idp.idp_client_id);
+    if let Some(secret) = &idp.idp_client_secret {
+        idp_server = idp_server
+            .with_client_authentication(EmaClientAuthentication::ClientSecretBasic(ClientSecret::new(secret.clone())));
+    }
+    let mut resource_as = EmaAuthorizationServer::new(&issuer, &metadata.token_endpoint, client_id);
+    if let Some(secret) = &http.oauth.client_secret {
+        resource_as = resource_as
+            .with_client_authentication(EmaClientAuthentication::ClientSecretBasic(ClientSecret::new(secret.clone())));
+    }
+    let client = rmcp::transport::auth::default_oauth_http_client().map_err(|e| fail(e.to_string()))?;
+    let token = EmaExchangeRequest::new_with_id_token(idp_server, resource_as, &http.url, &idp.id_token)
+        .with_scopes(http.oauth.scopes.clone())
+        .exchange(&client, &client)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    // Stored as rmcp stores any token, so the connection reads it the same way.
+    let mut scopes: Vec<String> = token.scopes.iter().cloned().collect();
+    scopes.sort();
+    let response = serde_json::json!({
+        "access_token": token.access_token.secret(),
+        "token_type": "bearer",
+        "expires_in": token.expires_in.map(|d| d.as_secs()),
+        "scope": (!scopes.is_empty()).then(|| scopes.join(" ")),
+    });
+    let response = serde_json::from_value(response).map_err(|e| fail(format!("the token response: {e}")))?;
+    let credentials =
+        rmcp::transport::auth::StoredCredentials::new(client_id.clone(), Some(response), scopes, Some(now()))
+            .with_issuer(Some(issuer));
+    store.update(&http.url, server, |e| e.credentials = Some(credentials))?;
     Ok(())
 }
 
@@ -312,8 +363,18 @@ pub(crate) async fn connection_manager(
     });
     let has_tokens = entry.as_ref().is_some_and(|e| e.credentials.as_ref().is_some_and(|c| c.token_response.is_some()));
     let machine = http.oauth.grant == crate::config::OAuthGrant::ClientCredentials;
-    if !has_tokens && !machine {
+    let enterprise = http.oauth.grant == crate::config::OAuthGrant::Enterprise;
+    if !has_tokens && !machine && !enterprise {
         return Ok(None);
+    }
+    if enterprise {
+        // No refresh in this grant: a token that is missing or expiring is exchanged anew.
+        let mut manager = manager(server, http, store).await?;
+        manager.set_metadata(discover(&manager, http, None).await?);
+        if !has_tokens || manager.get_access_token().await.is_err() {
+            client_credentials(server, http, store).await?;
+        }
+        return Ok(Some(manager));
     }
     if machine {
         let mut manager = manager(server, http, store).await?;

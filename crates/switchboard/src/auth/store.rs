@@ -82,6 +82,10 @@ pub struct Entry {
     /// The tokens (rmcp's record: token response, granted scopes, when received, issuer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<StoredCredentials>,
+    /// The `WWW-Authenticate` challenge of the last request the server refused for want of a
+    /// scope (a 403 `insufficient_scope`): the next login asks for what it names (step-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub challenge: Option<String>,
     /// Last change (Unix seconds).
     #[serde(default)]
     pub updated_at: u64,

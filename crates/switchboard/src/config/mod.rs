@@ -22,7 +22,7 @@ use serde::Serialize;
 
 pub use discover::{FileLook, LoadOptions, load};
 pub use edit::{EditError, NewServer, remove_server, set_enabled, write_server};
-pub use oauth::{DEFAULT_CALLBACK_PORT, OAuthConfig, OAuthGrant};
+pub use oauth::{DEFAULT_CALLBACK_PORT, EnterpriseConfig, OAuthConfig, OAuthGrant};
 
 /// Default time a server has to start: spawn, `initialize`, and first listings.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(30_000);

@@ -34,6 +34,44 @@ pub enum OAuthGrant {
     AuthorizationCode,
     /// Machine to machine: the client's own credentials (secret or signed JWT), no browser.
     ClientCredentials,
+    /// Enterprise-managed authorization (SEP-990): an ID token from the organisation's
+    /// identity provider is exchanged there for an identity assertion (ID-JAG), which the
+    /// server's authorization server exchanges for an access token. No browser.
+    Enterprise,
+}
+
+/// The identity provider of an `enterprise` grant (`oauth.enterprise`).
+#[derive(Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct EnterpriseConfig {
+    /// The identity provider's issuer.
+    pub idp_issuer: String,
+    /// Its token endpoint (RFC 8693 token exchange).
+    pub idp_token_endpoint: String,
+    /// switchboard's client id there.
+    pub idp_client_id: String,
+    /// Its secret there, for a confidential client. Never printed.
+    #[serde(serialize_with = "ser_secret")]
+    pub idp_client_secret: Option<String>,
+    /// The person's ID token from that provider (usually `${VAR}`). Never printed.
+    #[serde(serialize_with = "ser_secret_str")]
+    pub id_token: String,
+}
+
+impl std::fmt::Debug for EnterpriseConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnterpriseConfig")
+            .field("idp_issuer", &self.idp_issuer)
+            .field("idp_token_endpoint", &self.idp_token_endpoint)
+            .field("idp_client_id", &self.idp_client_id)
+            .field("idp_client_secret", &self.idp_client_secret.as_ref().map(|_| super::REDACTED))
+            .field("id_token", &super::REDACTED)
+            .finish()
+    }
+}
+
+fn ser_secret_str<S: serde::Serializer>(_: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(super::REDACTED)
 }
 
 /// A server's `oauth` block.
@@ -58,6 +96,8 @@ pub struct OAuthConfig {
     pub private_key_file: Option<PathBuf>,
     /// The JWT signing algorithm for that key (default `ES256`).
     pub signing_algorithm: Option<String>,
+    /// The identity provider of the `enterprise` grant.
+    pub enterprise: Option<Box<EnterpriseConfig>>,
 }
 
 impl Default for OAuthConfig {
@@ -71,6 +111,7 @@ impl Default for OAuthConfig {
             grant: OAuthGrant::AuthorizationCode,
             private_key_file: None,
             signing_algorithm: None,
+            enterprise: None,
         }
     }
 }
@@ -86,6 +127,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("grant", &self.grant)
             .field("private_key_file", &self.private_key_file)
             .field("signing_algorithm", &self.signing_algorithm)
+            .field("enterprise", &self.enterprise)
             .finish()
     }
 }
@@ -124,6 +166,36 @@ pub(crate) fn parse(
     let grant = string(&mut obj, "grant")?;
     let private_key_file = string(&mut obj, "private_key_file")?;
     let signing_algorithm = string(&mut obj, "signing_algorithm")?;
+    let enterprise = match obj.remove("enterprise") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(mut e)) => {
+            let mut field = |key: &str| -> Result<Option<String>, FieldError> {
+                match e.remove(key) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(Value::String(s)) => expand(&format!("oauth.enterprise.{key}"), &s).map(Some),
+                    Some(_) => fail(&format!("enterprise.{key}"), "must be a string"),
+                }
+            };
+            let need = |v: Option<String>, key: &str| {
+                v.ok_or_else(|| (Some(format!("oauth.enterprise.{key}")), "is required".to_string()))
+            };
+            let config = EnterpriseConfig {
+                idp_issuer: need(field("idp_issuer")?, "idp_issuer")?,
+                idp_token_endpoint: need(field("idp_token_endpoint")?, "idp_token_endpoint")?,
+                idp_client_id: need(field("idp_client_id")?, "idp_client_id")?,
+                idp_client_secret: field("idp_client_secret")?,
+                id_token: need(field("id_token")?, "id_token")?,
+            };
+            if let Some((key, _)) = e.into_iter().next() {
+                return fail(
+                    &format!("enterprise.{key}"),
+                    "unknown field (known: idp_issuer, idp_token_endpoint, idp_client_id, idp_client_secret, id_token)",
+                );
+            }
+            Some(Box::new(config))
+        }
+        Some(_) => return fail("enterprise", "must be an object"),
+    };
     let scopes = match obj.remove("scopes") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
@@ -148,14 +220,18 @@ pub(crate) fn parse(
         return fail(
             &key,
             "unknown field (known: client_id, client_secret, client_metadata_url, scopes, callback_port, grant, \
-             private_key_file, signing_algorithm)",
+             private_key_file, signing_algorithm, enterprise)",
         );
     }
     let grant = match grant.as_deref() {
         None | Some("authorization_code") => OAuthGrant::AuthorizationCode,
         Some("client_credentials") => OAuthGrant::ClientCredentials,
+        Some("enterprise") => OAuthGrant::Enterprise,
         Some(other) => {
-            return fail("grant", format!("unknown grant `{other}`: use authorization_code or client_credentials"));
+            return fail(
+                "grant",
+                format!("unknown grant `{other}`: use authorization_code, client_credentials or enterprise"),
+            );
         }
     };
     if client_secret.is_some() && client_id.is_none() {
@@ -177,6 +253,19 @@ pub(crate) fn parse(
     } else if private_key_file.is_some() {
         return fail("private_key_file", "applies to `grant: client_credentials` only");
     }
+    match (grant, &enterprise) {
+        (OAuthGrant::Enterprise, None) => {
+            return fail("enterprise", "`grant: enterprise` needs the `enterprise` block");
+        }
+        (OAuthGrant::Enterprise, Some(_)) if client_id.is_none() => {
+            return fail(
+                "client_id",
+                "`grant: enterprise` needs the client registered with the server's authorization server",
+            );
+        }
+        (OAuthGrant::Enterprise, _) | (_, None) => {}
+        (_, Some(_)) => return fail("enterprise", "applies to `grant: enterprise` only"),
+    }
     if let Some(alg) = &signing_algorithm
         && !["ES256", "ES384", "RS256", "RS384", "RS512"].contains(&alg.as_str())
     {
@@ -191,5 +280,6 @@ pub(crate) fn parse(
         grant,
         private_key_file: private_key_file.map(|p| crate::paths::expand_home(&p)),
         signing_algorithm,
+        enterprise,
     })
 }

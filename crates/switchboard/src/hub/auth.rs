@@ -30,19 +30,25 @@ impl Hub {
         }
     }
 
-    /// Whether a server logs in without a browser (`oauth.grant: client_credentials`).
-    pub fn uses_client_credentials(&self, server: &str) -> Result<bool, Error> {
-        Ok(self.http_config(server)?.oauth.grant == OAuthGrant::ClientCredentials)
+    /// Whether a server logs in without a browser (`oauth.grant: client_credentials` or
+    /// `enterprise`): then [`Hub::login_without_browser`], else [`Hub::begin_login`].
+    pub fn logs_in_without_browser(&self, server: &str) -> Result<bool, Error> {
+        Ok(self.http_config(server)?.oauth.grant != OAuthGrant::AuthorizationCode)
     }
 
     /// Starts a browser login for a server; the browser must come back to `redirect_uri`
     /// (a [`Callback`](crate::auth::Callback)'s, or this process's own HTTP route). Discovery
     /// starts from the challenge of the server's last 401, when there was one.
     pub async fn begin_login(&self, server: &str, redirect_uri: &str) -> Result<Login, Error> {
-        let challenge = match self.status(server) {
+        // The last refusal a request met (a 403 naming the scope a tool needs), else the 401
+        // that failed the start-up.
+        let refused = self.inner.slot(server)?.state().auth_challenge.clone();
+        let http = self.http_config(server)?;
+        let remembered = self.token_store().entry(&http.url).ok().flatten().and_then(|e| e.challenge);
+        let challenge = refused.or(remembered).or_else(|| match self.status(server) {
             Some(ServerStatus::Failed { auth_challenge, .. }) => auth_challenge,
             _ => None,
-        };
+        });
         self.begin_login_with(server, redirect_uri, challenge.as_deref()).await
     }
 
@@ -71,8 +77,9 @@ impl Hub {
         self.reconnect_status(&server).await
     }
 
-    /// Gets a token with the client-credentials grant (no browser), then reconnects.
-    pub async fn login_client_credentials(&self, server: &str) -> Result<ServerStatus, Error> {
+    /// Gets a token with a grant that needs no browser (client credentials, enterprise), then
+    /// reconnects.
+    pub async fn login_without_browser(&self, server: &str) -> Result<ServerStatus, Error> {
         let http = self.http_config(server)?;
         crate::auth::client_credentials(server, &http, &self.token_store())
             .await
@@ -104,6 +111,24 @@ impl Hub {
             .collect();
         crate::auth::list_logins(&self.token_store(), &servers)
             .map_err(|e| Error::Auth { server: String::new(), message: e.to_string() })
+    }
+
+    /// Keeps a scope refusal (403 `insufficient_scope`) a request met, for the next login,
+    /// which may run in another process (`switchboard auth` after a failed `switchboard call`).
+    pub(crate) async fn remember_refusal(&self, server: &str, challenge: &str) {
+        let Ok(http) = self.http_config(server) else { return };
+        let (store, name, challenge) = (self.token_store(), server.to_string(), challenge.to_string());
+        let saved = tokio::task::spawn_blocking(move || {
+            store.update(&http.url, &name, |e| {
+                if e.credentials.is_some() {
+                    e.challenge = Some(challenge);
+                }
+            })
+        })
+        .await;
+        if let Ok(Err(e)) = saved {
+            tracing::warn!(server, "could not keep the scope the server asked for: {e}");
+        }
     }
 
     /// Reconnects a server after its tokens changed; its status afterwards says how it went.

@@ -117,8 +117,18 @@ impl Hub {
         let raw = loop {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let progress = options.progress.clone();
-            let result =
-                send(&self.inner, &slot, &conn, request, limits, progress, options.cancel.clone(), &what).await?;
+            let sent = send(&self.inner, &slot, &conn, request, limits, progress, options.cancel.clone(), &what).await;
+            let result = match sent {
+                Ok(r) => r,
+                Err(e) => {
+                    if let Error::AuthRequired { challenge: Some(c), .. } = &e
+                        && c.contains("insufficient_scope")
+                    {
+                        self.remember_refusal(&slot.name, c).await;
+                    }
+                    return Err(e);
+                }
+            };
             match result {
                 ServerResult::CallToolResult(r) => break r,
                 ServerResult::InputRequiredResult(asked) => {
@@ -442,6 +452,7 @@ async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, what: &str) 
         } else {
             format!("refused `{what}`: it needs a login (HTTP 401); run `switchboard auth {}`", slot.name)
         };
+        slot.state().auth_challenge = Some(challenge.to_string());
         return Error::AuthRequired { server: slot.name.clone(), message, challenge: Some(challenge.to_string()) };
     }
     match e {

@@ -137,6 +137,9 @@ struct SlotState {
     conn: Option<Arc<Connection>>,
     lists: Arc<ServerLists>,
     applied: HashMap<ListChange, u64>,
+    /// The `WWW-Authenticate` challenge of the last request refused for want of a login or a
+    /// scope: the next login starts from it (step-up asks for the scopes it names).
+    auth_challenge: Option<String>,
 }
 
 struct Slot {
@@ -233,7 +236,13 @@ impl Hub {
                     name: name.clone(),
                     entry: entry.clone(),
                     filter,
-                    state: Mutex::new(SlotState { status, conn: None, lists: Arc::default(), applied: HashMap::new() }),
+                    state: Mutex::new(SlotState {
+                        status,
+                        conn: None,
+                        lists: Arc::default(),
+                        applied: HashMap::new(),
+                        auth_challenge: None,
+                    }),
                     connect_lock: tokio::sync::Mutex::new(()),
                     epoch: AtomicU64::new(0),
                     list_seq: AtomicU64::new(0),

@@ -3,7 +3,8 @@ switchboard's OAuth tests: dynamic registration, PKCE, an authorize endpoint tha
 once (an HTTP client following redirects plays the browser), short-lived access tokens and
 refresh tokens that rotate on every use (a used one is refused with `invalid_grant`).
 
-`python py_oauth_server.py PORT TTL_SECONDS` serves http://127.0.0.1:PORT/mcp.
+`python py_oauth_server.py PORT TTL_SECONDS [--no-registration]` serves http://127.0.0.1:PORT/mcp;
+`--no-registration` leaves dynamic client registration off (clients must be pre-registered).
 """
 import secrets
 import sys
@@ -23,6 +24,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 PORT = int(sys.argv[1])
 TTL = int(sys.argv[2])
+REGISTRATION = "--no-registration" not in sys.argv
 BASE = f"http://127.0.0.1:{PORT}"
 
 
@@ -98,7 +100,9 @@ mcp = MCPServer(
     auth=AuthSettings(
         issuer_url=BASE,
         resource_server_url=f"{BASE}/mcp",
-        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp"], default_scopes=["mcp"]),
+        client_registration_options=ClientRegistrationOptions(
+            enabled=REGISTRATION, valid_scopes=["mcp"], default_scopes=["mcp"]
+        ),
         revocation_options=RevocationOptions(enabled=True),
         required_scopes=["mcp"],
     ),

@@ -7,6 +7,7 @@
 mod ask;
 mod commands;
 mod login;
+mod manage;
 mod render;
 
 use std::path::PathBuf;

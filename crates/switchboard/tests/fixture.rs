@@ -250,7 +250,10 @@ async fn start_failures_are_classified_and_do_not_hold_up_others() {
     assert!(msg.contains("SWITCHBOARD_TEST_SURELY_UNSET_VAR"), "{msg}");
     // A tool of a server that failed: the error says why the server is not there.
     let err = hub.call_tool("mcp__dies__echo", None, CallOptions::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::NotConnected { server, reason } if server == "dies" && reason.contains("exit")), "{err:?}");
+    assert!(
+        matches!(&err, Error::NotConnected { server, reason } if server == "dies" && reason.contains("exit")),
+        "{err:?}"
+    );
     let err = hub.call_tool("mcp__nobody__echo", None, CallOptions::new()).await.unwrap_err();
     assert!(matches!(err, Error::UnknownTool { .. }), "{err:?}");
     hub.shutdown().await;

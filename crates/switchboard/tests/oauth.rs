@@ -183,12 +183,13 @@ fn a_busy_callback_port_is_reported_with_the_option() {
     assert!(err.contains(&format!("port {busy}")) && err.contains("oauth.callback_port"), "{err}");
 }
 
-/// The Python peer with access tokens that live `ttl` seconds.
-fn python_oauth_server(ttl: u64) -> (Peer, u16) {
+/// The Python peer with access tokens that live `ttl` seconds (and `extra` flags).
+fn python_oauth_server(ttl: u64, extra: &[&str]) -> (Peer, u16) {
     let port = free_port();
     let child = Command::new(python())
         .arg(workspace().join("tests/peers/py_oauth_server.py"))
         .args([port.to_string(), ttl.to_string()])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -200,7 +201,7 @@ fn python_oauth_server(ttl: u64) -> (Peer, u16) {
 
 #[test]
 fn tokens_refresh_rotate_and_a_revoked_login_asks_for_a_new_one() {
-    let (_server, port) = python_oauth_server(3);
+    let (_server, port) = python_oauth_server(3, &[]);
     let home = Home { dir: tempfile::tempdir().unwrap() };
     let url = format!("http://127.0.0.1:{port}/mcp");
     std::fs::write(
@@ -247,4 +248,77 @@ fn tokens_refresh_rotate_and_a_revoked_login_asks_for_a_new_one() {
     home.login("py");
     let (ok, out) = call("whoami");
     assert!(ok && out.contains("authorised"), "{out}");
+}
+
+/// Over SSH the browser is elsewhere: `--no-browser` prints the URL, and the address the
+/// browser ended on is pasted back on the terminal.
+#[test]
+fn a_login_finishes_with_the_address_pasted_back() {
+    let (_server, port) = python_oauth_server(3600, &[]);
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    std::fs::write(
+        home.dir.path().join("user.json"),
+        // A callback port nobody listens on after the login: the browser "elsewhere" cannot reach it.
+        json!({"servers": {"py": {"url": format!("http://127.0.0.1:{port}/mcp"), "oauth": {"callback_port": free_port()}}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut child = home
+        .sb()
+        .args(["auth", "py", "--no-browser"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let url = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no URL printed");
+        if line.trim().starts_with("http") {
+            break line.trim().to_string();
+        }
+    };
+    // The browser on the other machine: the authorization server redirects to the loopback
+    // address, which that machine cannot open; the person copies it from the address bar.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let location = runtime.block_on(async {
+        let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let answer = browser.get(&url).send().await.unwrap();
+        answer.headers()[reqwest::header::LOCATION].to_str().unwrap().to_string()
+    });
+    assert!(location.contains("/oauth/callback?"), "{location}");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "not the address").unwrap();
+        writeln!(stdin, "{location}").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(out.status.success(), "{rest}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Logged in to `py`"), "{out:?}");
+    assert!(rest.contains("That is not the address"), "{rest}");
+    assert_eq!(state(&home.json(&["list", "--json"]), "py").0, "connected");
+}
+
+/// An authorization server that offers no registration, and no client id configured: the
+/// status says what to do instead of sending the person to a login that cannot work.
+#[test]
+fn no_registration_and_no_client_id_is_its_own_status() {
+    let (_server, port) = python_oauth_server(3600, &["--no-registration"]);
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    std::fs::write(
+        home.dir.path().join("user.json"),
+        json!({"servers": {"py": {"url": format!("http://127.0.0.1:{port}/mcp")}}}).to_string(),
+    )
+    .unwrap();
+    let listed = home.json(&["list", "--json"]);
+    assert_eq!(state(&listed, "py"), ("failed".to_string(), "needs_client_registration".to_string()));
+    let message = listed["servers"][0]["status"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("oauth.client_id"), "{message}");
+    let out = home.run(&["auth", "py", "--no-browser"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("oauth.client_id"), "{err}");
 }

@@ -322,3 +322,46 @@ fn no_registration_and_no_client_id_is_its_own_status() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("oauth.client_id"), "{err}");
 }
+
+/// The callback is checked before any code is spent: a `state` from another login, an `iss`
+/// naming another authorization server (RFC 9207), or an error from the authorization page
+/// each fail the login with a plain reason, and the real callback still works after.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_callback_that_is_not_this_logins_is_refused() {
+    let (_server, port) = python_oauth_server(3600, &[]);
+    let env = common::TestEnv::new();
+    let hub = env.hub(&json!({"servers": {"py": {"url": format!("http://127.0.0.1:{port}/mcp")}}})).await;
+    let redirect = format!("http://127.0.0.1:{}/oauth/callback", free_port());
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    async fn attempt(
+        hub: &switchboard::Hub,
+        browser: &reqwest::Client,
+        redirect: &str,
+        tamper: fn(&str) -> String,
+    ) -> Result<switchboard::status::ServerStatus, switchboard::Error> {
+        let login = hub.begin_login("py", redirect).await.unwrap();
+        let answer = browser.get(login.authorization_url()).send().await.unwrap();
+        let location = answer.headers()[reqwest::header::LOCATION].to_str().unwrap().to_string();
+        hub.finish_login(login, &tamper(&location)).await
+    }
+    let attempt = |tamper: fn(&str) -> String| attempt(&hub, &browser, &redirect, tamper);
+    fn other_state(l: &str) -> String {
+        let (head, state) = l.split_once("state=").unwrap();
+        let rest = state.split_once('&').map(|(_, r)| format!("&{r}")).unwrap_or_default();
+        format!("{head}state=someone-elses{rest}")
+    }
+    let err = attempt(other_state).await.unwrap_err().to_string();
+    assert!(err.contains("does not belong to this login"), "{err}");
+    let err = attempt(|l: &str| format!("{l}&iss=https%3A%2F%2Fevil.example")).await.unwrap_err().to_string();
+    assert!(err.contains("issuer mismatch") && err.contains("evil.example"), "{err}");
+    let err = attempt(|l: &str| {
+        format!("{}?error=access_denied&error_description=no%20thanks", l.split('?').next().unwrap())
+    })
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("refused") && err.contains("access_denied") && err.contains("no thanks"), "{err}");
+    let status = attempt(|l: &str| l.to_string()).await.unwrap();
+    assert_eq!(status.state(), "connected");
+    hub.shutdown().await;
+}

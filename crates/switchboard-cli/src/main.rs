@@ -229,6 +229,12 @@ fn init_logs(verbose: u8) {
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // rmcp logs the OAuth authorization code at debug level: its auth module stays at info,
+    // whatever the verbosity (no code, token, verifier or secret in logs).
+    let filter = match "rmcp::transport::auth=info".parse() {
+        Ok(cap) => filter.add_directive(cap),
+        Err(_) => filter,
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

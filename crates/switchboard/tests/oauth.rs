@@ -265,7 +265,7 @@ fn a_login_finishes_with_the_address_pasted_back() {
     .unwrap();
     let mut child = home
         .sb()
-        .args(["auth", "py", "--no-browser"])
+        .args(["-vv", "auth", "py", "--no-browser"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -300,6 +300,9 @@ fn a_login_finishes_with_the_address_pasted_back() {
     assert!(out.status.success(), "{rest}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("Logged in to `py`"), "{out:?}");
     assert!(rest.contains("That is not the address"), "{rest}");
+    // Even with debug logs, the authorization code is not written anywhere.
+    let code = location.split("code=").nth(1).unwrap().split('&').next().unwrap();
+    assert!(!rest.contains(code), "the authorization code was logged");
     assert_eq!(state(&home.json(&["list", "--json"]), "py").0, "connected");
 }
 

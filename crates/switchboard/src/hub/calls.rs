@@ -174,28 +174,15 @@ impl Hub {
 
     /// Reads a resource from a server.
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, Error> {
-        let slot = self.inner.slot(server)?.clone();
-        let conn = ensure_connected(&self.inner, &slot).await?;
-        let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
         let what = format!("resources/read {uri}");
-        let mut params = ReadResourceRequestParams::new(uri);
-        let (mut round, mut state_only) = (0, 0);
-        loop {
-            let asked = match tokio::time::timeout(timeout, conn.peer.read_resource_once(params.clone())).await {
-                Ok(Ok(ReadResourceResponse::Complete(r))) => return Ok(r),
-                Ok(Ok(ReadResourceResponse::InputRequired(asked))) => asked,
-                Ok(Ok(_)) => {
-                    return Err(Error::Protocol {
-                        server: server.into(),
-                        message: format!("{what}: unexpected result type"),
-                    });
-                }
-                Ok(Err(e)) => return Err(Box::pin(map_error(&slot, &conn, e, &what)).await),
-                Err(_) => return Err(Error::Timeout { server: server.into(), what, after: timeout }),
-            };
-            (params.input_responses, params.request_state) =
-                next_round(&slot, &conn, asked, &mut round, &mut state_only, &what).await?;
-        }
+        self.with_rounds(server, what, ReadResourceRequestParams::new(uri), |peer, params| async move {
+            Ok(match peer.read_resource_once(params).await? {
+                ReadResourceResponse::Complete(r) => Some(Ok(r)),
+                ReadResourceResponse::InputRequired(asked) => Some(Err(asked)),
+                _ => None,
+            })
+        })
+        .await
     }
 
     /// Gets a prompt from a server.
@@ -205,31 +192,63 @@ impl Hub {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<GetPromptResult, Error> {
-        let slot = self.inner.slot(server)?.clone();
-        let conn = ensure_connected(&self.inner, &slot).await?;
-        let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
         let mut params = GetPromptRequestParams::new(name);
         if let Some(args) = arguments {
             params = params.with_arguments(args);
         }
-        let what = format!("prompts/get {name}");
+        self.with_rounds(server, format!("prompts/get {name}"), params, |peer, params| async move {
+            Ok(match peer.get_prompt_once(params).await? {
+                GetPromptResponse::Complete(r) => Some(Ok(r)),
+                GetPromptResponse::InputRequired(asked) => Some(Err(asked)),
+                _ => None,
+            })
+        })
+        .await
+    }
+
+    /// Sends a request (`once`: one round; `Ok(None)` for a result of another kind) under the
+    /// server's timeout, answering `input_required` rounds (2026-07-28) until the result.
+    async fn with_rounds<P, R, F, Fut>(&self, server: &str, what: String, mut params: P, once: F) -> Result<R, Error>
+    where
+        P: Clone + Rounds,
+        F: Fn(rmcp::service::Peer<rmcp::service::RoleClient>, P) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<Result<R, InputRequiredResult>>, ServiceError>>,
+    {
+        let slot = self.inner.slot(server)?.clone();
+        let conn = ensure_connected(&self.inner, &slot).await?;
+        let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
         let (mut round, mut state_only) = (0, 0);
         loop {
-            let asked = match tokio::time::timeout(timeout, conn.peer.get_prompt_once(params.clone())).await {
-                Ok(Ok(GetPromptResponse::Complete(r))) => return Ok(r),
-                Ok(Ok(GetPromptResponse::InputRequired(asked))) => asked,
-                Ok(Ok(_)) => {
-                    return Err(Error::Protocol {
-                        server: server.into(),
-                        message: format!("{what}: unexpected result type"),
-                    });
+            let asked = match tokio::time::timeout(timeout, once(conn.peer.clone(), params.clone())).await {
+                Ok(Ok(Some(Ok(result)))) => return Ok(result),
+                Ok(Ok(Some(Err(asked)))) => asked,
+                Ok(Ok(None)) => {
+                    let message = format!("{what}: unexpected result type");
+                    return Err(Error::Protocol { server: server.into(), message });
                 }
                 Ok(Err(e)) => return Err(Box::pin(map_error(&slot, &conn, e, &what)).await),
                 Err(_) => return Err(Error::Timeout { server: server.into(), what, after: timeout }),
             };
-            (params.input_responses, params.request_state) =
-                next_round(&slot, &conn, asked, &mut round, &mut state_only, &what).await?;
+            let retry = next_round(&slot, &conn, asked, &mut round, &mut state_only, &what).await?;
+            params.answer(retry);
         }
+    }
+}
+
+/// Request parameters that carry the answers of an `input_required` round.
+trait Rounds {
+    fn answer(&mut self, retry: crate::connection::InputRetry);
+}
+
+impl Rounds for ReadResourceRequestParams {
+    fn answer(&mut self, (responses, state): crate::connection::InputRetry) {
+        (self.input_responses, self.request_state) = (responses, state);
+    }
+}
+
+impl Rounds for GetPromptRequestParams {
+    fn answer(&mut self, (responses, state): crate::connection::InputRetry) {
+        (self.input_responses, self.request_state) = (responses, state);
     }
 }
 

@@ -9,6 +9,7 @@ mod commands;
 mod login;
 mod manage;
 mod render;
+mod serve;
 
 use std::path::PathBuf;
 
@@ -183,6 +184,19 @@ pub enum Command {
         /// Machine-readable output (with `--list`).
         #[arg(long, requires = "list")]
         json: bool,
+    },
+    /// Serve the hub over HTTP on loopback: a JSON API with live events and its OpenAPI
+    /// description (`/api/openapi.json`).
+    Serve {
+        /// The port (0: any free one; the chosen one is printed and written to the data folder).
+        #[arg(long, default_value_t = switchboard_server::DEFAULT_PORT)]
+        port: u16,
+        /// The address to bind.
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+        /// Allow a non-loopback `--bind` (the API then answers the network; the token still guards it).
+        #[arg(long)]
+        allow_remote: bool,
     },
     /// Forget a remote server's tokens.
     Logout {

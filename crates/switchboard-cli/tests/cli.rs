@@ -310,3 +310,77 @@ fn a_server_asking_for_input_gets_the_person_on_a_terminal_and_a_decline_elsewhe
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(!said.contains("accept"), "{said}");
 }
+
+/// `switchboard serve`: answers on loopback with the token from the data folder, refuses
+/// without it, and on SIGTERM closes every server (no process left behind).
+#[test]
+fn serve_answers_with_the_token_and_sigterm_ends_every_server() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let home = tempfile::tempdir().unwrap();
+    let cfg = demo_config(home.path());
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut guard = KillOnDrop(
+        sb(home.path(), home.path())
+            .args(["--config", cfg.to_str().unwrap(), "serve", "--port", "0"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut guard.0;
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let addr = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
+        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on http://") {
+            break rest.to_string();
+        }
+    };
+    let token = std::fs::read_to_string(home.path().join("data/serve-token")).unwrap().trim().to_string();
+    let get = |auth: Option<&str>| {
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        let auth = auth.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        write!(stream, "GET /api/servers HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    // The API answers at once; the server connects in the background.
+    let started = std::time::Instant::now();
+    let response = loop {
+        let response = get(Some(&token));
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        if response.contains("\"state\":\"connected\"") || started.elapsed() > Duration::from_secs(20) {
+            break response;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(response.contains("\"demo\"") && response.contains("\"state\":\"connected\""), "{response}");
+    assert!(get(None).starts_with("HTTP/1.1 401"));
+    // The fixture server is a child of serve (of whichever of its threads spawned it).
+    let servers: Vec<i32> = std::fs::read_dir(format!("/proc/{}/task", child.id()))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("children")).ok())
+        .flat_map(|c| c.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<i32>>())
+        .collect();
+    assert!(!servers.is_empty(), "no server process under serve");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    for pid in servers {
+        let gone = (0..50).any(|_| {
+            let dead = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
+            if !dead {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            dead
+        });
+        assert!(gone, "server process {pid} left behind");
+    }
+}

@@ -45,3 +45,9 @@ pub use connection::handler::Progress;
 pub use error::Error;
 pub use hub::{CallOptions, Hub, HubOptions, ServerInfo, ToolOutput};
 pub use paths::Paths;
+
+/// Writes a file whole (a temporary file renamed over it) with mode 0600, creating its folder:
+/// for secrets.
+pub fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    fsutil::write_atomic(path, bytes, Some(0o600))
+}

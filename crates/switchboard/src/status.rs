@@ -96,6 +96,9 @@ pub enum ServerStatus {
         /// The last lines the server wrote on stderr.
         stderr_tail: Vec<String>,
     },
+    /// Disconnected on request ([`Hub::disconnect`](crate::Hub::disconnect)); it stays so
+    /// until connected again.
+    Stopped,
 }
 
 impl ServerStatus {
@@ -108,6 +111,7 @@ impl ServerStatus {
             ServerStatus::Connected { .. } => "connected",
             ServerStatus::Failed { .. } => "failed",
             ServerStatus::Disconnected { .. } => "disconnected",
+            ServerStatus::Stopped => "stopped",
         }
     }
 
@@ -126,6 +130,7 @@ impl ServerStatus {
                 (None, Some(s)) => format!("killed by signal {s}; reconnects on next call"),
                 _ => "disconnected; reconnects on next call".into(),
             },
+            ServerStatus::Stopped => "disconnected on request; connect it to use it again".into(),
         }
     }
 }

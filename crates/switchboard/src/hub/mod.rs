@@ -334,6 +334,32 @@ impl Hub {
             .map_err(|f| Error::NotConnected { server: name.into(), reason: f.message })
     }
 
+    /// Closes a server's connection (and ends its process tree) and keeps it closed: its
+    /// status is `stopped` and calls fail until [`Hub::connect`] or [`Hub::reconnect`].
+    pub async fn disconnect(&self, name: &str) -> Result<(), Error> {
+        let slot = self.inner.slot(name)?.clone();
+        let _guard = slot.connect_lock.lock().await;
+        let conn = slot.state().conn.take();
+        if let Some(conn) = conn {
+            conn.close().await;
+        }
+        if slot.config().is_some() {
+            self.inner.set_status(&slot, ServerStatus::Stopped);
+        }
+        Ok(())
+    }
+
+    /// Connects a server that is not connected (stopped, disconnected, failed); a connected
+    /// one is left as it is. Returns its status afterwards.
+    pub async fn connect(&self, name: &str) -> Result<ServerStatus, Error> {
+        let slot = self.inner.slot(name)?.clone();
+        if slot.config().is_none() {
+            return Err(Error::NotConnected { server: name.into(), reason: slot.state().status.summary() });
+        }
+        let _ = connect(&self.inner, &slot).await;
+        Ok(slot.state().status.clone())
+    }
+
     /// Closes every server in parallel and ends their process trees. Returns within about
     /// 2 s even when servers ignore signals.
     pub async fn shutdown(&self) {

@@ -1,0 +1,423 @@
+//! The `/api` routes. Each handler is annotated for the OpenAPI description, which is built
+//! from these annotations (`GET /api/openapi.json`), not kept by hand.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use switchboard::catalog::export::{ToolFormat, tools_json};
+use switchboard::{CallOptions, Hub, ServerInfo};
+use tokio_util::sync::CancellationToken;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, ErrorBody};
+use crate::events::{EventLog, async_stream};
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The hub.
+    pub hub: Hub,
+    /// Its events, numbered.
+    pub events: Arc<EventLog>,
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// One server: where it comes from and how it is.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ServerView {
+    /// Its name.
+    name: String,
+    /// `user`, `project` or `cli`.
+    scope: String,
+    /// The file that defines it.
+    source: String,
+    /// `stdio` or `http`.
+    transport: String,
+    /// The command line or URL as written (variables unexpanded).
+    target: String,
+    /// `{"state": "connected" | "failed" | ..., ...}`.
+    #[schema(value_type = Object)]
+    status: Value,
+}
+
+impl From<ServerInfo> for ServerView {
+    fn from(s: ServerInfo) -> ServerView {
+        ServerView {
+            name: s.name,
+            scope: s.scope.to_string(),
+            source: s.source.display().to_string(),
+            transport: s.transport.to_string(),
+            target: s.target,
+            status: serde_json::to_value(&s.status).unwrap_or_default(),
+        }
+    }
+}
+
+/// Every server.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ServerList {
+    servers: Vec<ServerView>,
+}
+
+/// A server, with what it offers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ServerDetail {
+    #[serde(flatten)]
+    server: ServerView,
+    /// Its tools (MCP shape, model-visible names).
+    #[schema(value_type = Vec<Object>)]
+    tools: Vec<Value>,
+    /// The last lines it wrote on stderr (stdio servers).
+    stderr_tail: Vec<String>,
+}
+
+fn find(hub: &Hub, name: &str) -> ApiResult<ServerInfo> {
+    hub.servers()
+        .into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| ApiError::from(switchboard::Error::UnknownServer { name: name.into() }))
+}
+
+#[utoipa::path(get, path = "/api/servers", tag = "servers",
+    responses((status = 200, body = ServerList), (status = 401, body = ErrorBody)))]
+pub async fn list_servers(State(app): State<AppState>) -> Json<ServerList> {
+    Json(ServerList { servers: app.hub.servers().into_iter().map(ServerView::from).collect() })
+}
+
+#[utoipa::path(get, path = "/api/servers/{name}", tag = "servers",
+    params(("name" = String, Path, description = "The server")),
+    responses((status = 200, body = ServerDetail), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn get_server(State(app): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<ServerDetail>> {
+    let info = find(&app.hub, &name)?;
+    let catalog = app.hub.catalog();
+    let tools = tools_json(catalog.tools_of(&name), ToolFormat::Mcp);
+    Ok(Json(ServerDetail {
+        server: info.into(),
+        tools: tools.as_array().cloned().unwrap_or_default(),
+        stderr_tail: app.hub.stderr_tail(&name),
+    }))
+}
+
+/// What a server action left.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionResult {
+    /// The server afterwards.
+    server: ServerView,
+}
+
+fn after(hub: &Hub, name: &str) -> ApiResult<Json<ActionResult>> {
+    Ok(Json(ActionResult { server: find(hub, name)?.into() }))
+}
+
+#[utoipa::path(post, path = "/api/servers/{name}/connect", tag = "servers",
+    params(("name" = String, Path, description = "The server")),
+    responses((status = 200, body = ActionResult), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "It cannot be started (disabled, untrusted, invalid)")))]
+pub async fn connect(State(app): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<ActionResult>> {
+    app.hub.connect(&name).await?;
+    after(&app.hub, &name)
+}
+
+#[utoipa::path(post, path = "/api/servers/{name}/disconnect", tag = "servers",
+    params(("name" = String, Path, description = "The server")),
+    responses((status = 200, body = ActionResult), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn disconnect(State(app): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<ActionResult>> {
+    app.hub.disconnect(&name).await?;
+    after(&app.hub, &name)
+}
+
+#[utoipa::path(post, path = "/api/servers/{name}/revalidate", tag = "servers",
+    params(("name" = String, Path, description = "The server")),
+    responses((status = 200, body = ActionResult), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn revalidate(State(app): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<ActionResult>> {
+    app.hub.revalidate(&name).await?;
+    after(&app.hub, &name)
+}
+
+/// `GET /api/tools` filters and format.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ToolsQuery {
+    /// Only this server's tools.
+    server: Option<String>,
+    /// `mcp` (default), `openai` or `anthropic`.
+    format: Option<String>,
+}
+
+/// Tools, in the asked format.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolList {
+    /// Each tool; in `mcp` format `{"name", "server", "tool", "description", "input_schema"}`.
+    #[schema(value_type = Vec<Object>)]
+    tools: Vec<Value>,
+}
+
+#[utoipa::path(get, path = "/api/tools", tag = "catalog", params(ToolsQuery),
+    responses((status = 200, body = ToolList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn list_tools(State(app): State<AppState>, Query(q): Query<ToolsQuery>) -> ApiResult<Json<ToolList>> {
+    if let Some(server) = &q.server {
+        find(&app.hub, server)?;
+    }
+    let catalog = app.hub.catalog();
+    let tools: Vec<_> = catalog.tools().iter().filter(|t| q.server.as_deref().is_none_or(|s| t.server == s)).collect();
+    let format = match q.format.as_deref() {
+        None | Some("mcp") => None,
+        Some("openai") => Some(ToolFormat::OpenAi),
+        Some("anthropic") => Some(ToolFormat::Anthropic),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!("unknown format `{other}`: use mcp, openai or anthropic")));
+        }
+    };
+    let tools = match format {
+        Some(f) => tools_json(tools.iter().copied(), f).as_array().cloned().unwrap_or_default(),
+        None => tools
+            .iter()
+            .map(|t| {
+                json!({"name": t.name, "server": t.server, "tool": t.tool.name, "description": t.tool.description,
+                       "input_schema": *t.input_schema})
+            })
+            .collect(),
+    };
+    Ok(Json(ToolList { tools }))
+}
+
+/// A tool call.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallRequest {
+    /// The tool's arguments.
+    #[schema(value_type = Option<Object>)]
+    arguments: Option<Map<String, Value>>,
+    /// Time without a response or progress before the call is cancelled (default: the
+    /// server's `tool_timeout_ms`).
+    #[schema(minimum = 1)]
+    timeout_ms: Option<u64>,
+}
+
+/// A tool call's outcome.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallResult {
+    /// The model-visible name.
+    name: String,
+    /// The server.
+    server: String,
+    /// The raw tool name.
+    tool: String,
+    /// Whether the tool reported an error.
+    is_error: bool,
+    /// The result as the server sent it.
+    #[schema(value_type = Object)]
+    raw: Value,
+    /// The result ready for a model (blocks, truncation, spill file).
+    #[schema(value_type = Object)]
+    model: Value,
+}
+
+/// A request body that did not make it: too big (413) or not the JSON asked for (400).
+fn rejected(e: axum::extract::rejection::JsonRejection) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the request body is over the limit (1 MiB)");
+    }
+    ApiError::bad_request(e.body_text())
+}
+
+fn wants_stream(headers: &HeaderMap) -> bool {
+    headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"))
+}
+
+#[utoipa::path(post, path = "/api/tools/{name}/call", tag = "catalog",
+    params(("name" = String, Path, description = "Model-visible name (`mcp__server__tool`) or `server/tool`")),
+    request_body = CallRequest,
+    responses(
+        (status = 200, description = "The result (JSON), or with `Accept: text/event-stream` `progress` events then a `result` (or `error`) event",
+            content((CallResult = "application/json"), (String = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
+pub async fn call_tool(
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<CallRequest>, axum::extract::rejection::JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(request) = body.map_err(rejected)?;
+    if request.timeout_ms == Some(0) {
+        return Err(ApiError::bad_request("`timeout_ms` must be at least 1"));
+    }
+    let mut options = CallOptions::new();
+    if let Some(ms) = request.timeout_ms {
+        options = options.timeout(Duration::from_millis(ms));
+    }
+    if app.hub.catalog().tool(&name).is_none() {
+        // Fail before committing to a stream: unknown tool, or its server is not connected.
+        app.hub.call_tool(&name, None, CallOptions::new().timeout(Duration::from_millis(1))).await?;
+    }
+    if !wants_stream(&headers) {
+        let out = app.hub.call_tool(&name, request.arguments, options).await?;
+        return Ok(Json(result_view(out)).into_response());
+    }
+    let (tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let options = options.progress(tx).cancel(cancel.clone());
+    let hub = app.hub.clone();
+    let stream = async_stream(move |events| async move {
+        // The client going away drops this task, which cancels the call.
+        let _cancel_on_drop = cancel.drop_guard();
+        let call = hub.call_tool(&name, request.arguments, options);
+        tokio::pin!(call);
+        let progress_event = |p: &switchboard::Progress| {
+            axum::response::sse::Event::default().event("progress").data(serde_json::to_string(p).unwrap_or_default())
+        };
+        let outcome = loop {
+            tokio::select! {
+                out = &mut call => break out,
+                Some(p) = progress.recv() => {
+                    if events.send(progress_event(&p)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        };
+        // Progress sent just before the response is still on its way: the hub closes the
+        // channel once it is delivered, so everything comes before the result.
+        while let Some(p) = progress.recv().await {
+            if events.send(progress_event(&p)).await.is_err() {
+                return;
+            }
+        }
+        let event = match outcome {
+            Ok(out) => axum::response::sse::Event::default()
+                .event("result")
+                .data(serde_json::to_string(&result_view(out)).unwrap_or_default()),
+            Err(e) => {
+                let body = serde_json::to_string(&json!({"error": {"message": e.to_string()}})).unwrap_or_default();
+                axum::response::sse::Event::default().event("error").data(body)
+            }
+        };
+        let _ = events.send(event).await;
+    });
+    Ok(axum::response::sse::Sse::new(stream).into_response())
+}
+
+fn result_view(out: switchboard::ToolOutput) -> CallResult {
+    CallResult {
+        name: out.name.clone(),
+        server: out.server.clone(),
+        tool: out.tool.clone(),
+        is_error: out.is_error(),
+        raw: serde_json::to_value(&out.raw).unwrap_or_default(),
+        model: serde_json::to_value(&out.model).unwrap_or_default(),
+    }
+}
+
+/// Resources and templates of every server.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResourceList {
+    /// `{"server", "resource": {"uri", "name", ...}}`.
+    #[schema(value_type = Vec<Object>)]
+    resources: Vec<Value>,
+    /// `{"server", "template": {"uriTemplate", "name", ...}}`.
+    #[schema(value_type = Vec<Object>)]
+    resource_templates: Vec<Value>,
+}
+
+#[utoipa::path(get, path = "/api/resources", tag = "catalog",
+    responses((status = 200, body = ResourceList), (status = 401, body = ErrorBody)))]
+pub async fn list_resources(State(app): State<AppState>) -> Json<ResourceList> {
+    let catalog = app.hub.catalog();
+    let values = |v: Value| v.as_array().cloned().unwrap_or_default();
+    Json(ResourceList {
+        resources: values(serde_json::to_value(catalog.resources()).unwrap_or_default()),
+        resource_templates: values(serde_json::to_value(catalog.resource_templates()).unwrap_or_default()),
+    })
+}
+
+/// Which resource to read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReadQuery {
+    /// The server.
+    server: String,
+    /// The resource URI.
+    uri: String,
+}
+
+#[utoipa::path(get, path = "/api/resources/read", tag = "catalog", params(ReadQuery),
+    responses((status = 200, description = "The server's `resources/read` result", body = Object),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
+pub async fn read_resource(
+    State(app): State<AppState>,
+    query: Result<Query<ReadQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    find(&app.hub, &q.server)?;
+    let read = app.hub.read_resource(&q.server, &q.uri).await?;
+    Ok(Json(serde_json::to_value(read).unwrap_or_default()))
+}
+
+/// Prompts of every server.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PromptList {
+    /// `{"server", "prompt": {"name", "description", "arguments"}}`.
+    #[schema(value_type = Vec<Object>)]
+    prompts: Vec<Value>,
+}
+
+#[utoipa::path(get, path = "/api/prompts", tag = "catalog",
+    responses((status = 200, body = PromptList), (status = 401, body = ErrorBody)))]
+pub async fn list_prompts(State(app): State<AppState>) -> Json<PromptList> {
+    let catalog = app.hub.catalog();
+    let prompts = serde_json::to_value(catalog.prompts()).unwrap_or_default().as_array().cloned().unwrap_or_default();
+    Json(PromptList { prompts })
+}
+
+/// A prompt's arguments.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PromptRequest {
+    /// Argument values by name.
+    #[schema(value_type = Option<Object>)]
+    arguments: Option<Map<String, Value>>,
+}
+
+#[utoipa::path(post, path = "/api/prompts/{server}/{name}", tag = "catalog",
+    params(("server" = String, Path, description = "The server"), ("name" = String, Path, description = "The prompt")),
+    request_body = PromptRequest,
+    responses((status = 200, description = "The server's `prompts/get` result", body = Object),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
+pub async fn get_prompt(
+    State(app): State<AppState>,
+    Path((server, name)): Path<(String, String)>,
+    body: Result<Json<PromptRequest>, axum::extract::rejection::JsonRejection>,
+) -> ApiResult<Json<Value>> {
+    let Json(request) = body.map_err(rejected)?;
+    find(&app.hub, &server)?;
+    let known = app.hub.catalog().prompts().iter().any(|p| p.server == server && p.prompt.name == name);
+    if !known && matches!(app.hub.status(&server), Some(switchboard::status::ServerStatus::Connected { .. })) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_prompt",
+            format!("`{server}` has no prompt `{name}`"),
+        ));
+    }
+    let prompt = app.hub.get_prompt(&server, &name, request.arguments).await?;
+    Ok(Json(serde_json::to_value(prompt).unwrap_or_default()))
+}
+
+#[utoipa::path(get, path = "/api/events", tag = "events",
+    params(("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
+    responses((status = 200, description = "Server-Sent Events: `status_changed`, `catalog_changed`, `resource_updated`, `log`; `reset` when events were missed",
+        content_type = "text/event-stream", body = String), (status = 401, body = ErrorBody)))]
+pub async fn events(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+    app.events.stream(last).into_response()
+}

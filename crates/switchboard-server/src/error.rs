@@ -1,0 +1,67 @@
+//! Errors as the API returns them: `{"error": {"code", "message"}}` with a fitting status.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use switchboard::Error;
+use utoipa::ToSchema;
+
+/// The body of every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// An error's code and message.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// A stable, machine-readable code (`unknown_server`, `timeout`...).
+    pub code: String,
+    /// What happened, for people (never a secret).
+    pub message: String,
+}
+
+/// An error response.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    body: ErrorBody,
+}
+
+impl ApiError {
+    /// An error with a status, a code and a message.
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
+        ApiError { status, body: ErrorBody { error: ErrorDetail { code: code.into(), message: message.into() } } }
+    }
+
+    /// 400.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> ApiError {
+        let message = e.to_string();
+        let (status, code) = match &e {
+            Error::UnknownTool { .. } => (StatusCode::NOT_FOUND, "unknown_tool"),
+            Error::UnknownServer { .. } => (StatusCode::NOT_FOUND, "unknown_server"),
+            Error::NotConnected { .. } => (StatusCode::CONFLICT, "not_connected"),
+            Error::AuthRequired { .. } => (StatusCode::CONFLICT, "needs_auth"),
+            Error::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
+            Error::ServerExited { .. } => (StatusCode::BAD_GATEWAY, "server_exited"),
+            Error::Cancelled => (StatusCode::BAD_GATEWAY, "cancelled"),
+            Error::Auth { .. } => (StatusCode::BAD_GATEWAY, "auth_failed"),
+            _ => (StatusCode::BAD_GATEWAY, "server_error"),
+        };
+        ApiError::new(status, code, message)
+    }
+}

@@ -1,0 +1,211 @@
+//! `switchboard serve`: the hub over HTTP, for editors, agents in any language and people in a
+//! browser. Built on the library's public [`Hub`] API only.
+//!
+//! Security: it binds to loopback unless told otherwise ([`ServeOptions::allow_remote`]);
+//! every request must name this server in `Host`; `/api` needs the bearer token from the data
+//! folder or the session cookie from a one-time login URL; request bodies are limited.
+
+mod api;
+mod error;
+mod events;
+mod security;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use switchboard::Hub;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use error::{ErrorBody, ErrorDetail};
+pub use security::COOKIE;
+
+/// The port used unless `--port` says otherwise.
+pub const DEFAULT_PORT: u16 = 7341;
+
+/// The largest request body accepted.
+const BODY_LIMIT: usize = 1024 * 1024;
+
+/// How to serve.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// The address to bind (default 127.0.0.1).
+    pub bind: IpAddr,
+    /// The port (`0`: any free one).
+    pub port: u16,
+    /// Binding to a non-loopback address needs this (the API then answers the network).
+    pub allow_remote: bool,
+    /// Where the token and the address file live.
+    pub data_dir: PathBuf,
+}
+
+impl ServeOptions {
+    /// Loopback, the default port.
+    pub fn new(data_dir: PathBuf) -> ServeOptions {
+        ServeOptions { bind: IpAddr::V4(Ipv4Addr::LOCALHOST), port: DEFAULT_PORT, allow_remote: false, data_dir }
+    }
+}
+
+/// Why serving could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A non-loopback address without `allow_remote`.
+    #[error("{0} is not a loopback address: the API would answer the network; pass --allow-remote if that is meant")]
+    NotLoopback(IpAddr),
+    /// The port is taken.
+    #[error("{addr} is already in use: choose another with --port (0 picks a free one)")]
+    InUse {
+        /// The address.
+        addr: SocketAddr,
+    },
+    /// Files or sockets.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "switchboard", description = "The switchboard hub over HTTP: MCP servers, their tools, resources and prompts, and live events."),
+    tags((name = "servers"), (name = "catalog"), (name = "events")),
+    modifiers(&BearerAuth),
+    security(("bearer" = []))
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The `/api` router and the OpenAPI description built from its routes.
+fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(api::list_servers))
+        .routes(routes!(api::get_server))
+        .routes(routes!(api::connect))
+        .routes(routes!(api::disconnect))
+        .routes(routes!(api::revalidate))
+        .routes(routes!(api::list_tools))
+        .routes(routes!(api::call_tool))
+        .routes(routes!(api::list_resources))
+        .routes(routes!(api::read_resource))
+        .routes(routes!(api::list_prompts))
+        .routes(routes!(api::get_prompt))
+        .routes(routes!(api::events))
+        .with_state(state)
+        .split_for_parts();
+    (router, openapi)
+}
+
+/// The OpenAPI description of the API (what `GET /api/openapi.json` serves).
+pub fn openapi_json(hub: &Hub) -> serde_json::Value {
+    let state = api::AppState { hub: hub.clone(), events: events::EventLog::start(hub) };
+    serde_json::to_value(api(state).1).unwrap_or_default()
+}
+
+/// A bound server, not serving yet.
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    router: Router,
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    /// The one-time URL that logs a browser in.
+    pub login_url: String,
+    /// The API token (for clients: `Authorization: Bearer <token>`).
+    pub token: String,
+}
+
+impl std::fmt::Debug for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bound").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct LoginQuery {
+    code: String,
+}
+
+async fn login(State(access): State<Arc<security::Access>>, Query(q): Query<LoginQuery>) -> Response {
+    match access.redeem(&q.code) {
+        Some(session) => {
+            let cookie = format!("{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/");
+            (StatusCode::SEE_OTHER, [(header::SET_COOKIE, cookie), (header::LOCATION, "/".to_string())]).into_response()
+        }
+        None => error::ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "login_expired",
+            "this login link was used already (or is from another run): ask `switchboard serve` for a new one",
+        )
+        .into_response(),
+    }
+}
+
+/// Binds the API for `hub`: checks the address, reads (or makes) the token, writes
+/// `<data>/serve.json` with the URL.
+pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError> {
+    if !options.bind.is_loopback() && !options.allow_remote {
+        return Err(ServeError::NotLoopback(options.bind));
+    }
+    let wanted = SocketAddr::new(options.bind, options.port);
+    let listener = tokio::net::TcpListener::bind(wanted).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => ServeError::InUse { addr: wanted },
+        _ => e.into(),
+    })?;
+    let addr = listener.local_addr()?;
+    let token = security::load_or_make_token(&options.data_dir)?;
+    let access = Arc::new(security::Access::new(token.clone(), addr));
+    let code = access.login_code()?;
+    let host = if addr.ip().is_unspecified() || addr.ip().is_loopback() {
+        format!("127.0.0.1:{}", addr.port())
+    } else {
+        addr.to_string()
+    };
+    let login_url = format!("http://{host}/login?code={code}");
+    let state = api::AppState { hub: hub.clone(), events: events::EventLog::start(hub) };
+    let (api_router, openapi) = api(state);
+    let openapi = Arc::new(openapi);
+    let api_router = api_router
+        .route(
+            "/api/openapi.json",
+            axum::routing::get(move || {
+                let doc = openapi.clone();
+                async move { axum::Json(serde_json::to_value(&*doc).unwrap_or_default()) }
+            }),
+        )
+        .layer(axum::middleware::from_fn_with_state(access.clone(), security::check_auth));
+    let router = Router::new()
+        .merge(api_router)
+        .route("/login", axum::routing::get(login).with_state(access.clone()))
+        .fallback(|| async {
+            error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route").into_response()
+        })
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(access, security::check_host));
+    let info = serde_json::json!({"url": format!("http://{host}"), "port": addr.port(), "pid": std::process::id()});
+    switchboard::write_private(&options.data_dir.join("serve.json"), info.to_string().as_bytes())?;
+    Ok(Bound { listener, router, addr, login_url, token })
+}
+
+impl Bound {
+    /// Serves until `shutdown` resolves.
+    pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await
+    }
+}

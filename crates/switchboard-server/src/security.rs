@@ -1,0 +1,193 @@
+//! Who may talk to the API. Every `/api` request carries `Authorization: Bearer <token>` (the
+//! token is made on first start and kept in the data folder, mode 0600) or the session cookie
+//! the dashboard got from a one-time login URL (so the token itself never travels in a URL).
+//! Every request, `/api` or not, must name this server in its `Host` header (a page on another
+//! site that resolves its own name to 127.0.0.1 is refused: DNS rebinding), and a request made
+//! with the cookie from a page of another origin is refused (CSRF).
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+
+use crate::error::ApiError;
+
+/// The name of the dashboard's session cookie.
+pub const COOKIE: &str = "switchboard_session";
+
+/// A random value, URL-safe, with `bytes` bytes of entropy.
+pub fn random(bytes: usize) -> std::io::Result<String> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| std::io::Error::other(format!("no randomness: {e}")))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf))
+}
+
+/// Reads the API token from `<data>/serve-token`, making one (mode 0600, written whole) the
+/// first time.
+pub fn load_or_make_token(data_dir: &Path) -> std::io::Result<String> {
+    let path = data_dir.join("serve-token");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let token = text.trim().to_string();
+        if token.len() >= 32 {
+            return Ok(token);
+        }
+    }
+    let token = random(32)?;
+    switchboard::write_private(&path, format!("{token}\n").as_bytes())?;
+    Ok(token)
+}
+
+/// What the guard checks against.
+#[derive(Debug)]
+pub struct Access {
+    token: String,
+    /// `Host` header values that name this server.
+    hosts: HashSet<String>,
+    /// Origins a cookie-carrying request may come from.
+    origins: HashSet<String>,
+    /// One-time login codes not used yet.
+    codes: Mutex<HashSet<String>>,
+    /// Sessions handed out by a login.
+    sessions: Mutex<HashSet<String>>,
+}
+
+impl Access {
+    /// Access for a server bound to `addr`, with the API `token`.
+    pub fn new(token: String, addr: SocketAddr) -> Access {
+        let port = addr.port();
+        let mut names = vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")];
+        if !addr.ip().is_unspecified() {
+            names.push(match addr {
+                SocketAddr::V4(a) => format!("{}:{port}", a.ip()),
+                SocketAddr::V6(a) => format!("[{}]:{port}", a.ip()),
+            });
+        }
+        let origins = names.iter().map(|h| format!("http://{h}")).collect();
+        Access {
+            token,
+            hosts: names.into_iter().collect(),
+            origins,
+            codes: Mutex::default(),
+            sessions: Mutex::default(),
+        }
+    }
+
+    /// A new one-time login code.
+    pub fn login_code(&self) -> std::io::Result<String> {
+        let code = random(24)?;
+        self.codes.lock().unwrap_or_else(PoisonError::into_inner).insert(code.clone());
+        Ok(code)
+    }
+
+    /// Spends a login code; returns the new session's cookie value.
+    pub fn redeem(&self, code: &str) -> Option<String> {
+        if !self.codes.lock().unwrap_or_else(PoisonError::into_inner).remove(code) {
+            return None;
+        }
+        let session = random(32).ok()?;
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(session.clone());
+        Some(session)
+    }
+
+    fn host_ok(&self, headers: &HeaderMap) -> bool {
+        headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(|h| self.hosts.contains(h))
+    }
+
+    fn bearer_ok(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .is_some_and(|t| constant_time_eq(t.trim().as_bytes(), self.token.as_bytes()))
+    }
+
+    fn session_ok(&self, headers: &HeaderMap) -> bool {
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().strip_prefix(COOKIE).and_then(|r| r.strip_prefix('=')))
+            .any(|value| sessions.iter().any(|s| constant_time_eq(s.as_bytes(), value.as_bytes())))
+    }
+
+    fn origin_ok(&self, headers: &HeaderMap) -> bool {
+        match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
+            Some(origin) => self.origins.contains(origin),
+            None => true,
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Refuses a request whose `Host` does not name this server.
+pub async fn check_host(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    if !access.host_ok(request.headers()) {
+        return ApiError::new(StatusCode::MISDIRECTED_REQUEST, "bad_host", "the Host header does not name this server")
+            .into_response();
+    }
+    next.run(request).await
+}
+
+/// Refuses an `/api` request without the token or a session (or with a session, from another
+/// origin).
+pub async fn check_auth(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let allowed = access.bearer_ok(headers) || (access.session_ok(headers) && access.origin_ok(headers));
+    if !allowed {
+        let mut response = ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "send `Authorization: Bearer <token>` (the token is in the data folder's serve-token file)",
+        )
+        .into_response();
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            if let Ok(v) = v.parse() {
+                h.append(*k, v);
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn hosts_tokens_codes_and_sessions() {
+        let addr: SocketAddr = "127.0.0.1:7341".parse().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 7341)));
+        let access = Access::new("t0ken-t0ken-t0ken-t0ken-t0ken-t0ken".into(), addr);
+        assert!(access.host_ok(&headers(&[("host", "127.0.0.1:7341")])));
+        assert!(access.host_ok(&headers(&[("host", "localhost:7341")])));
+        assert!(!access.host_ok(&headers(&[("host", "evil.example:7341")])));
+        assert!(!access.host_ok(&headers(&[])));
+        assert!(access.bearer_ok(&headers(&[("authorization", "Bearer t0ken-t0ken-t0ken-t0ken-t0ken-t0ken")])));
+        assert!(!access.bearer_ok(&headers(&[("authorization", "Bearer nope")])));
+        let code = access.login_code().unwrap_or_default();
+        let session = access.redeem(&code).unwrap_or_default();
+        assert!(!session.is_empty());
+        assert!(access.redeem(&code).is_none(), "a login code works once");
+        let cookie = format!("a=b; {COOKIE}={session}");
+        assert!(access.session_ok(&headers(&[("cookie", &cookie)])));
+        assert!(access.origin_ok(&headers(&[("origin", "http://localhost:7341")])));
+        assert!(!access.origin_ok(&headers(&[("origin", "http://evil.example")])));
+    }
+}

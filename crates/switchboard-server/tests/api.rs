@@ -1,0 +1,311 @@
+//! The HTTP API end to end: a hub with the fixture server (and one that cannot start), served
+//! on a free loopback port, driven with an HTTP client. Every route, each error status, the
+//! security checks, events with resume, and the OpenAPI description against the routes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use switchboard::config::{self, LoadOptions};
+use switchboard::{Hub, HubOptions, Paths};
+use switchboard_server::{COOKIE, ServeOptions};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn fixture() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let ok = Command::new(cargo)
+                .args(["build", "-q", "-p", "switchboard-fixture"])
+                .current_dir(workspace())
+                .status();
+            assert!(ok.unwrap().success(), "building the fixture failed");
+            let exe = std::env::current_exe().unwrap();
+            exe.parent().unwrap().parent().unwrap().join("switchboard-fixture")
+        })
+        .clone()
+}
+
+struct Served {
+    _dir: tempfile::TempDir,
+    hub: Hub,
+    base: String,
+    token: String,
+    login_url: String,
+    client: reqwest::Client,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Served {
+    async fn start() -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("servers.json");
+        let demo = json!({"command": fixture().display().to_string(), "args": ["--name", "demo"]});
+        let broken = json!({"command": "/nonexistent/switchboard-test-server"});
+        std::fs::write(&file, json!({"servers": {"demo": demo, "broken": broken}}).to_string()).unwrap();
+        let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
+        let mut options = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
+        options.extra_files = vec![file];
+        let hub = Hub::start(&config::load(&options), HubOptions::new(paths.clone()));
+        hub.ready().await;
+        let mut serve = ServeOptions::new(paths.data_dir.clone());
+        serve.port = 0;
+        let bound = switchboard_server::bind(&hub, &serve).await.unwrap();
+        let (base, token, login_url) = (format!("http://{}", bound.addr), bound.token.clone(), bound.login_url.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(bound.serve(async move {
+            let _ = stopped.await;
+        }));
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Served { _dir: dir, hub, base, token, login_url, client, stop: Some(stop) }
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client.get(format!("{}{path}", self.base)).bearer_auth(&self.token)
+    }
+
+    fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
+        self.client.post(format!("{}{path}", self.base)).bearer_auth(&self.token).json(&body)
+    }
+
+    async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.hub.shutdown().await;
+    }
+}
+
+/// The status and JSON body of a request.
+async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|_| json!({"text": text})))
+}
+
+fn error_code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_token_or_a_session_and_the_right_host_are_required() {
+    let s = Served::start().await;
+    let url = format!("{}/api/servers", s.base);
+    // No token.
+    let response = s.client.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    assert_eq!(error_code(&response.json().await.unwrap()), "unauthorized");
+    // A wrong token.
+    assert_eq!(send(s.client.get(&url).bearer_auth("nope")).await.0, StatusCode::UNAUTHORIZED);
+    // The right token, but a Host that is not this server (DNS rebinding).
+    let (status, body) = send(s.get("/api/servers").header("host", "evil.example")).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::MISDIRECTED_REQUEST, "bad_host"));
+    assert_eq!(send(s.get("/api/servers")).await.0, StatusCode::OK);
+    // The token is kept private in the data folder.
+    let token_file = s._dir.path().join("data/serve-token");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    let served: Value = serde_json::from_slice(&std::fs::read(s._dir.path().join("data/serve.json")).unwrap()).unwrap();
+    assert_eq!(served["url"], s.base.replace("localhost", "127.0.0.1"));
+
+    // The one-time login URL: a session cookie, then the URL is spent.
+    let login = s.client.get(&s.login_url).send().await.unwrap();
+    assert_eq!(login.status(), StatusCode::SEE_OTHER);
+    let cookie = login.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(!s.login_url.contains(&s.token), "the token never goes into a URL");
+    let session = cookie.split(';').next().unwrap().to_string();
+    assert!(session.starts_with(COOKIE));
+    assert_eq!(send(s.client.get(&url).header("cookie", &session)).await.0, StatusCode::OK);
+    // The cookie from a page of another origin does not work (CSRF).
+    let foreign = s
+        .client
+        .post(format!("{}/api/servers/demo/revalidate", s.base))
+        .header("cookie", &session)
+        .header("origin", "http://evil.example");
+    assert_eq!(send(foreign).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(send(s.client.get(&s.login_url)).await.0, StatusCode::UNAUTHORIZED, "a login URL works once");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn servers_tools_resources_and_prompts_with_their_errors() {
+    let s = Served::start().await;
+    let (status, body) = send(s.get("/api/servers")).await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = body["servers"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 2, "{body}");
+    let (status, body) = send(s.get("/api/servers/demo")).await;
+    assert_eq!((status, body["status"]["state"].as_str()), (StatusCode::OK, Some("connected")));
+    assert_eq!(body["tools"].as_array().unwrap().len(), 12);
+    let (status, body) = send(s.get("/api/servers/broken")).await;
+    assert_eq!((status, body["status"]["kind"].as_str()), (StatusCode::OK, Some("process_start_failed")));
+    let (status, body) = send(s.get("/api/servers/nope")).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_server"));
+
+    // Tools in each format; a bad format or server is refused.
+    let (status, body) = send(s.get("/api/tools?server=demo")).await;
+    assert_eq!((status, body["tools"].as_array().unwrap().len()), (StatusCode::OK, 12));
+    assert_eq!(body["tools"][0]["server"], "demo");
+    let (_, body) = send(s.get("/api/tools?format=openai")).await;
+    assert_eq!(body["tools"][0]["type"], "function");
+    let (_, body) = send(s.get("/api/tools?format=anthropic")).await;
+    assert!(body["tools"][0]["input_schema"].is_object());
+    assert_eq!(send(s.get("/api/tools?format=yaml")).await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(send(s.get("/api/tools?server=nope")).await.0, StatusCode::NOT_FOUND);
+
+    // Calls.
+    let (status, body) = send(s.post("/api/tools/demo%2Fecho/call", json!({"arguments": {"text": "hi"}}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!((body["server"].as_str(), body["is_error"].as_bool()), (Some("demo"), Some(false)));
+    assert_eq!(body["model"]["blocks"][0]["text"], "hi");
+    let (status, body) = send(s.post("/api/tools/mcp__demo__fail/call", json!({}))).await;
+    assert_eq!((status, body["is_error"].as_bool()), (StatusCode::OK, Some(true)), "a tool error is a result");
+    let (status, body) = send(s.post("/api/tools/mcp__demo__nothing/call", json!({}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_tool"));
+    let (status, body) = send(s.post("/api/tools/mcp__broken__x/call", json!({}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::CONFLICT, "not_connected"));
+    let (status, body) = send(
+        s.post("/api/tools/mcp__demo__slow/call", json!({"arguments": {"ms": 2000, "steps": 1}, "timeout_ms": 200})),
+    )
+    .await;
+    assert_eq!((status, error_code(&body)), (StatusCode::GATEWAY_TIMEOUT, "timeout"));
+    let (status, body) = send(s.post("/api/tools/mcp__demo__echo/call", json!({"argumentz": {}}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"));
+    let raw = s
+        .client
+        .post(format!("{}/api/tools/mcp__demo__echo/call", s.base))
+        .bearer_auth(&s.token)
+        .header("content-type", "application/json")
+        .body("{not json");
+    assert_eq!(send(raw).await.0, StatusCode::BAD_REQUEST);
+    let huge = json!({"arguments": {"text": "x".repeat(2 * 1024 * 1024)}});
+    assert_eq!(send(s.post("/api/tools/mcp__demo__echo/call", huge)).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    let (status, body) = send(s.post("/api/tools/mcp__demo__crash/call", json!({}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_GATEWAY, "server_exited"));
+
+    // Resources and prompts.
+    let (_, body) = send(s.get("/api/resources")).await;
+    assert!(body["resources"].as_array().unwrap().iter().any(|r| r["resource"]["uri"] == "fixture://hello"), "{body}");
+    assert_eq!(body["resource_templates"][0]["template"]["uriTemplate"], "fixture://item/{id}");
+    let (status, body) = send(s.get("/api/resources/read?server=demo&uri=fixture%3A%2F%2Fhello")).await;
+    assert_eq!((status, body["contents"][0]["text"].as_str()), (StatusCode::OK, Some("hello resource")), "{body}");
+    assert_eq!(send(s.get("/api/resources/read?server=demo")).await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(send(s.get("/api/resources/read?server=nope&uri=x")).await.0, StatusCode::NOT_FOUND);
+    let (status, body) = send(s.get("/api/resources/read?server=demo&uri=fixture%3A%2F%2Fmissing")).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_GATEWAY, "server_error"));
+    let (_, body) = send(s.get("/api/prompts")).await;
+    assert_eq!(body["prompts"][0]["prompt"]["name"], "greet");
+    let (status, body) = send(s.post("/api/prompts/demo/greet", json!({"arguments": {"who": "Ada"}}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.to_string().contains("Ada"), "{body}");
+    assert_eq!(send(s.post("/api/prompts/demo/nothing", json!({}))).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(send(s.post("/api/prompts/nope/greet", json!({}))).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(send(s.get("/api/nothing-here")).await.0, StatusCode::NOT_FOUND);
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connect_disconnect_revalidate_and_live_events_with_resume() {
+    let s = Served::start().await;
+    let events = s.get("/api/events").send().await.unwrap();
+    assert_eq!(events.status(), StatusCode::OK);
+    assert!(events.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let mut stream = events.bytes_stream();
+
+    let (status, body) = send(s.post("/api/servers/demo/disconnect", json!({}))).await;
+    assert_eq!((status, body["server"]["status"]["state"].as_str()), (StatusCode::OK, Some("stopped")));
+    let (status, body) = send(s.post("/api/tools/mcp__demo__echo/call", json!({"arguments": {"text": "x"}}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::CONFLICT, "not_connected"), "a stopped server stays stopped");
+    let (status, body) = send(s.post("/api/servers/demo/connect", json!({}))).await;
+    assert_eq!((status, body["server"]["status"]["state"].as_str()), (StatusCode::OK, Some("connected")));
+    let (status, body) = send(s.post("/api/servers/demo/revalidate", json!({}))).await;
+    assert_eq!((status, body["server"]["status"]["state"].as_str()), (StatusCode::OK, Some("connected")));
+    let (status, body) = send(s.post("/api/servers/broken/connect", json!({}))).await;
+    assert_eq!((status, body["server"]["status"]["state"].as_str()), (StatusCode::OK, Some("failed")));
+    assert_eq!(send(s.post("/api/servers/nope/connect", json!({}))).await.0, StatusCode::NOT_FOUND);
+
+    // The live stream saw the status changes, with ids.
+    let mut text = String::new();
+    let mut ids = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while ids.len() < 3 {
+        let chunk = tokio::time::timeout_at(deadline, stream.next()).await.expect("events").unwrap().unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        ids = text.lines().filter_map(|l| l.strip_prefix("id:")).map(|i| i.trim().parse::<u64>().unwrap()).collect();
+    }
+    assert!(text.contains("event: status_changed") && text.contains("\"state\":\"stopped\""), "{text}");
+    assert!(ids.windows(2).all(|w| w[1] > w[0]), "{ids:?}");
+    drop(stream);
+
+    // Reconnecting with Last-Event-ID replays what came after it.
+    let first = ids[0];
+    let resumed = s.get("/api/events").header("last-event-id", first.to_string()).send().await.unwrap();
+    let mut stream = resumed.bytes_stream();
+    let mut replay = String::new();
+    while !replay.contains(&format!("id: {}", ids[2])) && !replay.contains(&format!("id:{}", ids[2])) {
+        let chunk =
+            tokio::time::timeout(Duration::from_secs(10), stream.next()).await.expect("replay").unwrap().unwrap();
+        replay.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let replayed: Vec<u64> =
+        replay.lines().filter_map(|l| l.strip_prefix("id:")).map(|i| i.trim().parse().unwrap()).collect();
+    assert_eq!(replayed.first(), Some(&(first + 1)), "{replay}");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_streams_its_progress_before_the_result() {
+    let s = Served::start().await;
+    let response = s
+        .post("/api/tools/mcp__demo__slow/call", json!({"arguments": {"ms": 50, "steps": 3}}))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = response.text().await.unwrap();
+    let progress = text.matches("event: progress").count();
+    assert_eq!(progress, 3, "{text}");
+    let result = text.find("event: result").expect("a result event");
+    assert!(text.rfind("event: progress").unwrap() < result, "{text}");
+    assert!(text.contains("slept 3 x 50 ms"), "{text}");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_openapi_description_matches_the_routes() {
+    let s = Served::start().await;
+    let (status, doc) = send(s.get("/api/openapi.json")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, method) in [
+        ("/api/servers", "get"),
+        ("/api/servers/{name}", "get"),
+        ("/api/servers/{name}/connect", "post"),
+        ("/api/servers/{name}/disconnect", "post"),
+        ("/api/servers/{name}/revalidate", "post"),
+        ("/api/tools", "get"),
+        ("/api/tools/{name}/call", "post"),
+        ("/api/resources", "get"),
+        ("/api/resources/read", "get"),
+        ("/api/prompts", "get"),
+        ("/api/prompts/{server}/{name}", "post"),
+        ("/api/events", "get"),
+    ] {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the description");
+    }
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    s.shutdown().await;
+}

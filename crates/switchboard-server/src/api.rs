@@ -25,6 +25,8 @@ pub struct AppState {
     pub hub: Hub,
     /// Its events, numbered.
     pub events: Arc<EventLog>,
+    /// Logins waiting for their callback.
+    pub logins: Arc<crate::login::PendingLogins>,
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -78,7 +80,7 @@ pub struct ServerDetail {
     stderr_tail: Vec<String>,
 }
 
-fn find(hub: &Hub, name: &str) -> ApiResult<ServerInfo> {
+pub(crate) fn find(hub: &Hub, name: &str) -> ApiResult<ServerInfo> {
     hub.servers()
         .into_iter()
         .find(|s| s.name == name)
@@ -401,16 +403,16 @@ pub async fn get_prompt(
 ) -> ApiResult<Json<Value>> {
     let Json(request) = body.map_err(rejected)?;
     find(&app.hub, &server)?;
-    let known = app.hub.catalog().prompts().iter().any(|p| p.server == server && p.prompt.name == name);
-    if !known && matches!(app.hub.status(&server), Some(switchboard::status::ServerStatus::Connected { .. })) {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_prompt",
-            format!("`{server}` has no prompt `{name}`"),
-        ));
+    match app.hub.get_prompt(&server, &name, request.arguments).await {
+        Ok(prompt) => Ok(Json(serde_json::to_value(prompt).unwrap_or_default())),
+        // The server refused it and does not list it: no such prompt.
+        Err(switchboard::Error::Protocol { .. })
+            if !app.hub.catalog().prompts().iter().any(|p| p.server == server && p.prompt.name == name) =>
+        {
+            Err(ApiError::new(StatusCode::NOT_FOUND, "unknown_prompt", format!("`{server}` has no prompt `{name}`")))
+        }
+        Err(e) => Err(e.into()),
     }
-    let prompt = app.hub.get_prompt(&server, &name, request.arguments).await?;
-    Ok(Json(serde_json::to_value(prompt).unwrap_or_default()))
 }
 
 #[utoipa::path(get, path = "/api/events", tag = "events",

@@ -8,6 +8,7 @@
 mod api;
 mod error;
 mod events;
+mod login;
 mod security;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -101,6 +102,7 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::connect))
         .routes(routes!(api::disconnect))
         .routes(routes!(api::revalidate))
+        .routes(routes!(login::start, login::logout))
         .routes(routes!(api::list_tools))
         .routes(routes!(api::call_tool))
         .routes(routes!(api::list_resources))
@@ -113,10 +115,13 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
     (router, openapi)
 }
 
+fn state(hub: &Hub) -> api::AppState {
+    api::AppState { hub: hub.clone(), events: events::EventLog::start(hub), logins: Arc::default() }
+}
+
 /// The OpenAPI description of the API (what `GET /api/openapi.json` serves).
 pub fn openapi_json(hub: &Hub) -> serde_json::Value {
-    let state = api::AppState { hub: hub.clone(), events: events::EventLog::start(hub) };
-    serde_json::to_value(api(state).1).unwrap_or_default()
+    serde_json::to_value(api(state(hub)).1).unwrap_or_default()
 }
 
 /// A bound server, not serving yet.
@@ -142,7 +147,7 @@ struct LoginQuery {
     code: String,
 }
 
-async fn login(State(access): State<Arc<security::Access>>, Query(q): Query<LoginQuery>) -> Response {
+async fn login_page(State(access): State<Arc<security::Access>>, Query(q): Query<LoginQuery>) -> Response {
     match access.redeem(&q.code) {
         Some(session) => {
             let cookie = format!("{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/");
@@ -178,7 +183,9 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         addr.to_string()
     };
     let login_url = format!("http://{host}/login?code={code}");
-    let state = api::AppState { hub: hub.clone(), events: events::EventLog::start(hub) };
+    let state = state(hub);
+    let callback =
+        Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());
     let (api_router, openapi) = api(state);
     let openapi = Arc::new(openapi);
     let api_router = api_router
@@ -192,7 +199,8 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         .layer(axum::middleware::from_fn_with_state(access.clone(), security::check_auth));
     let router = Router::new()
         .merge(api_router)
-        .route("/login", axum::routing::get(login).with_state(access.clone()))
+        .route("/login", axum::routing::get(login_page).with_state(access.clone()))
+        .merge(callback)
         .fallback(|| async {
             error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route").into_response()
         })

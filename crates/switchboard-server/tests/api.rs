@@ -3,102 +3,24 @@
 //! security checks, events with resume, and the OpenAPI description against the routes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
 use std::time::Duration;
 
+use common::{Served, error_code, fixture, send};
 use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use switchboard::config::{self, LoadOptions};
-use switchboard::{Hub, HubOptions, Paths};
-use switchboard_server::{COOKIE, ServeOptions};
+use switchboard_server::COOKIE;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn fixture() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let ok = Command::new(cargo)
-                .args(["build", "-q", "-p", "switchboard-fixture"])
-                .current_dir(workspace())
-                .status();
-            assert!(ok.unwrap().success(), "building the fixture failed");
-            let exe = std::env::current_exe().unwrap();
-            exe.parent().unwrap().parent().unwrap().join("switchboard-fixture")
-        })
-        .clone()
-}
-
-struct Served {
-    _dir: tempfile::TempDir,
-    hub: Hub,
-    base: String,
-    token: String,
-    login_url: String,
-    client: reqwest::Client,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Served {
-    async fn start() -> Served {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("servers.json");
-        let demo = json!({"command": fixture().display().to_string(), "args": ["--name", "demo"]});
-        let broken = json!({"command": "/nonexistent/switchboard-test-server"});
-        std::fs::write(&file, json!({"servers": {"demo": demo, "broken": broken}}).to_string()).unwrap();
-        let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
-        let mut options = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
-        options.extra_files = vec![file];
-        let hub = Hub::start(&config::load(&options), HubOptions::new(paths.clone()));
-        hub.ready().await;
-        let mut serve = ServeOptions::new(paths.data_dir.clone());
-        serve.port = 0;
-        let bound = switchboard_server::bind(&hub, &serve).await.unwrap();
-        let (base, token, login_url) = (format!("http://{}", bound.addr), bound.token.clone(), bound.login_url.clone());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(bound.serve(async move {
-            let _ = stopped.await;
-        }));
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        Served { _dir: dir, hub, base, token, login_url, client, stop: Some(stop) }
-    }
-
-    fn get(&self, path: &str) -> reqwest::RequestBuilder {
-        self.client.get(format!("{}{path}", self.base)).bearer_auth(&self.token)
-    }
-
-    fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
-        self.client.post(format!("{}{path}", self.base)).bearer_auth(&self.token).json(&body)
-    }
-
-    async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        self.hub.shutdown().await;
-    }
-}
-
-/// The status and JSON body of a request.
-async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or_else(|_| json!({"text": text})))
-}
-
-fn error_code(body: &Value) -> &str {
-    body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {body}"))
+fn demo_and_broken() -> serde_json::Value {
+    let demo = json!({"command": fixture().display().to_string(), "args": ["--name", "demo"]});
+    json!({"demo": demo, "broken": {"command": "/nonexistent/switchboard-test-server"}})
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_token_or_a_session_and_the_right_host_are_required() {
-    let s = Served::start().await;
+    let s = Served::start(demo_and_broken()).await;
     let url = format!("{}/api/servers", s.base);
     // No token.
     let response = s.client.get(&url).send().await.unwrap();
@@ -112,10 +34,10 @@ async fn the_token_or_a_session_and_the_right_host_are_required() {
     assert_eq!((status, error_code(&body)), (StatusCode::MISDIRECTED_REQUEST, "bad_host"));
     assert_eq!(send(s.get("/api/servers")).await.0, StatusCode::OK);
     // The token is kept private in the data folder.
-    let token_file = s._dir.path().join("data/serve-token");
+    let token_file = s.dir.path().join("data/serve-token");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
-    let served: Value = serde_json::from_slice(&std::fs::read(s._dir.path().join("data/serve.json")).unwrap()).unwrap();
+    let served: Value = serde_json::from_slice(&std::fs::read(s.dir.path().join("data/serve.json")).unwrap()).unwrap();
     assert_eq!(served["url"], s.base.replace("localhost", "127.0.0.1"));
 
     // The one-time login URL: a session cookie, then the URL is spent.
@@ -140,7 +62,7 @@ async fn the_token_or_a_session_and_the_right_host_are_required() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn servers_tools_resources_and_prompts_with_their_errors() {
-    let s = Served::start().await;
+    let s = Served::start(demo_and_broken()).await;
     let (status, body) = send(s.get("/api/servers")).await;
     assert_eq!(status, StatusCode::OK);
     let names: Vec<&str> = body["servers"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
@@ -217,7 +139,7 @@ async fn servers_tools_resources_and_prompts_with_their_errors() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn connect_disconnect_revalidate_and_live_events_with_resume() {
-    let s = Served::start().await;
+    let s = Served::start(demo_and_broken()).await;
     let events = s.get("/api/events").send().await.unwrap();
     assert_eq!(events.status(), StatusCode::OK);
     assert!(events.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
@@ -266,7 +188,7 @@ async fn connect_disconnect_revalidate_and_live_events_with_resume() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_streams_its_progress_before_the_result() {
-    let s = Served::start().await;
+    let s = Served::start(demo_and_broken()).await;
     let response = s
         .post("/api/tools/mcp__demo__slow/call", json!({"arguments": {"ms": 50, "steps": 3}}))
         .header("accept", "text/event-stream")
@@ -285,7 +207,7 @@ async fn a_call_streams_its_progress_before_the_result() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_openapi_description_matches_the_routes() {
-    let s = Served::start().await;
+    let s = Served::start(demo_and_broken()).await;
     let (status, doc) = send(s.get("/api/openapi.json")).await;
     assert_eq!(status, StatusCode::OK);
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
@@ -296,6 +218,8 @@ async fn the_openapi_description_matches_the_routes() {
         ("/api/servers/{name}/connect", "post"),
         ("/api/servers/{name}/disconnect", "post"),
         ("/api/servers/{name}/revalidate", "post"),
+        ("/api/servers/{name}/auth", "post"),
+        ("/api/servers/{name}/auth", "delete"),
         ("/api/tools", "get"),
         ("/api/tools/{name}/call", "post"),
         ("/api/resources", "get"),

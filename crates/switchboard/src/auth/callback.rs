@@ -75,7 +75,8 @@ impl Callback {
             if target.split('?').next() == Some(CALLBACK_PATH) {
                 return Ok((format!("http://127.0.0.1:{}{target}", self.port), Responder { stream }));
             }
-            let _ = respond(&mut stream, "404 Not Found", "Not found", "This is switchboard's login callback.").await;
+            let page = "<!doctype html><title>Not found</title><p>This is switchboard's login callback.</p>";
+            let _ = respond(&mut stream, "404 Not Found", page).await;
         }
     }
 }
@@ -83,27 +84,28 @@ impl Callback {
 impl Responder {
     /// Answers the browser: the login worked, or why it did not.
     pub async fn finish(mut self, outcome: Result<&str, &str>) {
-        let _ = match outcome {
-            Ok(server) => {
-                respond(
-                    &mut self.stream,
-                    "200 OK",
-                    "Logged in",
-                    &format!("switchboard is now authorised for <b>{}</b>. You can close this tab.", escape(server)),
-                )
-                .await
-            }
-            Err(why) => {
-                respond(
-                    &mut self.stream,
-                    "400 Bad Request",
-                    "Login failed",
-                    &format!("{}. Back to the terminal.", escape(why)),
-                )
-                .await
-            }
-        };
+        let (status, html) = page(outcome);
+        let _ = respond(&mut self.stream, status, &html).await;
     }
+}
+
+/// The page a browser is shown at the end of a login (`Ok(server)` or `Err(why)`): its HTTP
+/// status line and HTML. Used by this listener and by `switchboard serve`'s callback route.
+pub fn page(outcome: Result<&str, &str>) -> (&'static str, String) {
+    let (status, title, body) = match outcome {
+        Ok(server) => (
+            "200 OK",
+            "Logged in",
+            format!("switchboard is now authorised for <b>{}</b>. You can close this tab.", escape(server)),
+        ),
+        Err(why) => ("400 Bad Request", "Login failed", format!("{}.", escape(why))),
+    };
+    let html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title} · switchboard</title>\
+         <style>body{{font:16px system-ui,sans-serif;max-width:36em;margin:4em auto;padding:0 1em}}</style></head>\
+         <body><h1>{title}</h1><p>{body}</p></body></html>"
+    );
+    (status, html)
 }
 
 /// Reads a request head and returns its target (`/path?query`), or `None` if it is not a
@@ -127,12 +129,7 @@ async fn read_target(stream: &mut TcpStream) -> Option<String> {
     }
 }
 
-async fn respond(stream: &mut TcpStream, status: &str, title: &str, body: &str) -> std::io::Result<()> {
-    let page = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title} · switchboard</title>\
-         <style>body{{font:16px system-ui,sans-serif;max-width:36em;margin:4em auto;padding:0 1em}}</style></head>\
-         <body><h1>{title}</h1><p>{body}</p></body></html>"
-    );
+async fn respond(stream: &mut TcpStream, status: &str, page: &str) -> std::io::Result<()> {
     let response = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\n\
          Connection: close\r\n\r\n{page}",

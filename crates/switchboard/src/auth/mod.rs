@@ -8,7 +8,7 @@ mod list;
 pub mod login;
 pub mod store;
 
-pub use callback::{CALLBACK_PATH, Callback, CallbackError, Responder};
+pub use callback::{CALLBACK_PATH, Callback, CallbackError, Responder, page};
 pub use list::{LoginInfo, list_logins, logout};
 pub use login::{Login, LoginError, begin, client_credentials};
 pub use store::{ClientRecord, Entry, StoreError, TokenStore};

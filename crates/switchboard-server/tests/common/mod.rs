@@ -1,0 +1,125 @@
+//! What the API tests share: the fixture server, a Python with the `mcp` package, and a hub
+//! served on a free loopback port.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use switchboard::config::{self, LoadOptions};
+use switchboard::{Hub, HubOptions, Paths};
+use switchboard_server::ServeOptions;
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+pub fn fixture() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let ok = Command::new(cargo)
+                .args(["build", "-q", "-p", "switchboard-fixture"])
+                .current_dir(workspace())
+                .status();
+            assert!(ok.unwrap().success(), "building the fixture failed");
+            let exe = std::env::current_exe().unwrap();
+            exe.parent().unwrap().parent().unwrap().join("switchboard-fixture")
+        })
+        .clone()
+}
+
+pub struct Served {
+    pub dir: tempfile::TempDir,
+    pub hub: Hub,
+    pub base: String,
+    pub token: String,
+    pub login_url: String,
+    pub client: reqwest::Client,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Served {
+    /// Serves a hub of `servers` (a config's `servers` object) on a free loopback port.
+    pub async fn start(servers: Value) -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("servers.json");
+        std::fs::write(&file, json!({"servers": servers}).to_string()).unwrap();
+        let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
+        let mut options = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
+        options.extra_files = vec![file];
+        let hub = Hub::start(&config::load(&options), HubOptions::new(paths.clone()));
+        hub.ready().await;
+        let mut serve = ServeOptions::new(paths.data_dir.clone());
+        serve.port = 0;
+        let bound = switchboard_server::bind(&hub, &serve).await.unwrap();
+        let (base, token, login_url) = (format!("http://{}", bound.addr), bound.token.clone(), bound.login_url.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(bound.serve(async move {
+            let _ = stopped.await;
+        }));
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Served { dir, hub, base, token, login_url, client, stop: Some(stop) }
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client.get(format!("{}{path}", self.base)).bearer_auth(&self.token)
+    }
+
+    pub fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
+        self.client.post(format!("{}{path}", self.base)).bearer_auth(&self.token).json(&body)
+    }
+
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.hub.shutdown().await;
+    }
+}
+
+/// The status and JSON body of a request.
+pub async fn send(request: reqwest::RequestBuilder) -> (reqwest::StatusCode, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|_| json!({"text": text})))
+}
+
+/// The `code` of an error body.
+pub fn error_code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {body}"))
+}
+
+/// A Python with the `mcp` package (the venv the library's tests make in `.peers/py`).
+pub fn python() -> PathBuf {
+    static PY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        let dir = workspace().join(".peers/py");
+        let py = dir.join("bin/python");
+        let marker = dir.join(".installed-v1");
+        if !marker.exists() {
+            assert!(Command::new("python3").args(["-m", "venv"]).arg(&dir).status().unwrap().success());
+            let ok = Command::new(&py).args(["-m", "pip", "install", "-q", "mcp==2.3.0"]).status().unwrap();
+            assert!(ok.success(), "pip install mcp failed");
+            std::fs::write(&marker, "mcp==2.3.0").unwrap();
+        }
+        py
+    })
+    .clone()
+}
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Waits until something listens on `port`.
+pub fn wait_listening(port: u16) {
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "nothing listens on {port}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

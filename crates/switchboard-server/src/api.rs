@@ -111,7 +111,7 @@ pub async fn get_server(State(app): State<AppState>, Path(name): Path<String>) -
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ActionResult {
     /// The server afterwards.
-    server: ServerView,
+    pub(crate) server: ServerView,
 }
 
 fn after(hub: &Hub, name: &str) -> ApiResult<Json<ActionResult>> {
@@ -224,7 +224,7 @@ pub struct CallResult {
 }
 
 /// A request body that did not make it: too big (413) or not the JSON asked for (400).
-fn rejected(e: axum::extract::rejection::JsonRejection) -> ApiError {
+pub(crate) fn rejected(e: axum::extract::rejection::JsonRejection) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the request body is over the limit (1 MiB)");
     }

@@ -60,6 +60,8 @@ impl From<Error> for ApiError {
             Error::ServerExited { .. } => (StatusCode::BAD_GATEWAY, "server_exited"),
             Error::Cancelled => (StatusCode::BAD_GATEWAY, "cancelled"),
             Error::Auth { .. } => (StatusCode::BAD_GATEWAY, "auth_failed"),
+            Error::Exists { .. } => (StatusCode::CONFLICT, "exists"),
+            Error::Invalid { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
             _ => (StatusCode::BAD_GATEWAY, "server_error"),
         };
         ApiError::new(status, code, message)

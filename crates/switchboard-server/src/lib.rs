@@ -9,6 +9,7 @@ mod api;
 mod error;
 mod events;
 mod login;
+mod manage;
 mod security;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -97,8 +98,9 @@ impl utoipa::Modify for BearerAuth {
 /// The `/api` router and the OpenAPI description built from its routes.
 fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .routes(routes!(api::list_servers))
-        .routes(routes!(api::get_server))
+        .routes(routes!(api::list_servers, manage::add))
+        .routes(routes!(api::get_server, manage::remove))
+        .routes(routes!(manage::trust))
         .routes(routes!(api::connect))
         .routes(routes!(api::disconnect))
         .routes(routes!(api::revalidate))

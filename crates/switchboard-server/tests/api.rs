@@ -214,6 +214,9 @@ async fn the_openapi_description_matches_the_routes() {
     let paths = doc["paths"].as_object().unwrap();
     for (path, method) in [
         ("/api/servers", "get"),
+        ("/api/servers", "post"),
+        ("/api/servers/{name}", "delete"),
+        ("/api/servers/{name}/trust", "post"),
         ("/api/servers/{name}", "get"),
         ("/api/servers/{name}/connect", "post"),
         ("/api/servers/{name}/disconnect", "post"),
@@ -231,5 +234,63 @@ async fn the_openapi_description_matches_the_routes() {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the description");
     }
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn servers_are_added_removed_and_trusted_at_run_time() {
+    let s = Served::start(demo_and_broken()).await;
+    let fixture_entry = |name: &str| json!({"command": fixture().display().to_string(), "args": ["--name", name]});
+    let (status, body) = send(s.post("/api/servers", json!({"name": "extra", "config": fixture_entry("extra")}))).await;
+    assert_eq!(
+        (status, body["server"]["status"]["state"].as_str()),
+        (StatusCode::CREATED, Some("connected")),
+        "{body}"
+    );
+    let (_, body) = send(s.get("/api/tools?server=extra")).await;
+    assert_eq!(body["tools"].as_array().unwrap().len(), 12);
+    let (status, body) = send(s.post("/api/servers", json!({"name": "extra", "config": fixture_entry("extra")}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::CONFLICT, "exists"));
+    let (status, body) = send(s.post("/api/servers", json!({"name": "bad", "config": {"command": 5}}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"));
+    assert!(body["error"]["message"].as_str().unwrap().contains("command"), "{body}");
+    let (status, body) =
+        send(s.post("/api/servers", json!({"name": "odd", "config": {"command": "x", "colour": 1}}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body["error"]["message"].as_str().unwrap().contains("colour"), "{body}");
+    assert_eq!(send(s.post("/api/servers", json!({"config": {}}))).await.0, StatusCode::BAD_REQUEST);
+
+    // Persisted to the user's file; removed from it on request.
+    let user_file = s.dir.path().join("user.json");
+    let (status, _) =
+        send(s.post("/api/servers", json!({"name": "kept", "config": fixture_entry("kept"), "persist": "user"}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert!(std::fs::read_to_string(&user_file).unwrap().contains("\"kept\""));
+    // A project server waits for trust, and starts once trusted.
+    let (status, body) =
+        send(s.post("/api/servers", json!({"name": "proj", "config": fixture_entry("proj"), "persist": "project"})))
+            .await;
+    assert_eq!(
+        (status, body["server"]["status"]["state"].as_str()),
+        (StatusCode::CREATED, Some("untrusted")),
+        "{body}"
+    );
+    assert!(s.dir.path().join("switchboard.json").exists());
+    let (status, body) = send(s.post("/api/servers/proj/trust", json!({}))).await;
+    assert_eq!((status, body["server"]["status"]["state"].as_str()), (StatusCode::OK, Some("connected")), "{body}");
+    let (status, body) = send(s.post("/api/servers/kept/trust", json!({}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "user servers need no trust");
+
+    // Removal ends the server and drops its tools.
+    let delete = |name: &str, query: &str| {
+        s.client.delete(format!("{}/api/servers/{name}{query}", s.base)).bearer_auth(&s.token)
+    };
+    assert_eq!(delete("extra", "").send().await.unwrap().status(), StatusCode::NO_CONTENT);
+    assert_eq!(send(s.get("/api/servers/extra")).await.0, StatusCode::NOT_FOUND);
+    let (_, body) = send(s.get("/api/tools")).await;
+    assert!(body["tools"].as_array().unwrap().iter().all(|t| t["server"] != "extra"));
+    assert_eq!(delete("kept", "?from_file=true").send().await.unwrap().status(), StatusCode::NO_CONTENT);
+    assert!(!std::fs::read_to_string(&user_file).unwrap().contains("\"kept\""));
+    assert_eq!(delete("nope", "").send().await.unwrap().status(), StatusCode::NOT_FOUND);
     s.shutdown().await;
 }

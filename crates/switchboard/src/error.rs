@@ -58,6 +58,18 @@ pub enum Error {
         /// Its `WWW-Authenticate` challenge (carries the scope it wants).
         challenge: Option<String>,
     },
+    /// A server of that name exists already.
+    #[error("a server named `{name}` exists already")]
+    Exists {
+        /// The name.
+        name: String,
+    },
+    /// What was asked does not apply (bad input, or not in this state).
+    #[error("{message}")]
+    Invalid {
+        /// Why.
+        message: String,
+    },
     /// Logging in to a server (or the token store) failed.
     #[error("server `{server}`: {message}")]
     Auth {

@@ -12,6 +12,11 @@ use crate::status::ServerStatus;
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
+    /// A server was removed from the hub.
+    ServerRemoved {
+        /// The server.
+        server: String,
+    },
     /// A server's status changed.
     StatusChanged {
         /// The server.

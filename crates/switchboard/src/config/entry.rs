@@ -94,6 +94,11 @@ pub(crate) fn is_zcode(m: &Map<String, Value>) -> bool {
     }
 }
 
+/// One named entry (for [`super::parse_server`]).
+pub(crate) fn parse_server_value(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> ServerEntry {
+    parse_named(name, value, ctx)
+}
+
 fn parse_named(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> ServerEntry {
     let (scope, source) = (ctx.scope, ctx.path.to_path_buf());
     let invalid = |message: String| {

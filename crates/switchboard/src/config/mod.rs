@@ -21,6 +21,23 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use discover::{FileLook, LoadOptions, load};
+
+/// Reads one server entry as it would stand in a file (`source`, of `scope`), expanding
+/// `${VAR}` from `env`: for servers added at run time. Returns the entry (invalid ones keep
+/// their reason) and the diagnostics (unknown fields...).
+pub fn parse_server(
+    name: &str,
+    value: &serde_json::Value,
+    scope: Scope,
+    source: &std::path::Path,
+    env: &HashMap<String, String>,
+) -> (ServerEntry, Vec<Diagnostic>) {
+    let text = serde_json::to_string_pretty(&serde_json::json!({"servers": {name: value}})).unwrap_or_default();
+    let mut diagnostics = Vec::new();
+    let mut ctx = entry::FileCtx { path: source, text: &text, scope, env, diagnostics: &mut diagnostics };
+    let entry = entry::parse_server_value(name, value, &mut ctx);
+    (entry, diagnostics)
+}
 pub use edit::{EditError, NewServer, remove_server, set_enabled, write_server};
 pub use oauth::{DEFAULT_CALLBACK_PORT, EnterpriseConfig, OAuthConfig, OAuthGrant};
 

@@ -102,8 +102,8 @@ impl Hub {
     pub fn logins(&self) -> Result<Vec<LoginInfo>, Error> {
         let servers: Vec<(String, String)> = self
             .inner
-            .slots
-            .values()
+            .all_slots()
+            .iter()
             .filter_map(|s| match s.config().map(|c| &c.transport) {
                 Some(TransportConfig::Http(h)) => Some((s.name.clone(), h.url.clone())),
                 _ => None,

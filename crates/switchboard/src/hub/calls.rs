@@ -256,7 +256,7 @@ impl Hub {
     /// Why `name` is not in the catalog: its server is not connected (say why), or there is no
     /// such tool.
     fn why_no_tool(&self, name: &str) -> Error {
-        for slot in self.inner.slots.values() {
+        for slot in self.inner.all_slots() {
             let prefix = format!("mcp__{}__", crate::catalog::naming::sanitize(&slot.name));
             if name.starts_with(&format!("{}/", slot.name)) || name.starts_with(&prefix) {
                 let status = slot.state().status.clone();

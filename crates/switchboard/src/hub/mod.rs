@@ -14,6 +14,7 @@
 mod auth;
 mod calls;
 mod health;
+mod manage;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -168,7 +169,8 @@ pub(crate) struct Inner {
     options: HubOptions,
     project_root: PathBuf,
     host_env: Arc<HashMap<String, String>>,
-    slots: BTreeMap<String, Arc<Slot>>,
+    /// The servers, by name (servers can be added and removed at run time).
+    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     catalog: RwLock<Arc<Catalog>>,
     /// Held across snapshot, build and store, so a rebuild that read older lists can never
     /// overwrite one that read newer lists (two servers connecting at once raced here).
@@ -192,7 +194,9 @@ pub struct Hub {
 
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hub").field("servers", &self.inner.slots.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("Hub")
+            .field("servers", &self.inner.all_slots().iter().map(|s| s.name.clone()).collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -254,7 +258,7 @@ impl Hub {
             host_env: Arc::new(options.host_env.clone()),
             options,
             project_root: config.project_root.clone(),
-            slots,
+            slots: RwLock::new(slots),
             catalog: RwLock::new(Arc::new(Catalog::default())),
             rebuild: Mutex::new(()),
             watchdog: Watchdog::start(),
@@ -265,7 +269,7 @@ impl Hub {
             shutting_down: AtomicBool::new(false),
             id: format!("{}-{n}", std::process::id()),
         });
-        for slot in inner.slots.values() {
+        for slot in inner.all_slots() {
             if matches!(slot.state().status, ServerStatus::Connecting) {
                 let (inner2, slot2) = (inner.clone(), slot.clone());
                 let handle = tokio::spawn(async move {
@@ -281,7 +285,7 @@ impl Hub {
     pub async fn ready(&self) {
         let mut rx = self.inner.changed.subscribe();
         loop {
-            if !self.inner.slots.values().any(|s| matches!(s.state().status, ServerStatus::Connecting)) {
+            if !self.inner.all_slots().iter().any(|s| matches!(s.state().status, ServerStatus::Connecting)) {
                 return;
             }
             if rx.changed().await.is_err() {
@@ -292,17 +296,17 @@ impl Hub {
 
     /// Every server with its status, by name.
     pub fn servers(&self) -> Vec<ServerInfo> {
-        self.inner.slots.values().map(|s| info(s)).collect()
+        self.inner.all_slots().iter().map(|s| info(s)).collect()
     }
 
     /// One server's status.
     pub fn status(&self, name: &str) -> Option<ServerStatus> {
-        self.inner.slots.get(name).map(|s| s.state().status.clone())
+        self.inner.slot(name).ok().map(|s| s.state().status.clone())
     }
 
     /// The last lines a server wrote on stderr (its live process, if any).
     pub fn stderr_tail(&self, name: &str) -> Vec<String> {
-        let conn = self.inner.slots.get(name).and_then(|s| s.state().conn.clone());
+        let conn = self.inner.slot(name).ok().and_then(|s| s.state().conn.clone());
         conn.and_then(|c| c.tree.as_ref().map(|t| t.stderr.lines())).unwrap_or_default()
     }
 
@@ -314,6 +318,16 @@ impl Hub {
     /// Events from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
+    }
+
+    /// The user's config file and the data folder this hub uses.
+    pub fn paths(&self) -> &Paths {
+        &self.inner.options.paths
+    }
+
+    /// The host environment `${VAR}` in server entries expands from.
+    pub fn host_env(&self) -> &HashMap<String, String> {
+        &self.inner.host_env
     }
 
     /// The project root this hub runs in.
@@ -328,7 +342,7 @@ impl Hub {
         if let Some(conn) = old {
             conn.close().await;
         }
-        connect(&self.inner, slot)
+        connect(&self.inner, &slot)
             .await
             .map(|_| ())
             .map_err(|f| Error::NotConnected { server: name.into(), reason: f.message })
@@ -367,7 +381,7 @@ impl Hub {
         for task in self.inner.tasks.lock().unwrap_or_else(PoisonError::into_inner).drain(..) {
             task.abort();
         }
-        let conns: Vec<Arc<Connection>> = self.inner.slots.values().filter_map(|s| s.state().conn.take()).collect();
+        let conns: Vec<Arc<Connection>> = self.inner.all_slots().iter().filter_map(|s| s.state().conn.take()).collect();
         let trees: Vec<Arc<ProcessTree>> =
             self.inner.trees.lock().unwrap_or_else(PoisonError::into_inner).drain(..).collect();
         let closes = futures::future::join_all(conns.iter().map(|c| c.close()));
@@ -392,8 +406,17 @@ fn info(slot: &Slot) -> ServerInfo {
 }
 
 impl Inner {
-    fn slot(&self, name: &str) -> Result<&Arc<Slot>, Error> {
-        self.slots.get(name).ok_or_else(|| Error::UnknownServer { name: name.into() })
+    fn slot(&self, name: &str) -> Result<Arc<Slot>, Error> {
+        self.slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownServer { name: name.into() })
+    }
+
+    fn all_slots(&self) -> Vec<Arc<Slot>> {
+        self.slots.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
     }
 
     fn track(&self, handle: tokio::task::AbortHandle) {
@@ -410,8 +433,9 @@ impl Inner {
 
     fn rebuild_catalog(&self) {
         let _serial = self.rebuild.lock().unwrap_or_else(PoisonError::into_inner);
+        let slots = self.all_slots();
         let snapshot: Vec<(&str, Arc<ServerLists>, &CompiledFilter)> =
-            self.slots.values().map(|s| (s.name.as_str(), s.state().lists.clone(), &s.filter)).collect();
+            slots.iter().map(|s| (s.name.as_str(), s.state().lists.clone(), &s.filter)).collect();
         let catalog = Catalog::build(snapshot.iter().map(|(n, l, f)| (*n, &**l, *f)));
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }

@@ -1,0 +1,116 @@
+//! Changing the set of servers while the hub runs: adding one (it starts at once, unless it
+//! is a project server not trusted yet), removing one (its process tree ends), and trusting a
+//! project server (the trust is recorded as `switchboard trust` records it, and it starts).
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::{Hub, Slot, SlotState, connect};
+use crate::catalog::CompiledFilter;
+use crate::config::{Scope, ServerEntry};
+use crate::error::Error;
+use crate::events::Event;
+use crate::policy::TrustStore;
+use crate::status::{FailureKind, ServerStatus};
+
+impl Hub {
+    /// Adds a server (parsed with [`crate::config::parse_server`]) and, if it is enabled and
+    /// trusted, connects it. Returns its status once the start has settled.
+    pub async fn add_server(&self, entry: ServerEntry) -> Result<ServerStatus, Error> {
+        let name = entry.name().to_string();
+        let status = match &entry {
+            ServerEntry::Invalid(i) => ServerStatus::Failed {
+                kind: FailureKind::ConfigInvalid,
+                message: i.message.clone(),
+                stderr_tail: vec![],
+                auth_challenge: None,
+            },
+            ServerEntry::Valid(c) if !c.enabled => ServerStatus::Disabled,
+            ServerEntry::Valid(c) if c.scope == Scope::Project && !self.is_trusted(c) => ServerStatus::Untrusted,
+            ServerEntry::Valid(_) => ServerStatus::Connecting,
+        };
+        let filter = match &entry {
+            ServerEntry::Valid(c) => CompiledFilter::new(&c.tools),
+            ServerEntry::Invalid(_) => CompiledFilter::new(&Default::default()),
+        };
+        let slot = Arc::new(Slot {
+            name: name.clone(),
+            entry,
+            filter,
+            state: Mutex::new(SlotState {
+                status: status.clone(),
+                conn: None,
+                lists: Arc::default(),
+                applied: HashMap::new(),
+                auth_challenge: None,
+            }),
+            connect_lock: tokio::sync::Mutex::new(()),
+            epoch: AtomicU64::new(0),
+            list_seq: AtomicU64::new(0),
+        });
+        {
+            let mut slots = self.inner.slots.write().unwrap_or_else(PoisonError::into_inner);
+            if slots.contains_key(&name) {
+                return Err(Error::Exists { name });
+            }
+            slots.insert(name.clone(), slot.clone());
+        }
+        let _ = self.inner.events.send(Event::StatusChanged { server: name.clone(), status: status.clone() });
+        if matches!(status, ServerStatus::Connecting) {
+            let _ = connect(&self.inner, &slot).await;
+        }
+        Ok(slot.state().status.clone())
+    }
+
+    /// Removes a server from the hub: its connection closes and its process tree ends.
+    pub async fn remove_server(&self, name: &str) -> Result<(), Error> {
+        let slot = self
+            .inner
+            .slots
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name)
+            .ok_or_else(|| Error::UnknownServer { name: name.into() })?;
+        let _guard = slot.connect_lock.lock().await;
+        let conn = slot.state().conn.take();
+        if let Some(conn) = conn {
+            conn.close().await;
+        }
+        self.inner.rebuild_catalog();
+        let _ = self.inner.events.send(Event::ServerRemoved { server: name.to_string() });
+        self.inner.changed.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    /// Trusts a project server in this project (what would run is recorded, as
+    /// `switchboard trust` records it) and starts it. Returns its status afterwards.
+    pub async fn trust(&self, name: &str) -> Result<ServerStatus, Error> {
+        let slot = self.inner.slot(name)?;
+        let Some(config) = slot.config() else {
+            return Err(Error::Invalid {
+                message: format!("`{name}` is not a valid entry: {}", slot.state().status.summary()),
+            });
+        };
+        if config.scope != Scope::Project {
+            return Err(Error::Invalid {
+                message: format!("`{name}` is not from a project file: user and --config servers are always trusted"),
+            });
+        }
+        let mut store = TrustStore::open(&self.inner.options.paths.data_dir)
+            .map_err(|e| Error::Invalid { message: e.to_string() })?;
+        store.trust(&self.inner.project_root, config);
+        store.save().map_err(|e| Error::Invalid { message: e.to_string() })?;
+        let untrusted = matches!(slot.state().status, ServerStatus::Untrusted);
+        if untrusted && config.enabled {
+            self.inner.set_status(&slot, ServerStatus::Connecting);
+            let _ = connect(&self.inner, &slot).await;
+        }
+        Ok(slot.state().status.clone())
+    }
+
+    fn is_trusted(&self, config: &crate::config::ServerConfig) -> bool {
+        TrustStore::open(&self.inner.options.paths.data_dir)
+            .is_ok_and(|t| t.is_trusted(&self.inner.project_root, config))
+    }
+}

@@ -150,7 +150,19 @@ pub struct ToolsQuery {
     /// Only this server's tools.
     server: Option<String>,
     /// `mcp` (default), `openai` or `anthropic`.
-    format: Option<String>,
+    format: Option<Format>,
+}
+
+/// A tool list's format.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// MCP tools with model-visible names.
+    Mcp,
+    /// OpenAI function tools.
+    Openai,
+    /// Anthropic tools.
+    Anthropic,
 }
 
 /// Tools, in the asked format.
@@ -164,19 +176,20 @@ pub struct ToolList {
 #[utoipa::path(get, path = "/api/tools", tag = "catalog", params(ToolsQuery),
     responses((status = 200, body = ToolList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody)))]
-pub async fn list_tools(State(app): State<AppState>, Query(q): Query<ToolsQuery>) -> ApiResult<Json<ToolList>> {
+pub async fn list_tools(
+    State(app): State<AppState>,
+    query: Result<Query<ToolsQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<ToolList>> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     if let Some(server) = &q.server {
         find(&app.hub, server)?;
     }
     let catalog = app.hub.catalog();
     let tools: Vec<_> = catalog.tools().iter().filter(|t| q.server.as_deref().is_none_or(|s| t.server == s)).collect();
-    let format = match q.format.as_deref() {
-        None | Some("mcp") => None,
-        Some("openai") => Some(ToolFormat::OpenAi),
-        Some("anthropic") => Some(ToolFormat::Anthropic),
-        Some(other) => {
-            return Err(ApiError::bad_request(format!("unknown format `{other}`: use mcp, openai or anthropic")));
-        }
+    let format = match q.format {
+        None | Some(Format::Mcp) => None,
+        Some(Format::Openai) => Some(ToolFormat::OpenAi),
+        Some(Format::Anthropic) => Some(ToolFormat::Anthropic),
     };
     let tools = match format {
         Some(f) => tools_json(tools.iter().copied(), f).as_array().cloned().unwrap_or_default(),

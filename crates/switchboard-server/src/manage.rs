@@ -84,8 +84,8 @@ pub struct RemoveQuery {
 
 #[utoipa::path(delete, path = "/api/servers/{name}", tag = "servers",
     params(("name" = String, Path, description = "The server"), RemoveQuery),
-    responses((status = 204, description = "Removed (its process tree ended)"), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody)))]
+    responses((status = 204, description = "Removed (its process tree ended)"), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn remove(
     State(app): State<AppState>,
     Path(name): Path<String>,

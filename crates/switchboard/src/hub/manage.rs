@@ -2,53 +2,22 @@
 //! is a project server not trusted yet), removing one (its process tree ends), and trusting a
 //! project server (the trust is recorded as `switchboard trust` records it, and it starts).
 
-use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
-use super::{Hub, Slot, SlotState, connect};
-use crate::catalog::CompiledFilter;
+use super::{Hub, Slot, connect};
 use crate::config::{Scope, ServerEntry};
 use crate::error::Error;
 use crate::events::Event;
 use crate::policy::TrustStore;
-use crate::status::{FailureKind, ServerStatus};
+use crate::status::ServerStatus;
 
 impl Hub {
     /// Adds a server (parsed with [`crate::config::parse_server`]) and, if it is enabled and
     /// trusted, connects it. Returns its status once the start has settled.
     pub async fn add_server(&self, entry: ServerEntry) -> Result<ServerStatus, Error> {
         let name = entry.name().to_string();
-        let status = match &entry {
-            ServerEntry::Invalid(i) => ServerStatus::Failed {
-                kind: FailureKind::ConfigInvalid,
-                message: i.message.clone(),
-                stderr_tail: vec![],
-                auth_challenge: None,
-            },
-            ServerEntry::Valid(c) if !c.enabled => ServerStatus::Disabled,
-            ServerEntry::Valid(c) if c.scope == Scope::Project && !self.is_trusted(c) => ServerStatus::Untrusted,
-            ServerEntry::Valid(_) => ServerStatus::Connecting,
-        };
-        let filter = match &entry {
-            ServerEntry::Valid(c) => CompiledFilter::new(&c.tools),
-            ServerEntry::Invalid(_) => CompiledFilter::new(&Default::default()),
-        };
-        let slot = Arc::new(Slot {
-            name: name.clone(),
-            entry,
-            filter,
-            state: Mutex::new(SlotState {
-                status: status.clone(),
-                conn: None,
-                lists: Arc::default(),
-                applied: HashMap::new(),
-                auth_challenge: None,
-            }),
-            connect_lock: tokio::sync::Mutex::new(()),
-            epoch: AtomicU64::new(0),
-            list_seq: AtomicU64::new(0),
-        });
+        let slot = Arc::new(Slot::new(entry, |c| c.scope != Scope::Project || self.is_trusted(c)));
+        let status = slot.state().status.clone();
         {
             let mut slots = self.inner.slots.write().unwrap_or_else(PoisonError::into_inner);
             if slots.contains_key(&name) {

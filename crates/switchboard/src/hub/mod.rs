@@ -154,6 +154,41 @@ struct Slot {
 }
 
 impl Slot {
+    /// A slot for `entry`: failed if invalid, disabled, untrusted (by `trusted`), or about to
+    /// connect.
+    fn new(entry: ServerEntry, trusted: impl FnOnce(&ServerConfig) -> bool) -> Slot {
+        let status = match &entry {
+            ServerEntry::Invalid(i) => ServerStatus::Failed {
+                kind: FailureKind::ConfigInvalid,
+                message: i.message.clone(),
+                stderr_tail: vec![],
+                auth_challenge: None,
+            },
+            ServerEntry::Valid(c) if !c.enabled => ServerStatus::Disabled,
+            ServerEntry::Valid(c) if !trusted(c) => ServerStatus::Untrusted,
+            ServerEntry::Valid(_) => ServerStatus::Connecting,
+        };
+        let filter = match &entry {
+            ServerEntry::Valid(c) => CompiledFilter::new(&c.tools),
+            ServerEntry::Invalid(_) => CompiledFilter::new(&Default::default()),
+        };
+        Slot {
+            name: entry.name().to_string(),
+            entry,
+            filter,
+            state: Mutex::new(SlotState {
+                status,
+                conn: None,
+                lists: Arc::default(),
+                applied: HashMap::new(),
+                auth_challenge: None,
+            }),
+            connect_lock: tokio::sync::Mutex::new(()),
+            epoch: AtomicU64::new(0),
+            list_seq: AtomicU64::new(0),
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, SlotState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -217,41 +252,8 @@ impl Hub {
             if options.only.as_ref().is_some_and(|only| !only.contains(name)) {
                 continue;
             }
-            let status = match entry {
-                ServerEntry::Invalid(i) => ServerStatus::Failed {
-                    kind: FailureKind::ConfigInvalid,
-                    message: i.message.clone(),
-                    stderr_tail: vec![],
-                    auth_challenge: None,
-                },
-                ServerEntry::Valid(c) if !c.enabled => ServerStatus::Disabled,
-                ServerEntry::Valid(c) if !trust.as_ref().is_ok_and(|t| t.is_trusted(&config.project_root, c)) => {
-                    ServerStatus::Untrusted
-                }
-                ServerEntry::Valid(_) => ServerStatus::Connecting,
-            };
-            let filter = match entry {
-                ServerEntry::Valid(c) => CompiledFilter::new(&c.tools),
-                ServerEntry::Invalid(_) => CompiledFilter::new(&Default::default()),
-            };
-            slots.insert(
-                name.clone(),
-                Arc::new(Slot {
-                    name: name.clone(),
-                    entry: entry.clone(),
-                    filter,
-                    state: Mutex::new(SlotState {
-                        status,
-                        conn: None,
-                        lists: Arc::default(),
-                        applied: HashMap::new(),
-                        auth_challenge: None,
-                    }),
-                    connect_lock: tokio::sync::Mutex::new(()),
-                    epoch: AtomicU64::new(0),
-                    list_seq: AtomicU64::new(0),
-                }),
-            );
+            let trusted = |c: &ServerConfig| trust.as_ref().is_ok_and(|t| t.is_trusted(&config.project_root, c));
+            slots.insert(name.clone(), Arc::new(Slot::new(entry.clone(), trusted)));
         }
         let n = HUB_COUNTER.fetch_add(1, Ordering::Relaxed);
         let inner = Arc::new(Inner {

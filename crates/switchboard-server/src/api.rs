@@ -272,7 +272,7 @@ pub async fn call_tool(
     }
     if app.hub.catalog().tool(&name).is_none() {
         // Fail before committing to a stream: unknown tool, or its server is not connected.
-        app.hub.call_tool(&name, None, CallOptions::new().timeout(Duration::from_millis(1))).await?;
+        return Err(app.hub.missing_tool(&name).into());
     }
     if !wants_stream(&headers) {
         let out = app.hub.call_tool(&name, request.arguments, options).await?;

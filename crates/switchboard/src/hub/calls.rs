@@ -100,7 +100,7 @@ impl Hub {
         options: CallOptions,
     ) -> Result<ToolOutput, Error> {
         let catalog = self.catalog();
-        let entry = catalog.tool(name).ok_or_else(|| self.why_no_tool(name))?;
+        let entry = catalog.tool(name).ok_or_else(|| self.missing_tool(name))?;
         let slot = self.inner.slot(&entry.server)?.clone();
         let conn = ensure_connected(&self.inner, &slot).await?;
         let timeout =
@@ -254,8 +254,8 @@ impl Rounds for GetPromptRequestParams {
 
 impl Hub {
     /// Why `name` is not in the catalog: its server is not connected (say why), or there is no
-    /// such tool.
-    fn why_no_tool(&self, name: &str) -> Error {
+    /// such tool. What [`Hub::call_tool`] returns for a name it cannot find.
+    pub fn missing_tool(&self, name: &str) -> Error {
         for slot in self.inner.all_slots() {
             let prefix = format!("mcp__{}__", crate::catalog::naming::sanitize(&slot.name));
             if name.starts_with(&format!("{}/", slot.name)) || name.starts_with(&prefix) {

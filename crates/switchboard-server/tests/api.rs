@@ -202,6 +202,18 @@ async fn a_call_streams_its_progress_before_the_result() {
     let result = text.find("event: result").expect("a result event");
     assert!(text.rfind("event: progress").unwrap() < result, "{text}");
     assert!(text.contains("slept 3 x 50 ms"), "{text}");
+    // The hub's event stream carried the same progress, named by server, tool and call.
+    let events = s.events_of(0, "progress", 3).await;
+    let data: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).unwrap())
+        .filter(|v| v["type"] == "progress")
+        .collect();
+    assert_eq!(data.len(), 3, "{events}");
+    assert!(data.iter().all(|v| v["server"] == "demo" && v["tool"] == "mcp__demo__slow"), "{events}");
+    assert!(data.iter().all(|v| v["call"] == data[0]["call"]), "one call: {events}");
+    assert_eq!(data[2]["progress"], 3.0, "{events}");
     s.shutdown().await;
 }
 

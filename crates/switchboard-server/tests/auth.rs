@@ -62,6 +62,12 @@ async fn a_login_started_from_the_api_finishes_on_its_callback() {
     let (status, body) = send(request).await;
     assert_eq!((status, body["had_tokens"].as_bool()), (StatusCode::OK, Some(true)), "{body}");
     assert_eq!(body["server"]["status"]["kind"], "needs_auth");
+    // ... which the event stream says, with the reason.
+    let events = s.events_of(0, "auth_needed", 1).await;
+    let needed = events.lines().filter_map(|l| l.strip_prefix("data:")).find(|d| d.contains("auth_needed")).unwrap();
+    let needed: serde_json::Value = serde_json::from_str(needed.trim()).unwrap();
+    assert_eq!(needed["server"], "py", "{needed}");
+    assert!(!needed["reason"].as_str().unwrap().is_empty(), "{needed}");
     // A server without a login.
     let (status, body) = send(s.post("/api/servers/demo/auth", json!({}))).await;
     assert_eq!((status, error_code(&body)), (StatusCode::CONFLICT, "no_login"));

@@ -1,5 +1,5 @@
 //! Events the hub publishes: status changes, catalog changes, resource updates, server log
-//! messages.
+//! messages, tool calls' progress, servers that need a login.
 //! Subscribe with [`crate::Hub::subscribe`]; a slow subscriber loses old events, never
 //! blocks the hub.
 
@@ -55,5 +55,34 @@ pub enum Event {
         logger: Option<String>,
         /// The message.
         data: serde_json::Value,
+    },
+    /// A tool call in flight reported progress (`notifications/progress`). Published for every
+    /// call, whether or not its caller asked for progress itself.
+    Progress {
+        /// The server.
+        server: String,
+        /// The tool, by model-visible name.
+        tool: String,
+        /// The call, numbered by the hub (unique for the hub's lifetime).
+        call: u64,
+        /// Progress so far.
+        progress: f64,
+        /// The total, if the server knows it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// What the server said, if anything.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A server asks for a login: it became `needs_auth`, or refused a call for want of a
+    /// scope (`insufficient_scope`). [`crate::Hub::begin_login`] starts one.
+    AuthNeeded {
+        /// The server.
+        server: String,
+        /// Why, for people.
+        reason: String,
+        /// The scope the server asked for, from its challenge, if it named one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        scope: Option<String>,
     },
 }

@@ -71,6 +71,22 @@ impl Served {
         self.client.post(format!("{}{path}", self.base)).bearer_auth(&self.token).json(&body)
     }
 
+    /// The kept and live events after id `after`, read until `count` of them are of `kind`
+    /// (10 s at most).
+    pub async fn events_of(&self, after: u64, kind: &str, count: usize) -> String {
+        use futures::StreamExt;
+        let response = self.get("/api/events").header("last-event-id", after.to_string()).send().await.unwrap();
+        let mut stream = response.bytes_stream();
+        let mut text = String::new();
+        let marker = format!("event: {kind}\n");
+        while text.matches(&marker).count() < count {
+            let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next()).await;
+            let chunk = chunk.unwrap_or_else(|_| panic!("{count} `{kind}` events; got:\n{text}")).unwrap().unwrap();
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        text
+    }
+
     pub async fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

@@ -20,6 +20,7 @@ use crate::connection::handler::Progress;
 use crate::connection::{Connection, describe_error};
 use crate::deadline::Expired;
 use crate::error::Error;
+use crate::events::Event;
 use crate::output::{ModelResult, Spill, format_result};
 use crate::status::ServerStatus;
 
@@ -112,12 +113,13 @@ impl Hub {
         }
         let what = format!("tools/call {}", entry.tool.name);
         let limits = Limits { idle: timeout, total: max_total };
+        let progress = self.inner.progress_sink(&entry.server, &entry.name, options.progress.clone());
         let mut state_only = 0;
         let mut round = 0;
         let raw = loop {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-            let progress = options.progress.clone();
-            let sent = send(&self.inner, &slot, &conn, request, limits, progress, options.cancel.clone(), &what).await;
+            let sent =
+                send(&self.inner, &slot, &conn, request, limits, progress.clone(), options.cancel.clone(), &what).await;
             let result = match sent {
                 Ok(r) => r,
                 Err(e) => {
@@ -125,6 +127,11 @@ impl Hub {
                         && c.contains("insufficient_scope")
                     {
                         self.remember_refusal(&slot.name, c).await;
+                        let _ = self.inner.events.send(Event::AuthNeeded {
+                            server: slot.name.clone(),
+                            reason: format!("the server refused `{}` for want of a scope", entry.tool.name),
+                            scope: crate::auth::challenge_scope(c),
+                        });
                     }
                     return Err(e);
                 }

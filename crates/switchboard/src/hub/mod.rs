@@ -29,7 +29,7 @@ pub use calls::{CallOptions, ToolOutput};
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};
 use crate::config::{LoadedConfig, Scope, ServerConfig, ServerEntry, TransportConfig};
-use crate::connection::handler::ListChange;
+use crate::connection::handler::{ListChange, Progress};
 use crate::connection::{ConnectCtx, Connection, StartFailure};
 use crate::deadline::Watchdog;
 use crate::elicitation::Elicitor;
@@ -218,6 +218,8 @@ pub(crate) struct Inner {
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
     shutting_down: AtomicBool,
     id: String,
+    /// Numbers tool calls for [`Event::Progress`].
+    calls: AtomicU64,
 }
 
 /// The host runtime: start it with a loaded config, then read statuses and the catalog, call
@@ -270,6 +272,7 @@ impl Hub {
             tasks: Mutex::new(Vec::new()),
             shutting_down: AtomicBool::new(false),
             id: format!("{}-{n}", std::process::id()),
+            calls: AtomicU64::new(0),
         });
         for slot in inner.all_slots() {
             if matches!(slot.state().status, ServerStatus::Connecting) {
@@ -429,8 +432,60 @@ impl Inner {
 
     fn set_status(&self, slot: &Slot, status: ServerStatus) {
         slot.state().status = status.clone();
+        let auth = match &status {
+            ServerStatus::Failed {
+                kind: kind @ (FailureKind::NeedsAuth | FailureKind::NeedsClientRegistration),
+                message,
+                auth_challenge,
+                ..
+            } => Some(Event::AuthNeeded {
+                server: slot.name.clone(),
+                reason: match kind {
+                    FailureKind::NeedsClientRegistration => format!("{message} (needs a registered client)"),
+                    _ => message.clone(),
+                },
+                scope: auth_challenge.as_deref().and_then(crate::auth::challenge_scope),
+            }),
+            _ => None,
+        };
         let _ = self.events.send(Event::StatusChanged { server: slot.name.clone(), status });
+        if let Some(auth) = auth {
+            let _ = self.events.send(auth);
+        }
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Where a call's progress goes: to the caller's channel, and, when anyone listens to the
+    /// hub's events, out as [`Event::Progress`] too.
+    pub(crate) fn progress_sink(
+        self: &Arc<Self>,
+        server: &str,
+        tool: &str,
+        caller: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Option<mpsc::UnboundedSender<Progress>> {
+        if self.events.receiver_count() == 0 {
+            return caller;
+        }
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        let (tx, mut rx) = mpsc::unbounded_channel::<Progress>();
+        let (events, server, tool) = (self.events.clone(), server.to_string(), tool.to_string());
+        // Ends when the last sender goes: the router drops its copy when the call is over.
+        tokio::spawn(async move {
+            while let Some(p) = rx.recv().await {
+                let _ = events.send(Event::Progress {
+                    server: server.clone(),
+                    tool: tool.clone(),
+                    call,
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message.clone(),
+                });
+                if let Some(caller) = &caller {
+                    let _ = caller.send(p);
+                }
+            }
+        });
+        Some(tx)
     }
 
     fn rebuild_catalog(&self) {

@@ -313,7 +313,9 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             .await
         }
         Command::Auth { server: None, .. } => bail!("name a server: `switchboard auth NAME` (or `--list`)"),
-        Command::Serve { port, bind, allow_remote } => crate::serve::serve(ctx, port, bind, allow_remote).await,
+        Command::Serve { port, bind, allow_remote, hosts } => {
+            crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts }).await
+        }
         Command::Logout { ref server } => {
             crate::login::logout(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), server).await
         }

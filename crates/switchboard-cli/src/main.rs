@@ -197,6 +197,11 @@ pub enum Command {
         /// Allow a non-loopback `--bind` (the API then answers the network; the token still guards it).
         #[arg(long)]
         allow_remote: bool,
+        /// Another name this server answers to, as browsers will send it in `Host` (`box.lan`,
+        /// or `name:port` behind a proxy); repeatable. With `--bind 0.0.0.0`, IP addresses are
+        /// accepted without it.
+        #[arg(long = "host", value_name = "NAME")]
+        hosts: Vec<String>,
     },
     /// Forget a remote server's tokens.
     Logout {

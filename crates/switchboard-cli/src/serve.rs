@@ -9,12 +9,27 @@ use switchboard_server::ServeOptions;
 
 use crate::commands::Ctx;
 
-pub async fn serve(ctx: &Ctx, port: u16, bind: IpAddr, allow_remote: bool) -> Result<u8> {
+/// Where and to whom to answer.
+pub struct Listen {
+    pub port: u16,
+    pub bind: IpAddr,
+    pub allow_remote: bool,
+    pub hosts: Vec<String>,
+}
+
+pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     let hub = Hub::start(&ctx.loaded, HubOptions::new(ctx.paths.clone()));
     let mut options = ServeOptions::new(ctx.paths.data_dir.clone());
-    options.bind = bind;
-    options.port = port;
-    options.allow_remote = allow_remote;
+    options.bind = listen.bind;
+    options.port = listen.port;
+    options.allow_remote = listen.allow_remote;
+    options.hosts = listen.hosts;
+    if !listen.bind.is_loopback() {
+        eprintln!(
+            "warning: answering the network over plain HTTP: the token and session cookie cross it unencrypted \
+             (put a TLS proxy in front, or use an SSH tunnel to the loopback default)"
+        );
+    }
     let bound = match switchboard_server::bind(&hub, &options).await {
         Ok(b) => b,
         Err(e) => {

@@ -44,6 +44,9 @@ pub struct ServeOptions {
     pub port: u16,
     /// Binding to a non-loopback address needs this (the API then answers the network).
     pub allow_remote: bool,
+    /// More names the server answers to (`Host` header), beyond the loopback names and the
+    /// bound address: `name` (with the bound port) or `name:port` (behind a proxy).
+    pub hosts: Vec<String>,
     /// Where the token and the address file live.
     pub data_dir: PathBuf,
 }
@@ -51,7 +54,13 @@ pub struct ServeOptions {
 impl ServeOptions {
     /// Loopback, the default port.
     pub fn new(data_dir: PathBuf) -> ServeOptions {
-        ServeOptions { bind: IpAddr::V4(Ipv4Addr::LOCALHOST), port: DEFAULT_PORT, allow_remote: false, data_dir }
+        ServeOptions {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: DEFAULT_PORT,
+            allow_remote: false,
+            hosts: Vec::new(),
+            data_dir,
+        }
     }
 }
 
@@ -177,12 +186,13 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     })?;
     let addr = listener.local_addr()?;
     let token = security::load_or_make_token(&options.data_dir)?;
-    let access = Arc::new(security::Access::new(token.clone(), addr));
+    let access = Arc::new(security::Access::new(token.clone(), addr, &options.hosts));
     let code = access.login_code()?;
-    let host = if addr.ip().is_unspecified() || addr.ip().is_loopback() {
-        format!("127.0.0.1:{}", addr.port())
-    } else {
-        addr.to_string()
+    // The URL people are shown: the first extra name if any (that is how others reach it).
+    let host = match options.hosts.first() {
+        Some(name) => security::with_port(name, addr.port()),
+        None if addr.ip().is_unspecified() || addr.ip().is_loopback() => format!("127.0.0.1:{}", addr.port()),
+        None => addr.to_string(),
     };
     let login_url = format!("http://{host}/login?code={code}");
     let state = state(hub);

@@ -47,10 +47,13 @@ pub fn load_or_make_token(data_dir: &Path) -> std::io::Result<String> {
 #[derive(Debug)]
 pub struct Access {
     token: String,
+    port: u16,
     /// `Host` header values that name this server.
     hosts: HashSet<String>,
-    /// Origins a cookie-carrying request may come from.
-    origins: HashSet<String>,
+    /// Bound to every address (`0.0.0.0`, `::`): a `Host` that is an IP address with our port
+    /// is accepted too. DNS rebinding needs a name the attacker controls, so an address
+    /// literal is safe to accept; names still have to be listed (`--host`).
+    any_address: bool,
     /// One-time login codes not used yet.
     codes: Mutex<HashSet<String>>,
     /// Sessions handed out by a login.
@@ -58,8 +61,9 @@ pub struct Access {
 }
 
 impl Access {
-    /// Access for a server bound to `addr`, with the API `token`.
-    pub fn new(token: String, addr: SocketAddr) -> Access {
+    /// Access for a server bound to `addr`, with the API `token`, that also answers to the
+    /// `extra` host names (`name` or `name:port`).
+    pub fn new(token: String, addr: SocketAddr, extra: &[String]) -> Access {
         let port = addr.port();
         let mut names = vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")];
         if !addr.ip().is_unspecified() {
@@ -68,11 +72,12 @@ impl Access {
                 SocketAddr::V6(a) => format!("[{}]:{port}", a.ip()),
             });
         }
-        let origins = names.iter().map(|h| format!("http://{h}")).collect();
+        names.extend(extra.iter().map(|h| with_port(h, port)));
         Access {
             token,
-            hosts: names.into_iter().collect(),
-            origins,
+            port,
+            hosts: names.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
+            any_address: addr.ip().is_unspecified(),
             codes: Mutex::default(),
             sessions: Mutex::default(),
         }
@@ -96,7 +101,12 @@ impl Access {
     }
 
     fn host_ok(&self, headers: &HeaderMap) -> bool {
-        headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(|h| self.hosts.contains(h))
+        let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
+        let host = host.to_ascii_lowercase();
+        if self.hosts.contains(&host) {
+            return true;
+        }
+        self.any_address && host.parse::<SocketAddr>().is_ok_and(|a| a.port() == self.port)
     }
 
     fn bearer_ok(&self, headers: &HeaderMap) -> bool {
@@ -118,11 +128,25 @@ impl Access {
             .any(|value| sessions.iter().any(|s| constant_time_eq(s.as_bytes(), value.as_bytes())))
     }
 
+    /// A cookie-carrying request must come from a page of this same server: its `Origin`,
+    /// when sent, is the `Host` it was sent to (which `host_ok` checked).
     fn origin_ok(&self, headers: &HeaderMap) -> bool {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
         match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
-            Some(origin) => self.origins.contains(origin),
+            Some(origin) => origin.eq_ignore_ascii_case(&format!("http://{host}")),
             None => true,
         }
+    }
+}
+
+/// `name` with `:port` unless it names a port already (a bare IPv6 address is bracketed).
+pub(crate) fn with_port(name: &str, port: u16) -> String {
+    if name.matches(':').count() > 1 && !name.starts_with('[') {
+        return format!("[{name}]:{port}");
+    }
+    match name.rsplit_once(':') {
+        Some((_, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => name.to_string(),
+        _ => format!("{name}:{port}"),
     }
 }
 
@@ -133,8 +157,12 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// Refuses a request whose `Host` does not name this server.
 pub async fn check_host(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
     if !access.host_ok(request.headers()) {
-        return ApiError::new(StatusCode::MISDIRECTED_REQUEST, "bad_host", "the Host header does not name this server")
-            .into_response();
+        return ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "bad_host",
+            "the Host header does not name this server (start it with `--host NAME` to accept another name)",
+        )
+        .into_response();
     }
     next.run(request).await
 }
@@ -174,7 +202,7 @@ mod tests {
     #[test]
     fn hosts_tokens_codes_and_sessions() {
         let addr: SocketAddr = "127.0.0.1:7341".parse().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 7341)));
-        let access = Access::new("t0ken-t0ken-t0ken-t0ken-t0ken-t0ken".into(), addr);
+        let access = Access::new("t0ken-t0ken-t0ken-t0ken-t0ken-t0ken".into(), addr, &[]);
         assert!(access.host_ok(&headers(&[("host", "127.0.0.1:7341")])));
         assert!(access.host_ok(&headers(&[("host", "localhost:7341")])));
         assert!(!access.host_ok(&headers(&[("host", "evil.example:7341")])));
@@ -187,7 +215,34 @@ mod tests {
         assert!(access.redeem(&code).is_none(), "a login code works once");
         let cookie = format!("a=b; {COOKIE}={session}");
         assert!(access.session_ok(&headers(&[("cookie", &cookie)])));
-        assert!(access.origin_ok(&headers(&[("origin", "http://localhost:7341")])));
-        assert!(!access.origin_ok(&headers(&[("origin", "http://evil.example")])));
+        let here = [("host", "localhost:7341"), ("origin", "http://localhost:7341")];
+        assert!(access.origin_ok(&headers(&here)));
+        assert!(!access.origin_ok(&headers(&[("host", "localhost:7341"), ("origin", "http://evil.example")])));
+        assert!(!access.origin_ok(&headers(&[("host", "localhost:7341"), ("origin", "http://127.0.0.1:7341")])));
+        assert!(!access.host_ok(&headers(&[("host", "192.168.1.20:7341")])), "loopback bind: loopback names only");
+    }
+
+    #[test]
+    fn every_address_accepts_address_literals_and_listed_names() {
+        let addr = SocketAddr::from(([0, 0, 0, 0], 7341));
+        let extra = ["box.lan".to_string(), "Other.Example:8080".to_string(), "[fd00::1]".to_string()];
+        let access = Access::new("t".repeat(40), addr, &extra);
+        for ok in [
+            "192.168.1.20:7341",
+            "[fe80::1]:7341",
+            "box.lan:7341",
+            "BOX.lan:7341",
+            "other.example:8080",
+            "[fd00::1]:7341",
+            "localhost:7341",
+        ] {
+            assert!(access.host_ok(&headers(&[("host", ok)])), "{ok}");
+        }
+        for bad in ["192.168.1.20:80", "192.168.1.20", "evil.example:7341", "box.lan:8080", "box.lan"] {
+            assert!(!access.host_ok(&headers(&[("host", bad)])), "{bad}");
+        }
+        assert_eq!(with_port("[fd00::1]:9", 1), "[fd00::1]:9");
+        assert_eq!(with_port("fd00::1", 1), "[fd00::1]:1");
+        assert_eq!(with_port("[fd00::1]", 1), "[fd00::1]:1");
     }
 }

@@ -11,7 +11,7 @@ use common::{Served, error_code, fixture, send};
 use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use switchboard_server::COOKIE;
+use switchboard_server::{COOKIE, ServeOptions};
 
 fn demo_and_broken() -> serde_json::Value {
     let demo = json!({"command": fixture().display().to_string(), "args": ["--name", "demo"]});
@@ -57,6 +57,51 @@ async fn the_token_or_a_session_and_the_right_host_are_required() {
         .header("origin", "http://evil.example");
     assert_eq!(send(foreign).await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(send(s.client.get(&s.login_url)).await.0, StatusCode::UNAUTHORIZED, "a login URL works once");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answering_the_network_needs_allow_remote_and_names_its_hosts() {
+    // Not without --allow-remote.
+    let dir = tempfile::tempdir().unwrap();
+    let hub = switchboard::Hub::start(
+        &switchboard::config::LoadedConfig::default(),
+        switchboard::HubOptions::new(switchboard::Paths::new(dir.path().join("u.json"), dir.path().join("d"))),
+    );
+    let mut options = ServeOptions::new(dir.path().join("d"));
+    (options.bind, options.port) = ("0.0.0.0".parse().unwrap(), 0);
+    let refused = switchboard_server::bind(&hub, &options).await.err().expect("refused");
+    assert!(refused.to_string().contains("--allow-remote"), "{refused}");
+    hub.shutdown().await;
+
+    let s = Served::start_with(demo_and_broken(), |o| {
+        (o.bind, o.allow_remote, o.hosts) = ("0.0.0.0".parse().unwrap(), true, vec!["box.lan".into()]);
+    })
+    .await;
+    let port = s.base.rsplit(':').next().unwrap().to_string();
+    assert!(s.login_url.starts_with(&format!("http://box.lan:{port}/login?code=")), "{}", s.login_url);
+    // The listed name and any address literal (what a remote browser sends) are this server...
+    for host in [format!("box.lan:{port}"), format!("10.9.8.7:{port}"), format!("[fd00::7]:{port}")] {
+        assert_eq!(send(s.get("/api/servers").header("host", &host)).await.0, StatusCode::OK, "{host}");
+    }
+    // ...other names are not (DNS rebinding), nor another port.
+    for host in [format!("evil.example:{port}"), "10.9.8.7:1".to_string()] {
+        let (status, body) = send(s.get("/api/servers").header("host", &host)).await;
+        assert_eq!((status, error_code(&body)), (StatusCode::MISDIRECTED_REQUEST, "bad_host"), "{host}");
+    }
+    // A session cookie used from the page of that remote address works; from another, not.
+    let login = s.client.get(s.login_url.replace("box.lan", "127.0.0.1")).header("host", format!("10.9.8.7:{port}"));
+    let cookie = login.send().await.unwrap().headers()["set-cookie"].to_str().unwrap().to_string();
+    let session = cookie.split(';').next().unwrap().to_string();
+    let from = |origin: &str| {
+        s.client
+            .get(format!("{}/api/servers", s.base))
+            .header("host", format!("10.9.8.7:{port}"))
+            .header("cookie", &session)
+            .header("origin", origin)
+    };
+    assert_eq!(send(from(&format!("http://10.9.8.7:{port}"))).await.0, StatusCode::OK);
+    assert_eq!(send(from(&format!("http://box.lan:{port}"))).await.0, StatusCode::UNAUTHORIZED);
     s.shutdown().await;
 }
 

@@ -43,6 +43,11 @@ pub struct Served {
 impl Served {
     /// Serves a hub of `servers` (a config's `servers` object) on a free loopback port.
     pub async fn start(servers: Value) -> Served {
+        Served::start_with(servers, |_| {}).await
+    }
+
+    /// Same, with the serve options changed by `configure` first (the port is 0).
+    pub async fn start_with(servers: Value, configure: impl FnOnce(&mut ServeOptions)) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("servers.json");
         std::fs::write(&file, json!({"servers": servers}).to_string()).unwrap();
@@ -53,8 +58,10 @@ impl Served {
         hub.ready().await;
         let mut serve = ServeOptions::new(paths.data_dir.clone());
         serve.port = 0;
+        configure(&mut serve);
         let bound = switchboard_server::bind(&hub, &serve).await.unwrap();
-        let (base, token, login_url) = (format!("http://{}", bound.addr), bound.token.clone(), bound.login_url.clone());
+        let base = format!("http://127.0.0.1:{}", bound.addr.port());
+        let (token, login_url) = (bound.token.clone(), bound.login_url.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(bound.serve(async move {
             let _ = stopped.await;

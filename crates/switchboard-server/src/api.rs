@@ -73,7 +73,7 @@ pub struct ServerList {
 pub struct ServerDetail {
     #[serde(flatten)]
     server: ServerView,
-    /// Its tools (MCP shape, model-visible names).
+    /// Its tools, as `GET /api/tools` gives them.
     #[schema(value_type = Vec<Object>)]
     tools: Vec<Value>,
     /// The last lines it wrote on stderr (stdio servers).
@@ -99,10 +99,9 @@ pub async fn list_servers(State(app): State<AppState>) -> Json<ServerList> {
 pub async fn get_server(State(app): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<ServerDetail>> {
     let info = find(&app.hub, &name)?;
     let catalog = app.hub.catalog();
-    let tools = tools_json(catalog.tools_of(&name), ToolFormat::Mcp);
     Ok(Json(ServerDetail {
         server: info.into(),
-        tools: tools.as_array().cloned().unwrap_or_default(),
+        tools: catalog.tools_of(&name).map(tool_view).collect(),
         stderr_tail: app.hub.stderr_tail(&name),
     }))
 }
@@ -168,7 +167,8 @@ pub enum Format {
 /// Tools, in the asked format.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ToolList {
-    /// Each tool; in `mcp` format `{"name", "server", "tool", "description", "input_schema"}`.
+    /// Each tool; in `mcp` format `{"name" (model-visible), "server", "tool", "title"?,
+    /// "description", "input_schema", "output_schema"?, "annotations"?}`.
     #[schema(value_type = Vec<Object>)]
     tools: Vec<Value>,
 }
@@ -193,15 +193,26 @@ pub async fn list_tools(
     };
     let tools = match format {
         Some(f) => tools_json(tools.iter().copied(), f).as_array().cloned().unwrap_or_default(),
-        None => tools
-            .iter()
-            .map(|t| {
-                json!({"name": t.name, "server": t.server, "tool": t.tool.name, "description": t.tool.description,
-                       "input_schema": *t.input_schema})
-            })
-            .collect(),
+        None => tools.iter().map(|t| tool_view(t)).collect(),
     };
     Ok(Json(ToolList { tools }))
+}
+
+/// A tool as the API shows it: `{"name" (model-visible), "server", "tool" (its own name),
+/// "title"?, "description", "input_schema", "output_schema"?, "annotations"?}`.
+fn tool_view(t: &switchboard::catalog::ToolEntry) -> Value {
+    let mut v = json!({"name": t.name, "server": t.server, "tool": t.tool.name, "description": t.tool.description,
+                       "input_schema": *t.input_schema});
+    if let Some(title) = &t.tool.title {
+        v["title"] = json!(title);
+    }
+    if let Some(schema) = &t.tool.output_schema {
+        v["output_schema"] = json!(**schema);
+    }
+    if let Some(annotations) = &t.tool.annotations {
+        v["annotations"] = serde_json::to_value(annotations).unwrap_or_default();
+    }
+    v
 }
 
 /// A tool call.

@@ -6,6 +6,7 @@
 //! folder or the session cookie from a one-time login URL; request bodies are limited.
 
 mod api;
+mod dashboard;
 mod error;
 mod events;
 mod login;
@@ -211,6 +212,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         .layer(axum::middleware::from_fn_with_state(access.clone(), security::check_auth));
     let router = Router::new()
         .merge(api_router)
+        .merge(dashboard::routes())
         .route("/login", axum::routing::get(login_page).with_state(access.clone()))
         .merge(callback)
         .fallback(|| async {

@@ -1,0 +1,87 @@
+//! The dashboard at `/`: a page, a script and a style sheet embedded in the binary (no CDN;
+//! works offline). The page itself needs no login; everything it shows comes from `/api`,
+//! which does (the session cookie from the one-time login URL). A strict Content Security
+//! Policy allows only this server's own script, style and API, and images inline (`data:`,
+//! for tool results).
+
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+/// What every dashboard response carries.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+struct Asset {
+    path: &'static str,
+    content_type: &'static str,
+    body: &'static str,
+}
+
+const ASSETS: &[Asset] = &[
+    Asset { path: "/", content_type: "text/html; charset=utf-8", body: include_str!("../assets/index.html") },
+    Asset {
+        path: "/assets/app.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/app.js"),
+    },
+    Asset {
+        path: "/assets/schema.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/schema.js"),
+    },
+    Asset {
+        path: "/assets/style.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_str!("../assets/style.css"),
+    },
+    Asset { path: "/assets/favicon.svg", content_type: "image/svg+xml", body: include_str!("../assets/favicon.svg") },
+];
+
+fn serve(asset: &'static Asset) -> Response {
+    let mut response = asset.body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // The assets change with the binary: revalidate each time (they are small).
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// The dashboard's routes.
+pub fn routes() -> Router {
+    ASSETS
+        .iter()
+        .fold(Router::new(), |router, asset| router.route(asset.path, get(move || async move { serve(asset) })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ASSETS;
+
+    #[test]
+    fn the_page_loads_only_embedded_assets() {
+        let page = ASSETS[0].body;
+        for link in page.split(['"', '\'']).filter(|s| s.starts_with('/') || s.contains("://")) {
+            assert!(ASSETS.iter().any(|a| a.path == link), "the page refers to {link}, which is not embedded");
+        }
+        // Nothing from another host, and no inline script (the CSP would block it).
+        for asset in ASSETS {
+            let body = asset.body.replace("http://www.w3.org/2000/svg", "");
+            assert!(!body.contains("https://") && !body.contains("http://"), "{} loads remote content", asset.path);
+        }
+        assert!(!page.contains("<script>"), "inline script in the page");
+        let handler = page.split(" on").skip(1).any(|rest| {
+            let name: String = rest.chars().take_while(char::is_ascii_alphabetic).collect();
+            !name.is_empty() && rest[name.len()..].starts_with('=')
+        });
+        assert!(!handler, "an inline event handler in the page");
+        let app = ASSETS.iter().find(|a| a.path == "/assets/app.js").map(|a| a.body).unwrap_or_default();
+        assert!(app.contains("from \"./schema.js\""));
+        assert!(!app.contains("innerHTML"), "server data must be shown as text");
+    }
+}

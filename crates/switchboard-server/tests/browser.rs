@@ -1,0 +1,106 @@
+//! The dashboard end to end in a real browser: Debian's Chromium (headless) driven by
+//! Playwright (`playwright-core` from npm, installed on demand into `.peers/playwright`).
+//! The hub serves the fixture server, a Python `mcp` server over stdio and a Python server
+//! behind OAuth; `tests/browser/dashboard.mjs` logs in with the one-time URL, calls tools,
+//! kills the fixture's process and watches its status change live, and logs in to the OAuth
+//! server through the page. Screenshots go to `target/dashboard/`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{Served, fixture, free_port, python, wait_listening, workspace};
+use serde_json::json;
+
+const PLAYWRIGHT: &str = "playwright-core@1.64.1";
+
+/// The Chromium to drive: `$CHROMIUM`, else Debian's package.
+fn chromium() -> PathBuf {
+    let path = std::env::var_os("CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    assert!(
+        path.exists(),
+        "no Chromium at {} (install Debian's `chromium` package, as .ci/run does, or set CHROMIUM)",
+        path.display()
+    );
+    path
+}
+
+/// `.peers/playwright`, with playwright-core installed (once).
+fn playwright() -> PathBuf {
+    let dir = workspace().join(".peers/playwright");
+    let marker = dir.join(".installed-v1");
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(PLAYWRIGHT) {
+        std::fs::create_dir_all(&dir).unwrap();
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg(PLAYWRIGHT)
+            .status()
+            .expect("npm");
+        assert!(status.success(), "npm install {PLAYWRIGHT} failed");
+        std::fs::write(&marker, PLAYWRIGHT).unwrap();
+    }
+    dir
+}
+
+struct Peer(std::process::Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dashboard_in_chromium() {
+    let chromium = chromium();
+    let playwright = playwright();
+    let port = free_port();
+    let oauth = Command::new(python())
+        .arg(workspace().join("tests/peers/py_oauth_server.py"))
+        .args([port.to_string(), "3600".into()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _oauth = Peer(oauth);
+    wait_listening(port);
+
+    let scratch = tempfile::tempdir().unwrap();
+    let pid_file = scratch.path().join("demo.pid");
+    let servers = json!({
+        "demo": {"command": fixture().display().to_string(), "args": ["--pid-file", pid_file.display().to_string()]},
+        "py": {"command": python().display().to_string(),
+               "args": [workspace().join("tests/peers/py_server.py").display().to_string()]},
+        "secure": {"url": format!("http://127.0.0.1:{port}/mcp")},
+    });
+    let s = Served::start(servers).await;
+    let target = std::env::current_exe().unwrap().ancestors().nth(3).unwrap().to_path_buf();
+    let shots = target.join("dashboard");
+    std::fs::create_dir_all(&shots).unwrap();
+
+    let run = tokio::process::Command::new("node")
+        .arg(workspace().join("crates/switchboard-server/tests/browser/dashboard.mjs"))
+        .env("LOGIN_URL", &s.login_url)
+        .env("PID_FILE", &pid_file)
+        .env("SHOTS", &shots)
+        .env("CHROMIUM", &chromium)
+        .env("PLAYWRIGHT", &playwright)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(240), run).await.expect("the browser run ended").unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    assert!(output.status.success(), "the browser run failed ({}):\n{stdout}\n{stderr}", output.status);
+    assert!(stdout.contains("all steps passed"), "{stdout}");
+    for shot in ["dashboard.png", "dashboard-narrow.png"] {
+        let len = std::fs::metadata(shots.join(shot)).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 10_000, "{shot}: {len} bytes");
+    }
+    s.shutdown().await;
+}

@@ -1,0 +1,158 @@
+// The dashboard in a real browser: Debian's Chromium, headless, driven by playwright-core.
+// Run by tests/browser.rs, which serves a hub (the fixture server, a Python `mcp` server, and
+// a Python server behind OAuth) and passes: LOGIN_URL, PID_FILE (the fixture's pid),
+// SHOTS (a folder for screenshots), CHROMIUM (the executable), PLAYWRIGHT (the folder where
+// playwright-core is installed: the test installs it on demand, outside the source tree).
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { strict as assert } from "node:assert";
+
+const { LOGIN_URL, PID_FILE, SHOTS, CHROMIUM, PLAYWRIGHT } = process.env;
+const { chromium } = createRequire(`${PLAYWRIGHT}/`)("playwright-core");
+const step = (text) => console.log(`- ${text}`);
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+  ],
+});
+const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+const page = await context.newPage();
+const consoleErrors = [];
+page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
+page.on("pageerror", (e) => consoleErrors.push(String(e)));
+let callRequests = 0;
+page.on("request", (r) => r.url().includes("/call") && callRequests++);
+
+const item = (name) => page.locator(`.server-item[data-name="${name}"]`);
+const tool = (name) => page.locator(`details.tool[data-tool="${name}"]`);
+
+try {
+  step("without a session the page asks for a login");
+  await page.goto(new URL("/", LOGIN_URL).href);
+  await page.locator("#login").waitFor({ state: "visible" });
+  consoleErrors.length = 0; // the 401 that showed the login
+
+  step("the one-time login URL gives a session; the servers appear connected");
+  await page.goto(LOGIN_URL);
+  assert.equal(new URL(page.url()).pathname, "/");
+  await item("demo").and(page.locator('[data-state="connected"]')).waitFor();
+  await item("py").and(page.locator('[data-state="connected"]')).waitFor();
+  await item("secure").and(page.locator('[data-state="needs_auth"]')).waitFor();
+  await page.locator("#live[data-state=live]").waitFor();
+  // A reload would lose this.
+  await page.evaluate(() => (window.__sameDocument = true));
+  const notReloaded = async () => assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page was not reloaded");
+
+  step("a server's facts: transport, protocol, tool count");
+  await item("demo").click();
+  const facts = page.locator("#detail .facts");
+  await facts.getByText("stdio").first().waitFor();
+  await facts.getByText(/^20\d\d-\d\d-\d\d$/).first().waitFor();
+
+  step("call a tool and see its result as the model sees it");
+  await tool("mcp__demo__echo").locator("summary").first().click();
+  await tool("mcp__demo__echo").locator("textarea").fill('{"text": "hello from the browser"}');
+  await tool("mcp__demo__echo").getByRole("button", { name: "Call" }).click();
+  await tool("mcp__demo__echo").locator("[data-testid=result] .block-text").getByText("hello from the browser").waitFor();
+
+  step("an image result is rendered");
+  await tool("mcp__demo__image").locator("summary").first().click();
+  await tool("mcp__demo__image").getByRole("button", { name: "Call" }).click();
+  const img = tool("mcp__demo__image").locator("[data-testid=result] img");
+  await img.waitFor();
+  assert.ok(await img.evaluate((i) => i.complete && i.naturalWidth > 0), "the image decoded");
+
+  step("progress shows while a slow call runs, with the keyboard (Ctrl+Enter)");
+  await tool("mcp__demo__slow").locator("summary").first().click();
+  const slow = tool("mcp__demo__slow").locator("textarea");
+  await slow.fill('{"ms": 300, "steps": 4}');
+  await slow.press("Control+Enter");
+  await tool("mcp__demo__slow").locator(".progress-text").getByText(/^[1-3] \/ 4/).waitFor();
+  await tool("mcp__demo__slow").locator("[data-testid=result] .block-text").getByText("slept 4 x 300 ms").waitFor();
+
+  step("arguments that break the schema are refused before sending");
+  await page.locator("#detail h2").click(); // out of the text area: there "/" is typed
+  await page.keyboard.press("/");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "filter", "/ focuses the filter");
+  await page.keyboard.type("multiply");
+  await page.locator(".server-item").first().waitFor();
+  assert.deepEqual(await page.locator(".server-item").evaluateAll((l) => l.map((i) => i.dataset.name)), ["py"], "filtered by tool name");
+  await page.keyboard.press("Escape");
+  assert.equal(await page.locator(".server-item").count(), 3, "Escape clears the filter");
+  await item("py").click();
+  await tool("mcp__py__multiply").locator("summary").first().click();
+  const before = callRequests;
+  await tool("mcp__py__multiply").locator("textarea").fill('{"a": "three"}');
+  await tool("mcp__py__multiply").getByRole("button", { name: "Call" }).click();
+  const errors = tool("mcp__py__multiply").locator(".errors li");
+  await errors.first().waitFor();
+  const errorText = (await errors.allTextContents()).join(" | ");
+  assert.match(errorText, /\/a expected number/);
+  assert.match(errorText, /\/b is required/);
+  assert.equal(callRequests, before, "nothing was sent");
+  await tool("mcp__py__multiply").locator("textarea").fill('{"a": 6, "b": 7}');
+  await tool("mcp__py__multiply").getByRole("button", { name: "Call" }).click();
+  await tool("mcp__py__multiply").locator("[data-testid=result] .block-text").getByText("42.0", { exact: true }).waitFor();
+
+  step("the keyboard moves between servers");
+  await item("py").focus();
+  await page.keyboard.press("ArrowUp");
+  await page.locator('.server-item[data-name="demo"][aria-selected="true"]').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.name), "demo");
+
+  step("killing the fixture's process shows on the page without a reload");
+  const pid = Number(readFileSync(PID_FILE, "utf8").trim());
+  process.kill(pid, "SIGKILL");
+  await item("demo").and(page.locator('[data-state="disconnected"]')).waitFor({ timeout: 15000 });
+  await page.locator("#detail [data-testid=status-line]").getByText(/killed by signal 9/).waitFor();
+  await page.locator("#activity").getByText(/demo: connected → disconnected/).waitFor();
+  await notReloaded();
+
+  step("disconnect and connect buttons");
+  await page.locator("#detail").getByRole("button", { name: "Connect", exact: true }).click();
+  await item("demo").and(page.locator('[data-state="connected"]')).waitFor();
+  await page.locator("#detail").getByRole("button", { name: "Disconnect" }).click();
+  await item("demo").and(page.locator('[data-state="stopped"]')).waitFor();
+  await page.locator("#detail").getByRole("button", { name: "Connect", exact: true }).click();
+  await item("demo").and(page.locator('[data-state="connected"]')).waitFor();
+
+  step("authenticate through the page against the loopback OAuth server");
+  await item("secure").click();
+  const popupOpened = context.waitForEvent("page");
+  await page.locator("#detail").getByRole("button", { name: "Authenticate" }).click();
+  const popup = await popupOpened;
+  await popup.getByText("Logged in").waitFor({ timeout: 20000 });
+  await item("secure").and(page.locator('[data-state="connected"]')).waitFor({ timeout: 20000 });
+  await popup.close();
+  await tool("mcp__secure__whoami").locator("summary").first().click();
+  await tool("mcp__secure__whoami").getByRole("button", { name: "Call" }).click();
+  await tool("mcp__secure__whoami").locator("[data-testid=result]").waitFor();
+  await notReloaded();
+
+  await item("demo").click();
+  await tool("mcp__demo__echo").locator("summary").first().click();
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: `${SHOTS}/dashboard.png`, fullPage: true });
+
+  step("a narrow window: one column, nothing cut off sideways");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(200);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page is ${overflow}px wider than the window`);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: `${SHOTS}/dashboard-narrow.png`, fullPage: true });
+
+  assert.deepEqual(consoleErrors, [], "no errors in the browser console");
+  console.log("dashboard: all steps passed");
+} catch (e) {
+  await page.screenshot({ path: `${SHOTS}/dashboard-failure.png`, fullPage: true }).catch(() => {});
+  console.error(`dashboard: FAILED: ${e.stack || e}`);
+  console.error(`console errors: ${JSON.stringify(consoleErrors)}`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

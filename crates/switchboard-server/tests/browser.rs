@@ -104,3 +104,16 @@ async fn the_dashboard_in_chromium() {
     }
     s.shutdown().await;
 }
+
+/// The dashboard's JSON Schema checks, under Node's test runner (no browser needed).
+#[test]
+fn the_dashboard_schema_checks() {
+    let output = Command::new("node")
+        .arg("--test")
+        .arg(workspace().join("crates/switchboard-server/tests/browser/schema.test.mjs"))
+        .output()
+        .expect("node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("# pass 6"), "{stdout}");
+}

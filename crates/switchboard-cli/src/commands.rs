@@ -313,6 +313,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             .await
         }
         Command::Auth { server: None, .. } => bail!("name a server: `switchboard auth NAME` (or `--list`)"),
+        Command::Dashboard { print_url } => crate::serve::dashboard(ctx, print_url).await,
         Command::Serve { port, bind, allow_remote, hosts } => {
             crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts }).await
         }

@@ -119,12 +119,12 @@ fn report(server: &str, status: &ServerStatus, quiet: bool) -> Result<u8> {
 }
 
 /// A graphical session is there to show a browser.
-fn has_display() -> bool {
+pub(crate) fn has_display() -> bool {
     cfg!(target_os = "macos") || std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some()
 }
 
 /// Asks the desktop to open `url`; false if it could not.
-fn open_browser(url: &str) -> bool {
+pub(crate) fn open_browser(url: &str) -> bool {
     let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
     std::process::Command::new(opener)
         .arg(url)

@@ -203,6 +203,13 @@ pub enum Command {
         #[arg(long = "host", value_name = "NAME")]
         hosts: Vec<String>,
     },
+    /// Open the dashboard of the running `switchboard serve`: asks it for a new one-time login
+    /// link (it lasts 10 minutes) and opens it in the browser, or prints it.
+    Dashboard {
+        /// Print the link; do not open a browser.
+        #[arg(long)]
+        print_url: bool,
+    },
     /// Forget a remote server's tokens.
     Logout {
         /// The server.

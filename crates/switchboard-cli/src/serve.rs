@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use anyhow::Result;
+use anyhow::{Context, Result, anyhow};
 use switchboard::{Hub, HubOptions};
 use switchboard_server::ServeOptions;
 
@@ -55,5 +55,41 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     eprintln!("stopping: closing every server");
     hub.shutdown().await;
     served?;
+    Ok(0)
+}
+
+/// `switchboard dashboard`: a fresh login link from the running server (its address in
+/// `<data>/serve.json`, its token in `<data>/serve-token`), opened or printed.
+pub async fn dashboard(ctx: &Ctx, print_url: bool) -> Result<u8> {
+    let data = &ctx.paths.data_dir;
+    let info = std::fs::read_to_string(data.join("serve.json"))
+        .map_err(|_| anyhow!("no `switchboard serve` has run with this data folder ({}): start one", data.display()))?;
+    let info: serde_json::Value =
+        serde_json::from_str(&info).with_context(|| format!("{} is not JSON", data.join("serve.json").display()))?;
+    let base = info["url"].as_str().ok_or_else(|| anyhow!("{} has no `url`", data.join("serve.json").display()))?;
+    let token = std::fs::read_to_string(data.join("serve-token"))
+        .with_context(|| format!("reading {}", data.join("serve-token").display()))?;
+    let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(10)).build()?;
+    let response =
+        client.post(format!("{base}/api/login-links")).bearer_auth(token.trim()).send().await.map_err(|e| {
+            if e.is_connect() {
+                anyhow!("`switchboard serve` is not running at {base} (it was, last): start it again")
+            } else {
+                anyhow!("asking {base} for a login link: {e}")
+            }
+        })?;
+    if !response.status().is_success() {
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        return Err(anyhow!("{base} refused a login link ({status}): {body}"));
+    }
+    let link: serde_json::Value = response.json().await?;
+    let url = link["login_url"].as_str().ok_or_else(|| anyhow!("{base} answered without a link"))?;
+    if !print_url && crate::login::has_display() && crate::login::open_browser(url) {
+        println!("Opened the dashboard in your browser. If nothing opened, this link works once within 10 minutes:");
+    } else {
+        println!("Open this link in a browser (it works once, within 10 minutes):");
+    }
+    println!("  {url}");
     Ok(0)
 }

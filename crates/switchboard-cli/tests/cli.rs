@@ -362,6 +362,25 @@ fn serve_answers_with_the_token_and_sigterm_ends_every_server() {
     };
     assert!(response.contains("\"demo\"") && response.contains("\"state\":\"connected\""), "{response}");
     assert!(get(None).starts_with("HTTP/1.1 401"));
+    // `switchboard dashboard` asks the running server for a fresh login link, which works once.
+    let out = sb(home.path(), home.path())
+        .args(["--config", cfg.to_str().unwrap(), "dashboard", "--print-url"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let link = text.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("{text}"));
+    let path = link.split_once(&addr).map(|(_, p)| p.to_string()).unwrap_or_else(|| panic!("{link} is not {addr}"));
+    let login = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    let first = login(&path);
+    assert!(first.starts_with("HTTP/1.1 303") && first.contains("switchboard_session="), "{first}");
+    assert!(login(&path).starts_with("HTTP/1.1 401"), "a link works once");
     // The fixture server is a child of serve (of whichever of its threads spawned it).
     let servers: Vec<i32> = std::fs::read_dir(format!("/proc/{}/task", child.id()))
         .unwrap()
@@ -383,4 +402,11 @@ fn serve_answers_with_the_token_and_sigterm_ends_every_server() {
         });
         assert!(gone, "server process {pid} left behind");
     }
+    // Nothing serves now: `dashboard` says so.
+    let out = sb(home.path(), home.path())
+        .args(["--config", cfg.to_str().unwrap(), "dashboard", "--print-url"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("not running"), "{err}");
 }

@@ -27,6 +27,8 @@ pub struct AppState {
     pub events: Arc<EventLog>,
     /// Logins waiting for their callback.
     pub logins: Arc<crate::login::PendingLogins>,
+    /// Tokens, sessions and login codes.
+    pub access: Arc<crate::security::Access>,
 }
 
 type ApiResult<T> = Result<T, ApiError>;

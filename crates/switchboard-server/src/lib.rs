@@ -86,7 +86,7 @@ pub enum ServeError {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "switchboard", description = "The switchboard hub over HTTP: MCP servers, their tools, resources and prompts, and live events."),
-    tags((name = "servers"), (name = "catalog"), (name = "events")),
+    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "session")),
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
@@ -115,6 +115,7 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::disconnect))
         .routes(routes!(api::revalidate))
         .routes(routes!(login::start, login::logout))
+        .routes(routes!(login::new_link))
         .routes(routes!(api::list_tools))
         .routes(routes!(api::call_tool))
         .routes(routes!(api::list_resources))
@@ -127,13 +128,14 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
     (router, openapi)
 }
 
-fn state(hub: &Hub) -> api::AppState {
-    api::AppState { hub: hub.clone(), events: events::EventLog::start(hub), logins: Arc::default() }
+fn state(hub: &Hub, access: Arc<security::Access>) -> api::AppState {
+    api::AppState { hub: hub.clone(), events: events::EventLog::start(hub), logins: Arc::default(), access }
 }
 
 /// The OpenAPI description of the API (what `GET /api/openapi.json` serves).
 pub fn openapi_json(hub: &Hub) -> serde_json::Value {
-    serde_json::to_value(api(state(hub)).1).unwrap_or_default()
+    let access = Arc::new(security::Access::new(String::new(), SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), &[]));
+    serde_json::to_value(api(state(hub, access)).1).unwrap_or_default()
 }
 
 /// A bound server, not serving yet.
@@ -196,7 +198,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         None => addr.to_string(),
     };
     let login_url = format!("http://{host}/login?code={code}");
-    let state = state(hub);
+    let state = state(hub, access.clone());
     let callback =
         Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());
     let (api_router, openapi) = api(state);

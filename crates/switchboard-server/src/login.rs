@@ -146,3 +146,27 @@ pub async fn callback(State(app): State<AppState>, uri: Uri, headers: HeaderMap)
         Err(e) => page(StatusCode::BAD_REQUEST, Err(&e.to_string())),
     }
 }
+
+/// A new one-time link that logs a browser in to the dashboard.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LoginLink {
+    /// Open it in a browser; it works once, within `expires_in` seconds.
+    login_url: String,
+    /// Seconds the link stays good.
+    expires_in: u64,
+}
+
+#[utoipa::path(post, path = "/api/login-links", tag = "session",
+    responses((status = 200, body = LoginLink), (status = 401, body = ErrorBody),
+        (status = 500, body = ErrorBody, description = "No randomness to make the code from")))]
+pub async fn new_link(State(app): State<AppState>, headers: HeaderMap) -> Result<Json<LoginLink>, ApiError> {
+    let code = app.access.login_code_for_later().map_err(|e| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "no_randomness", format!("no login code could be made: {e}"))
+    })?;
+    // The host the asker reached this server by (checked by the Host guard).
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    Ok(Json(LoginLink {
+        login_url: format!("http://{host}/login?code={code}"),
+        expires_in: crate::security::LINK_LIFETIME.as_secs(),
+    }))
+}

@@ -5,10 +5,11 @@
 //! site that resolves its own name to 127.0.0.1 is refused: DNS rebinding), and a request made
 //! with the cookie from a page of another origin is refused (CSRF).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -43,6 +44,9 @@ pub fn load_or_make_token(data_dir: &Path) -> std::io::Result<String> {
     Ok(token)
 }
 
+/// How long a login link asked for while serving stays good.
+pub const LINK_LIFETIME: Duration = Duration::from_secs(600);
+
 /// What the guard checks against.
 #[derive(Debug)]
 pub struct Access {
@@ -54,8 +58,8 @@ pub struct Access {
     /// is accepted too. DNS rebinding needs a name the attacker controls, so an address
     /// literal is safe to accept; names still have to be listed (`--host`).
     any_address: bool,
-    /// One-time login codes not used yet.
-    codes: Mutex<HashSet<String>>,
+    /// One-time login codes not used yet, with when they were made.
+    codes: Mutex<HashMap<String, Instant>>,
     /// Sessions handed out by a login.
     sessions: Mutex<HashSet<String>>,
 }
@@ -83,16 +87,31 @@ impl Access {
         }
     }
 
-    /// A new one-time login code.
+    /// A new one-time login code. The one printed at start lasts as long as the server; the
+    /// ones asked for later ([`Access::login_code_for_later`]) expire.
     pub fn login_code(&self) -> std::io::Result<String> {
+        self.code_until(None)
+    }
+
+    /// A one-time login code that expires after [`LINK_LIFETIME`].
+    pub fn login_code_for_later(&self) -> std::io::Result<String> {
+        self.code_until(Instant::now().checked_add(LINK_LIFETIME))
+    }
+
+    fn code_until(&self, expires: Option<Instant>) -> std::io::Result<String> {
         let code = random(24)?;
-        self.codes.lock().unwrap_or_else(PoisonError::into_inner).insert(code.clone());
+        let mut codes = self.codes.lock().unwrap_or_else(PoisonError::into_inner);
+        codes.retain(|_, until| *until > Instant::now());
+        // A far future for the start-up code (Instant has no MAX).
+        let until = expires.or_else(|| Instant::now().checked_add(Duration::from_secs(100 * 365 * 86400)));
+        codes.insert(code.clone(), until.unwrap_or_else(Instant::now));
         Ok(code)
     }
 
     /// Spends a login code; returns the new session's cookie value.
     pub fn redeem(&self, code: &str) -> Option<String> {
-        if !self.codes.lock().unwrap_or_else(PoisonError::into_inner).remove(code) {
+        let until = self.codes.lock().unwrap_or_else(PoisonError::into_inner).remove(code)?;
+        if until <= Instant::now() {
             return None;
         }
         let session = random(32).ok()?;
@@ -220,6 +239,15 @@ mod tests {
         assert!(!access.origin_ok(&headers(&[("host", "localhost:7341"), ("origin", "http://evil.example")])));
         assert!(!access.origin_ok(&headers(&[("host", "localhost:7341"), ("origin", "http://127.0.0.1:7341")])));
         assert!(!access.host_ok(&headers(&[("host", "192.168.1.20:7341")])), "loopback bind: loopback names only");
+    }
+
+    #[test]
+    fn an_expired_login_code_is_refused() {
+        let access = Access::new("t".repeat(40), SocketAddr::from(([127, 0, 0, 1], 1)), &[]);
+        let expired = access.code_until(Some(Instant::now())).unwrap_or_default();
+        assert!(access.redeem(&expired).is_none());
+        let later = access.login_code_for_later().unwrap_or_default();
+        assert!(access.redeem(&later).is_some());
     }
 
     #[test]

@@ -57,6 +57,14 @@ async fn the_token_or_a_session_and_the_right_host_are_required() {
         .header("origin", "http://evil.example");
     assert_eq!(send(foreign).await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(send(s.client.get(&s.login_url)).await.0, StatusCode::UNAUTHORIZED, "a login URL works once");
+    // A new link, asked for with the token (or a session), works once too.
+    assert_eq!(send(s.client.post(format!("{}/api/login-links", s.base))).await.0, StatusCode::UNAUTHORIZED);
+    let (status, link) = send(s.post("/api/login-links", json!({}))).await;
+    assert_eq!((status, link["expires_in"].as_u64()), (StatusCode::OK, Some(600)), "{link}");
+    let url = link["login_url"].as_str().unwrap();
+    assert!(url.starts_with(&format!("{}/login?code=", s.base)), "{url}");
+    assert_eq!(s.client.get(url).send().await.unwrap().status(), StatusCode::SEE_OTHER);
+    assert_eq!(s.client.get(url).send().await.unwrap().status(), StatusCode::UNAUTHORIZED);
     s.shutdown().await;
 }
 
@@ -287,6 +295,7 @@ async fn the_openapi_description_matches_the_routes() {
         ("/api/prompts", "get"),
         ("/api/prompts/{server}/{name}", "post"),
         ("/api/events", "get"),
+        ("/api/login-links", "post"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the description");
     }

@@ -432,7 +432,7 @@ pub async fn get_prompt(
     match app.hub.get_prompt(&server, &name, request.arguments).await {
         Ok(prompt) => Ok(Json(serde_json::to_value(prompt).unwrap_or_default())),
         // The server refused it and does not list it: no such prompt.
-        Err(switchboard::Error::Protocol { .. })
+        Err(switchboard::Error::Protocol { .. } | switchboard::Error::Rejected { .. })
             if !app.hub.catalog().prompts().iter().any(|p| p.server == server && p.prompt.name == name) =>
         {
             Err(ApiError::new(StatusCode::NOT_FOUND, "unknown_prompt", format!("`{server}` has no prompt `{name}`")))
@@ -443,7 +443,7 @@ pub async fn get_prompt(
 
 #[utoipa::path(get, path = "/api/events", tag = "events",
     params(("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
-    responses((status = 200, description = "Server-Sent Events: `status_changed`, `catalog_changed`, `resource_updated`, `log`; `reset` when events were missed",
+    responses((status = 200, description = "Server-Sent Events: `status_changed`, `catalog_changed`, `resource_updated`, `log`, `progress`, `auth_needed`, `server_removed`; `reset` when events were missed",
         content_type = "text/event-stream", body = String), (status = 401, body = ErrorBody)))]
 pub async fn events(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());

@@ -62,6 +62,11 @@ impl From<Error> for ApiError {
             Error::Auth { .. } => (StatusCode::BAD_GATEWAY, "auth_failed"),
             Error::Exists { .. } => (StatusCode::CONFLICT, "exists"),
             Error::Invalid { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
+            // What the server refused because of what was asked is the asker's to fix.
+            Error::Rejected { code: -32602, .. } => (StatusCode::BAD_REQUEST, "invalid_params"),
+            Error::Rejected { code: -32002, .. } => (StatusCode::NOT_FOUND, "unknown_resource"),
+            Error::Rejected { code: -32601, .. } => (StatusCode::NOT_FOUND, "unsupported"),
+            Error::Rejected { .. } => (StatusCode::BAD_GATEWAY, "server_error"),
             _ => (StatusCode::BAD_GATEWAY, "server_error"),
         };
         ApiError::new(status, code, message)

@@ -178,13 +178,15 @@ async fn servers_tools_resources_and_prompts_with_their_errors() {
     assert_eq!(send(s.get("/api/resources/read?server=demo")).await.0, StatusCode::BAD_REQUEST);
     assert_eq!(send(s.get("/api/resources/read?server=nope&uri=x")).await.0, StatusCode::NOT_FOUND);
     let (status, body) = send(s.get("/api/resources/read?server=demo&uri=fixture%3A%2F%2Fmissing")).await;
-    assert_eq!((status, error_code(&body)), (StatusCode::BAD_GATEWAY, "server_error"));
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_resource"), "the server's -32002");
     let (_, body) = send(s.get("/api/prompts")).await;
     assert_eq!(body["prompts"][0]["prompt"]["name"], "greet");
     let (status, body) = send(s.post("/api/prompts/demo/greet", json!({"arguments": {"who": "Ada"}}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body.to_string().contains("Ada"), "{body}");
     assert_eq!(send(s.post("/api/prompts/demo/nothing", json!({}))).await.0, StatusCode::NOT_FOUND);
+    let (status, body) = send(s.post("/api/prompts/demo/greet", json!({}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "invalid_params"), "the server's -32602: {body}");
     assert_eq!(send(s.post("/api/prompts/nope/greet", json!({}))).await.0, StatusCode::NOT_FOUND);
     assert_eq!(send(s.get("/api/nothing-here")).await.0, StatusCode::NOT_FOUND);
     s.shutdown().await;

@@ -78,7 +78,18 @@ pub enum Error {
         /// What went wrong (never a token or secret).
         message: String,
     },
-    /// The server answered with a JSON-RPC error or something unexpected.
+    /// The server refused the request with a JSON-RPC error (`code`: -32602 invalid
+    /// params, -32002 resource not found, -32601 method not found, ...).
+    #[error("server `{server}`: {message}")]
+    Rejected {
+        /// The server.
+        server: String,
+        /// The JSON-RPC error code.
+        code: i32,
+        /// What it said.
+        message: String,
+    },
+    /// The server answered with something unexpected.
     #[error("server `{server}`: {message}")]
     Protocol {
         /// The server.

@@ -498,6 +498,11 @@ async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, what: &str) 
             let message = crate::connection::with_tail(message, &tail);
             Error::ServerExited { server: slot.name.clone(), message }
         }
+        ServiceError::McpError(ref data) => Error::Rejected {
+            server: slot.name.clone(),
+            code: data.code.0,
+            message: format!("{what}: {}", describe_error(&e)),
+        },
         other => Error::Protocol { server: slot.name.clone(), message: format!("{what}: {}", describe_error(&other)) },
     }
 }

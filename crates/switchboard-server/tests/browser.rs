@@ -2,8 +2,8 @@
 //! Playwright (`playwright-core` from npm, installed on demand into `.peers/playwright`).
 //! The hub serves the fixture server, a Python `mcp` server over stdio and a Python server
 //! behind OAuth; `tests/browser/dashboard.mjs` logs in with the one-time URL, calls tools,
-//! kills the fixture's process and watches its status change live, and logs in to the OAuth
-//! server through the page. Screenshots go to `target/dashboard/`.
+//! kills the fixture's process and watches its status change live, logs in to the OAuth
+//! server through the page, and trusts a project server added while it watches. Screenshots go to `target/dashboard/`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -77,6 +77,7 @@ async fn the_dashboard_in_chromium() {
         "py": {"command": python().display().to_string(),
                "args": [workspace().join("tests/peers/py_server.py").display().to_string()]},
         "secure": {"url": format!("http://127.0.0.1:{port}/mcp")},
+        "broken": {"command": fixture().display().to_string(), "args": ["--exit-at-start", "3"]},
     });
     let s = Served::start(servers).await;
     let target = std::env::current_exe().unwrap().ancestors().nth(3).unwrap().to_path_buf();
@@ -87,6 +88,7 @@ async fn the_dashboard_in_chromium() {
         .arg(workspace().join("crates/switchboard-server/tests/browser/dashboard.mjs"))
         .env("LOGIN_URL", &s.login_url)
         .env("PID_FILE", &pid_file)
+        .env("FIXTURE", fixture())
         .env("SHOTS", &shots)
         .env("CHROMIUM", &chromium)
         .env("PLAYWRIGHT", &playwright)

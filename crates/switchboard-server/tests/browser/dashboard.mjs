@@ -42,10 +42,16 @@ try {
   await item("demo").and(page.locator('[data-state="connected"]')).waitFor();
   await item("py").and(page.locator('[data-state="connected"]')).waitFor();
   await item("secure").and(page.locator('[data-state="needs_auth"]')).waitFor();
+  await item("broken").and(page.locator('[data-state="failed"]')).waitFor();
   await page.locator("#live[data-state=live]").waitFor();
   // A reload would lose this.
   await page.evaluate(() => (window.__sameDocument = true));
   const notReloaded = async () => assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page was not reloaded");
+
+  step("a server that failed to start shows its exit code and stderr");
+  await item("broken").click();
+  await page.locator("#detail .facts").getByText(/exited.*code 3/).waitFor();
+  await page.locator("#detail .stderr").getByText("fixture: refusing to start (exit code 3)").waitFor();
 
   step("a server's facts: transport, protocol, tool count");
   await item("demo").click();
@@ -82,7 +88,7 @@ try {
   await page.locator(".server-item").first().waitFor();
   assert.deepEqual(await page.locator(".server-item").evaluateAll((l) => l.map((i) => i.dataset.name)), ["py"], "filtered by tool name");
   await page.keyboard.press("Escape");
-  assert.equal(await page.locator(".server-item").count(), 3, "Escape clears the filter");
+  assert.equal(await page.locator(".server-item").count(), 4, "Escape clears the filter");
   await item("py").click();
   await tool("mcp__py__multiply").locator("summary").first().click();
   const before = callRequests;
@@ -131,6 +137,22 @@ try {
   await tool("mcp__secure__whoami").locator("summary").first().click();
   await tool("mcp__secure__whoami").getByRole("button", { name: "Call" }).click();
   await tool("mcp__secure__whoami").locator("[data-testid=result]").waitFor();
+  await notReloaded();
+
+  step("a project server added at run time appears untrusted; the Trust button starts it");
+  const added = await page.evaluate(async (command) => {
+    const r = await fetch("/api/servers", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "proj", config: { command }, persist: "project" }),
+    });
+    return r.status;
+  }, process.env.FIXTURE);
+  assert.equal(added, 201);
+  await item("proj").and(page.locator('[data-state="untrusted"]')).waitFor();
+  await item("proj").click();
+  await page.locator("#detail").getByRole("button", { name: "Trust and start" }).click();
+  await item("proj").and(page.locator('[data-state="connected"]')).waitFor({ timeout: 20000 });
   await notReloaded();
 
   await item("demo").click();

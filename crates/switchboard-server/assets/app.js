@@ -603,9 +603,10 @@ function connectEvents() {
       try {
         await api("GET", "/api/servers");
         setTimeout(connectEvents, 2000);
-      } catch {
-        // showLogin ran for 401; anything else: the server is away, try again later.
-        setTimeout(connectEvents, 5000);
+      } catch (e) {
+        // A 401 showed the login: nothing to reconnect to until then. Anything else: the
+        // server is away; try again later.
+        if (e.status !== 401) setTimeout(connectEvents, 5000);
       }
     }
   };

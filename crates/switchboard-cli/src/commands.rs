@@ -314,8 +314,8 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         }
         Command::Auth { server: None, .. } => bail!("name a server: `switchboard auth NAME` (or `--list`)"),
         Command::Dashboard { print_url } => crate::serve::dashboard(ctx, print_url).await,
-        Command::Serve { port, bind, allow_remote, hosts } => {
-            crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts }).await
+        Command::Serve { port, bind, allow_remote, hosts, origins } => {
+            crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins }).await
         }
         Command::Logout { ref server } => {
             crate::login::logout(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), server).await

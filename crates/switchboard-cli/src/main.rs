@@ -202,6 +202,10 @@ pub enum Command {
         /// accepted without it.
         #[arg(long = "host", value_name = "NAME")]
         hosts: Vec<String>,
+        /// A web origin whose pages may call the API with the token (CORS), e.g.
+        /// `https://app.example`; repeatable. None by default.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        origins: Vec<String>,
     },
     /// Open the dashboard of the running `switchboard serve`: asks it for a new one-time login
     /// link (it lasts 10 minutes) and opens it in the browser, or prints it.

@@ -15,6 +15,7 @@ pub struct Listen {
     pub bind: IpAddr,
     pub allow_remote: bool,
     pub hosts: Vec<String>,
+    pub origins: Vec<String>,
 }
 
 pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
@@ -24,6 +25,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     options.port = listen.port;
     options.allow_remote = listen.allow_remote;
     options.hosts = listen.hosts;
+    options.cors_origins = listen.origins;
     if !listen.bind.is_loopback() {
         eprintln!(
             "warning: answering the network over plain HTTP: the token and session cookie cross it unencrypted \

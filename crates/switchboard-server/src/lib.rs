@@ -48,6 +48,10 @@ pub struct ServeOptions {
     /// More names the server answers to (`Host` header), beyond the loopback names and the
     /// bound address: `name` (with the bound port) or `name:port` (behind a proxy).
     pub hosts: Vec<String>,
+    /// Web origins (`https://app.example`) whose pages may call the API with the bearer token
+    /// (CORS); none by default. Cookies never cross origins: the dashboard session stays
+    /// same-origin.
+    pub cors_origins: Vec<String>,
     /// Where the token and the address file live.
     pub data_dir: PathBuf,
 }
@@ -60,6 +64,7 @@ impl ServeOptions {
             port: DEFAULT_PORT,
             allow_remote: false,
             hosts: Vec::new(),
+            cors_origins: Vec::new(),
             data_dir,
         }
     }
@@ -78,6 +83,9 @@ pub enum ServeError {
         /// The address.
         addr: SocketAddr,
     },
+    /// An `--allow-origin` that is not an origin.
+    #[error("`{0}` is not a web origin: write it as scheme://host[:port], e.g. https://app.example")]
+    BadOrigin(String),
     /// Files or sockets.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -176,12 +184,42 @@ async fn login_page(State(access): State<Arc<security::Access>>, Query(q): Query
     }
 }
 
+/// The CORS layer for `origins`; none listed, no layer (and no CORS headers, no preflight
+/// answers) at all.
+fn cors(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>, ServeError> {
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    use axum::http::{HeaderName, HeaderValue, Method};
+    let mut allowed = Vec::new();
+    for origin in origins {
+        let trimmed = origin.trim_end_matches('/');
+        let ok = (trimmed.starts_with("http://") || trimmed.starts_with("https://"))
+            && !trimmed.split_once("://").is_some_and(|(_, rest)| rest.is_empty() || rest.contains('/'));
+        let value = HeaderValue::from_str(trimmed).ok().filter(|_| ok);
+        allowed.push(value.ok_or_else(|| ServeError::BadOrigin(origin.clone()))?);
+    }
+    Ok(Some(
+        tower_http::cors::CorsLayer::new()
+            .allow_origin(allowed)
+            .allow_methods([Method::GET, Method::POST, Method::DELETE])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::ACCEPT,
+                HeaderName::from_static("last-event-id"),
+            ])
+            .max_age(std::time::Duration::from_secs(600)),
+    ))
+}
+
 /// Binds the API for `hub`: checks the address, reads (or makes) the token, writes
 /// `<data>/serve.json` with the URL.
 pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError> {
     if !options.bind.is_loopback() && !options.allow_remote {
         return Err(ServeError::NotLoopback(options.bind));
     }
+    let cors = cors(&options.cors_origins)?;
     let wanted = SocketAddr::new(options.bind, options.port);
     let listener = tokio::net::TcpListener::bind(wanted).await.map_err(|e| match e.kind() {
         std::io::ErrorKind::AddrInUse => ServeError::InUse { addr: wanted },
@@ -212,7 +250,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
             }),
         )
         .layer(axum::middleware::from_fn_with_state(access.clone(), security::check_auth));
-    let router = Router::new()
+    let mut router = Router::new()
         .merge(api_router)
         .merge(dashboard::routes())
         .route("/login", axum::routing::get(login_page).with_state(access.clone()))
@@ -220,8 +258,12 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         .fallback(|| async {
             error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route").into_response()
         })
-        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(axum::middleware::from_fn_with_state(access, security::check_host));
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT));
+    if let Some(cors) = cors {
+        // Outside the auth check, so a preflight (no token) gets its answer.
+        router = router.layer(cors);
+    }
+    let router = router.layer(axum::middleware::from_fn_with_state(access, security::check_host));
     let info = serde_json::json!({"url": format!("http://{host}"), "port": addr.port(), "pid": std::process::id()});
     switchboard::write_private(&options.data_dir.join("serve.json"), info.to_string().as_bytes())?;
     Ok(Bound { listener, router, addr, login_url, token })

@@ -114,6 +114,55 @@ async fn answering_the_network_needs_allow_remote_and_names_its_hosts() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn cors_only_for_the_origins_allowed_and_only_with_the_token() {
+    let preflight = |s: &Served, origin: &str| {
+        s.client
+            .request(reqwest::Method::OPTIONS, format!("{}/api/servers", s.base))
+            .header("origin", origin)
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "authorization")
+    };
+    // None configured: no CORS at all.
+    let s = Served::start(demo_and_broken()).await;
+    let response = preflight(&s, "https://app.example").send().await.unwrap();
+    assert!(response.headers().get("access-control-allow-origin").is_none());
+    let response = s.get("/api/servers").header("origin", "https://app.example").send().await.unwrap();
+    assert!(response.headers().get("access-control-allow-origin").is_none());
+    s.shutdown().await;
+
+    let s = Served::start_with(demo_and_broken(), |o| o.cors_origins = vec!["https://app.example".into()]).await;
+    let response = preflight(&s, "https://app.example").send().await.unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    assert_eq!(response.headers()["access-control-allow-origin"], "https://app.example");
+    let allowed = response.headers()["access-control-allow-headers"].to_str().unwrap().to_ascii_lowercase();
+    assert!(allowed.contains("authorization"), "{allowed}");
+    assert!(response.headers().get("access-control-allow-credentials").is_none(), "no cookies across origins");
+    let other = preflight(&s, "https://evil.example").send().await.unwrap();
+    assert!(other.headers().get("access-control-allow-origin").is_none());
+    // The real request still needs the token.
+    let response = s.get("/api/servers").header("origin", "https://app.example").send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["access-control-allow-origin"], "https://app.example");
+    let anonymous = s.client.get(format!("{}/api/servers", s.base)).header("origin", "https://app.example");
+    assert_eq!(anonymous.send().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    s.shutdown().await;
+
+    // Not an origin: refused at start.
+    let dir = tempfile::tempdir().unwrap();
+    let hub = switchboard::Hub::start(
+        &switchboard::config::LoadedConfig::default(),
+        switchboard::HubOptions::new(switchboard::Paths::new(dir.path().join("u.json"), dir.path().join("d"))),
+    );
+    for bad in ["app.example", "https://app.example/path", "ftp://x"] {
+        let mut options = ServeOptions::new(dir.path().join("d"));
+        (options.port, options.cors_origins) = (0, vec![bad.into()]);
+        let Err(e) = switchboard_server::bind(&hub, &options).await else { panic!("{bad} accepted") };
+        assert!(e.to_string().contains("not a web origin"), "{e}");
+    }
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn servers_tools_resources_and_prompts_with_their_errors() {
     let s = Served::start(demo_and_broken()).await;
     let (status, body) = send(s.get("/api/servers")).await;

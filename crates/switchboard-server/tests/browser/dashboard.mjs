@@ -72,6 +72,13 @@ try {
   await img.waitFor();
   assert.ok(await img.evaluate((i) => i.complete && i.naturalWidth > 0), "the image decoded");
 
+  step("output over the model's budget is cut, and the page says so");
+  await tool("mcp__demo__big").locator("summary").first().click();
+  await tool("mcp__demo__big").locator("textarea").fill('{"bytes": 200000}');
+  await tool("mcp__demo__big").getByRole("button", { name: "Call" }).click();
+  await tool("mcp__demo__big").locator("[data-testid=result] .notes").getByText(/Cut to fit/).waitFor();
+  await tool("mcp__demo__big").locator("[data-testid=result] .notes").getByText(/Full output kept in/).waitFor();
+
   step("progress shows while a slow call runs, with the keyboard (Ctrl+Enter)");
   await tool("mcp__demo__slow").locator("summary").first().click();
   const slow = tool("mcp__demo__slow").locator("textarea");

@@ -8,21 +8,7 @@ use std::time::Duration;
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::{Value, json};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn fixture() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let ok = Command::new(cargo)
-        .args(["build", "-q", "-p", "switchboard-fixture"])
-        .current_dir(workspace())
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let exe = Command::cargo_bin("switchboard").unwrap();
-    Path::new(exe.get_program()).parent().unwrap().join("switchboard-fixture")
-}
+use switchboard_testkit::fixture;
 
 /// A command with a private user file and data folder, run in `cwd`.
 fn sb(home: &Path, cwd: &Path) -> Command {

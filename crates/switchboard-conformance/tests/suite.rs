@@ -3,12 +3,9 @@
 //! authorization one the client supports.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::process::Command;
 
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
+use switchboard_testkit::workspace;
 
 fn scenario(name: &str) {
     let client = env!("CARGO_BIN_EXE_conformance-client");

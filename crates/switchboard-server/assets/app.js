@@ -184,7 +184,9 @@ function renderList() {
 function moveSelection(delta) {
   const items = [...$("server-list").querySelectorAll(".server-item")];
   if (items.length === 0) return;
-  const at = items.findIndex((i) => i.dataset.name === state.selected);
+  const focused = document.activeElement && document.activeElement.closest(".server-item");
+  const from = focused ? focused.dataset.name : state.selected;
+  const at = items.findIndex((i) => i.dataset.name === from);
   const next = items[Math.max(0, Math.min(items.length - 1, at + delta))];
   select(next.dataset.name, { focusList: true });
 }

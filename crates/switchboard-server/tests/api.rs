@@ -162,6 +162,53 @@ async fn cors_only_for_the_origins_allowed_and_only_with_the_token() {
     hub.shutdown().await;
 }
 
+/// The official npm server-everything through the API: tools, a call with streamed progress,
+/// an image result, resources (paged by the server), a prompt.
+#[tokio::test(flavor = "multi_thread")]
+async fn server_everything_through_the_api() {
+    let everything = json!({"command": "node", "args": [common::node_peer("server-everything"), "stdio"]});
+    let s = Served::start(json!({"everything": everything})).await;
+    let (status, body) = send(s.get("/api/servers/everything")).await;
+    assert_eq!((status, body["status"]["state"].as_str()), (StatusCode::OK, Some("connected")), "{body}");
+    let tools: Vec<&str> = body["tools"].as_array().unwrap().iter().filter_map(|t| t["tool"].as_str()).collect();
+    assert!(tools.contains(&"echo") && tools.contains(&"get-tiny-image"), "{tools:?}");
+
+    let (status, body) =
+        send(s.post("/api/tools/mcp__everything__echo/call", json!({"arguments": {"message": "over http"}}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["model"]["blocks"][0]["text"].as_str().unwrap().contains("over http"), "{body}");
+
+    let response = s
+        .post(
+            "/api/tools/mcp__everything__trigger-long-running-operation/call",
+            json!({"arguments": {"duration": 1, "steps": 4}}),
+        )
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    assert!(text.matches("event: progress").count() >= 3, "{text}");
+    assert!(text.contains("event: result"), "{text}");
+
+    let (_, body) = send(s.post("/api/tools/mcp__everything__get-tiny-image/call", json!({}))).await;
+    let blocks = body["model"]["blocks"].as_array().unwrap();
+    assert!(blocks.iter().any(|b| b["data_url"].as_str().is_some_and(|u| u.starts_with("data:image/png;base64,"))));
+
+    let (_, body) = send(s.get("/api/resources")).await;
+    let resources = body["resources"].as_array().unwrap();
+    assert!(resources.len() >= 7, "every page followed: {}", resources.len());
+    let uri = resources[0]["resource"]["uri"].as_str().unwrap();
+    let url = format!("/api/resources/read?server=everything&uri={}", uri.replace(':', "%3A").replace('/', "%2F"));
+    let (status, body) = send(s.get(&url)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["contents"][0]["uri"] == uri, "{body}");
+    let (status, body) = send(s.post("/api/prompts/everything/simple-prompt", json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(!body["messages"].as_array().unwrap().is_empty(), "{body}");
+    s.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn servers_tools_resources_and_prompts_with_their_errors() {
     let s = Served::start(demo_and_broken()).await;

@@ -5,33 +5,13 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-
-use common::{Served, error_code, fixture, free_port, python, send, wait_listening, workspace};
+use common::{Served, error_code, fixture, python_oauth_peer, send};
 use reqwest::StatusCode;
 use serde_json::json;
 
-struct Peer(std::process::Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_login_started_from_the_api_finishes_on_its_callback() {
-    let port = free_port();
-    let child = Command::new(python())
-        .arg(workspace().join("tests/peers/py_oauth_server.py"))
-        .args([port.to_string(), "3600".into()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _peer = Peer(child);
-    wait_listening(port);
+    let (_peer, port) = python_oauth_peer(3600, &[]);
     let demo = json!({"command": fixture().display().to_string()});
     let s = Served::start(json!({"py": {"url": format!("http://127.0.0.1:{port}/mcp")}, "demo": demo})).await;
     let (_, body) = send(s.get("/api/servers/py")).await;

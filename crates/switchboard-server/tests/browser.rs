@@ -1,7 +1,7 @@
 //! The dashboard end to end in a real browser: Debian's Chromium (headless) driven by
 //! Playwright (`playwright-core` from npm, installed on demand into `.peers/playwright`).
-//! The hub serves the fixture server, a Python `mcp` server over stdio and a Python server
-//! behind OAuth; `tests/browser/dashboard.mjs` logs in with the one-time URL, calls tools,
+//! The hub serves the fixture server (and one that fails at start), the official npm
+//! server-everything, a Python `mcp` server over stdio and a Python server behind OAuth; `tests/browser/dashboard.mjs` logs in with the one-time URL, calls tools,
 //! kills the fixture's process and watches its status change live, logs in to the OAuth
 //! server through the page, and trusts a project server added while it watches. Screenshots go to `target/dashboard/`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,10 +9,10 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use common::{Served, fixture, free_port, python, wait_listening, workspace};
+use common::{Served, fixture, npm_folder, python, python_oauth_peer, workspace};
 use serde_json::json;
 
 const PLAYWRIGHT: &str = "playwright-core@1.64.1";
@@ -28,48 +28,11 @@ fn chromium() -> PathBuf {
     path
 }
 
-/// `.peers/playwright`, with playwright-core installed (once).
-fn playwright() -> PathBuf {
-    let dir = workspace().join(".peers/playwright");
-    let marker = dir.join(".installed-v1");
-    if std::fs::read_to_string(&marker).ok().as_deref() != Some(PLAYWRIGHT) {
-        std::fs::create_dir_all(&dir).unwrap();
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&dir)
-            .arg(PLAYWRIGHT)
-            .status()
-            .expect("npm");
-        assert!(status.success(), "npm install {PLAYWRIGHT} failed");
-        std::fs::write(&marker, PLAYWRIGHT).unwrap();
-    }
-    dir
-}
-
-struct Peer(std::process::Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn the_dashboard_in_chromium() {
     let chromium = chromium();
-    let playwright = playwright();
-    let port = free_port();
-    let oauth = Command::new(python())
-        .arg(workspace().join("tests/peers/py_oauth_server.py"))
-        .args([port.to_string(), "3600".into()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _oauth = Peer(oauth);
-    wait_listening(port);
-
+    let playwright = npm_folder("playwright", &[PLAYWRIGHT]);
+    let (_oauth, port) = python_oauth_peer(3600, &[]);
     let scratch = tempfile::tempdir().unwrap();
     let pid_file = scratch.path().join("demo.pid");
     let servers = json!({
@@ -78,6 +41,7 @@ async fn the_dashboard_in_chromium() {
                "args": [workspace().join("tests/peers/py_server.py").display().to_string()]},
         "secure": {"url": format!("http://127.0.0.1:{port}/mcp")},
         "broken": {"command": fixture().display().to_string(), "args": ["--exit-at-start", "3"]},
+        "everything": {"command": "node", "args": [common::node_peer("server-everything"), "stdio"]},
     });
     let s = Served::start(servers).await;
     let target = std::env::current_exe().unwrap().ancestors().nth(3).unwrap().to_path_buf();

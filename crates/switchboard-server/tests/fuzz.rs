@@ -7,21 +7,12 @@ mod common;
 
 use std::process::Command;
 
-use common::{Served, fixture, workspace};
+use common::{Served, fixture, python_venv};
 use serde_json::json;
 
 /// schemathesis, in a venv of its own under `.peers/` (installed once).
 fn schemathesis() -> std::path::PathBuf {
-    let dir = workspace().join(".peers/schemathesis");
-    let exe = dir.join("bin/schemathesis");
-    let marker = dir.join(".installed-4.32.5");
-    if !marker.exists() {
-        assert!(Command::new("python3").args(["-m", "venv"]).arg(&dir).status().unwrap().success());
-        let ok = Command::new(dir.join("bin/pip")).args(["install", "-q", "schemathesis==4.32.5"]).status().unwrap();
-        assert!(ok.success(), "pip install schemathesis failed");
-        std::fs::write(&marker, "schemathesis==4.32.5").unwrap();
-    }
-    exe
+    python_venv("schemathesis", &["schemathesis==4.32.5"]).join("bin/schemathesis")
 }
 
 /// Realistic values for the path and query parameters, so that most generated requests reach

@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{Peer, cli, free_port, node_peers, python, wait_listening, workspace};
+use common::{Peer, cli, free_port, node_peers, wait_listening};
 use serde_json::{Value, json};
 
 /// The TypeScript SDK's `simpleStreamableHttp` example with its OAuth server.
@@ -185,18 +185,7 @@ fn a_busy_callback_port_is_reported_with_the_option() {
 
 /// The Python peer with access tokens that live `ttl` seconds (and `extra` flags).
 fn python_oauth_server(ttl: u64, extra: &[&str]) -> (Peer, u16) {
-    let port = free_port();
-    let child = Command::new(python())
-        .arg(workspace().join("tests/peers/py_oauth_server.py"))
-        .args([port.to_string(), ttl.to_string()])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let peer = Peer(child);
-    wait_listening(port, "the Python OAuth peer", Duration::from_secs(60));
-    (peer, port)
+    common::python_oauth_peer(ttl, extra)
 }
 
 #[test]

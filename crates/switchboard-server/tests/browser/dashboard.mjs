@@ -43,6 +43,7 @@ try {
   await item("py").and(page.locator('[data-state="connected"]')).waitFor();
   await item("secure").and(page.locator('[data-state="needs_auth"]')).waitFor();
   await item("broken").and(page.locator('[data-state="failed"]')).waitFor();
+  await item("everything").and(page.locator('[data-state="connected"]')).waitFor();
   await page.locator("#live[data-state=live]").waitFor();
   // A reload would lose this.
   await page.evaluate(() => (window.__sameDocument = true));
@@ -95,7 +96,7 @@ try {
   await page.locator(".server-item").first().waitFor();
   assert.deepEqual(await page.locator(".server-item").evaluateAll((l) => l.map((i) => i.dataset.name)), ["py"], "filtered by tool name");
   await page.keyboard.press("Escape");
-  assert.equal(await page.locator(".server-item").count(), 4, "Escape clears the filter");
+  assert.equal(await page.locator(".server-item").count(), 5, "Escape clears the filter");
   await item("py").click();
   await tool("mcp__py__multiply").locator("summary").first().click();
   const before = callRequests;
@@ -111,8 +112,19 @@ try {
   await tool("mcp__py__multiply").getByRole("button", { name: "Call" }).click();
   await tool("mcp__py__multiply").locator("[data-testid=result] .block-text").getByText("42.0", { exact: true }).waitFor();
 
+  step("the official server-everything: an image result from a server no one here wrote");
+  await item("everything").click();
+  await tool("mcp__everything__get-tiny-image").locator("summary").first().click();
+  await tool("mcp__everything__get-tiny-image").getByRole("button", { name: "Call" }).click();
+  const tiny = tool("mcp__everything__get-tiny-image").locator("[data-testid=result] img");
+  await tiny.waitFor();
+  assert.ok(await tiny.evaluate((i) => i.complete && i.naturalWidth > 0), "the image decoded");
+
   step("the keyboard moves between servers");
   await item("py").focus();
+  await page.keyboard.press("ArrowUp");
+  await page.locator('.server-item[data-name="everything"][aria-selected="true"]').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.name), "everything");
   await page.keyboard.press("ArrowUp");
   await page.locator('.server-item[data-name="demo"][aria-selected="true"]').waitFor();
   assert.equal(await page.evaluate(() => document.activeElement.dataset.name), "demo");

@@ -2,33 +2,13 @@
 //! served on a free loopback port.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use serde_json::{Value, json};
 use switchboard::config::{self, LoadOptions};
 use switchboard::{Hub, HubOptions, Paths};
 use switchboard_server::ServeOptions;
 
-pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-pub fn fixture() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let ok = Command::new(cargo)
-                .args(["build", "-q", "-p", "switchboard-fixture"])
-                .current_dir(workspace())
-                .status();
-            assert!(ok.unwrap().success(), "building the fixture failed");
-            let exe = std::env::current_exe().unwrap();
-            exe.parent().unwrap().parent().unwrap().join("switchboard-fixture")
-        })
-        .clone()
-}
+#[allow(unused_imports)]
+pub use switchboard_testkit::*;
 
 pub struct Served {
     pub dir: tempfile::TempDir,
@@ -113,36 +93,4 @@ pub async fn send(request: reqwest::RequestBuilder) -> (reqwest::StatusCode, Val
 /// The `code` of an error body.
 pub fn error_code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {body}"))
-}
-
-/// A Python with the `mcp` package (the venv the library's tests make in `.peers/py`).
-pub fn python() -> PathBuf {
-    static PY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    PY.get_or_init(|| {
-        let dir = workspace().join(".peers/py");
-        let py = dir.join("bin/python");
-        let marker = dir.join(".installed-v1");
-        if !marker.exists() {
-            assert!(Command::new("python3").args(["-m", "venv"]).arg(&dir).status().unwrap().success());
-            let ok = Command::new(&py).args(["-m", "pip", "install", "-q", "mcp==2.3.0"]).status().unwrap();
-            assert!(ok.success(), "pip install mcp failed");
-            std::fs::write(&marker, "mcp==2.3.0").unwrap();
-        }
-        py
-    })
-    .clone()
-}
-
-/// A free loopback port.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Waits until something listens on `port`.
-pub fn wait_listening(port: u16) {
-    let started = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < std::time::Duration::from_secs(60), "nothing listens on {port}");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
 }

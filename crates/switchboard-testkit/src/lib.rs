@@ -1,0 +1,185 @@
+//! What the workspace's end-to-end tests share: the workspace's binaries (built once per test
+//! binary), real peers and test tools installed on demand into `<workspace>/.peers` (ignored
+//! by git; the npm registry and PyPI are the only sources), free ports, and processes killed
+//! when dropped.
+//!
+//! Test support only (a dev-dependency): a helper that cannot do its job panics, which fails
+//! the test that asked, with the reason.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The cargo target folder of the running test (`target/<profile>`).
+pub fn target_dir() -> PathBuf {
+    // target/<profile>/deps/<test binary>
+    std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// A binary of the workspace (`package`'s `bin`), built once per test binary.
+pub fn workspace_bin(package: &str, bin: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, path)) = built.iter().find(|(p, _)| p == package) {
+        return path.join(bin);
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-q", "-p", package])
+        .current_dir(workspace())
+        .status()
+        .expect("cargo build");
+    assert!(status.success(), "building {package} failed");
+    let path = target_dir().join(bin);
+    assert!(path.exists(), "no {bin} at {}", path.display());
+    built.push((package.to_string(), target_dir()));
+    path
+}
+
+/// The fixture server binary.
+pub fn fixture() -> PathBuf {
+    workspace_bin("switchboard-fixture", "switchboard-fixture")
+}
+
+/// The `switchboard` command-line binary.
+pub fn cli() -> PathBuf {
+    workspace_bin("switchboard-cli", "switchboard")
+}
+
+/// `<workspace>/.peers/<name>` with the npm `packages` installed (again when the list changes).
+pub fn npm_folder(name: &str, packages: &[&str]) -> PathBuf {
+    let dir = workspace().join(".peers").join(name);
+    let marker = dir.join(".installed-v1");
+    let wanted = packages.join("\n");
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
+        std::fs::create_dir_all(&dir).unwrap();
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .args(packages)
+            .status()
+            .expect("npm");
+        assert!(status.success(), "npm install {packages:?} failed");
+        std::fs::write(&marker, wanted).unwrap();
+    }
+    dir
+}
+
+/// `<workspace>/.peers/<name>`, a Python venv with the PyPI `packages` installed (again when
+/// the list changes).
+pub fn python_venv(name: &str, packages: &[&str]) -> PathBuf {
+    let dir = workspace().join(".peers").join(name);
+    let marker = dir.join(".installed-v1");
+    let wanted = packages.join("\n");
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
+        let status = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().expect("python3");
+        assert!(status.success(), "python3 -m venv {} failed", dir.display());
+        let status = Command::new(dir.join("bin/python"))
+            .args(["-m", "pip", "install", "-q"])
+            .args(packages)
+            .status()
+            .expect("pip");
+        assert!(status.success(), "pip install {packages:?} failed");
+        std::fs::write(&marker, wanted).unwrap();
+    }
+    dir
+}
+
+/// Pinned versions of the npm peers.
+pub const NPM_PEERS: &[&str] = &[
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/server-filesystem@2026.8.31",
+    "@modelcontextprotocol/server-memory@2026.8.31",
+    // Its examples include a Streamable HTTP server with a demo OAuth authorization server.
+    "@modelcontextprotocol/sdk@1.32.2",
+];
+
+/// `<workspace>/.peers/node`, with the npm peers installed (once).
+pub fn node_peers() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| npm_folder("node", NPM_PEERS)).clone()
+}
+
+/// The entry script of an npm peer (`server-everything` ...).
+pub fn node_peer(name: &str) -> String {
+    node_peers().join(format!("node_modules/@modelcontextprotocol/{name}/dist/index.js")).display().to_string()
+}
+
+/// The pinned version of the Python SDK.
+pub const PYTHON_MCP: &str = "mcp==2.3.0";
+
+/// A Python with the `mcp` package (a venv in `<workspace>/.peers/py`, made once).
+pub fn python() -> PathBuf {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| python_venv("py", &[PYTHON_MCP]).join("bin/python")).clone()
+}
+
+/// Waits (up to `limit`) until something listens on `127.0.0.1:port`.
+pub fn wait_listening(port: u16, what: &str, limit: Duration) {
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < limit, "{what} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A free loopback port (free when asked; tests bind it soon after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A peer server process, killed when dropped.
+pub struct Peer(pub std::process::Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs `tests/peers/<script>` of the workspace with the `mcp` Python and `args`, and waits
+/// until it listens on `port`.
+pub fn python_script(script: &str, args: &[String], port: u16) -> Peer {
+    let child = Command::new(python())
+        .arg(workspace().join("tests/peers").join(script))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = Peer(child);
+    wait_listening(port, script, Duration::from_secs(60));
+    peer
+}
+
+/// Starts the Python peer (`tests/peers/py_server.py`) in `mode` (`streamable-http` or
+/// `sse`) on a free port.
+pub fn python_peer(mode: &str) -> (Peer, u16) {
+    let port = free_port();
+    (python_script("py_server.py", &[mode.to_string(), port.to_string()], port), port)
+}
+
+/// Starts the Python OAuth peer (`tests/peers/py_oauth_server.py`, access tokens valid `ttl`
+/// seconds, and its `extra` flags) on a free port.
+pub fn python_oauth_peer(ttl: u64, extra: &[&str]) -> (Peer, u16) {
+    let port = free_port();
+    let mut args = vec![port.to_string(), ttl.to_string()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    (python_script("py_oauth_server.py", &args, port), port)
+}
+
+/// Whether a process is alive (zombies count as dead).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()).is_some_and(|s| s != "Z"),
+        Err(_) => false,
+    }
+}

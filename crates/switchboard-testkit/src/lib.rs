@@ -53,33 +53,37 @@ pub fn cli() -> PathBuf {
     workspace_bin("switchboard-cli", "switchboard")
 }
 
-/// `<workspace>/.peers/<name>` with the npm `packages` installed (again when the list changes).
-pub fn npm_folder(name: &str, packages: &[&str]) -> PathBuf {
+/// `<workspace>/.peers/<name>`, made by `install` unless its marker says it holds `packages`
+/// already (made again when the list changes).
+fn installed(name: &str, packages: &[&str], install: impl FnOnce(&Path)) -> PathBuf {
     let dir = workspace().join(".peers").join(name);
     let marker = dir.join(".installed-v1");
     let wanted = packages.join("\n");
     if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
         std::fs::create_dir_all(&dir).unwrap();
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&dir)
-            .args(packages)
-            .status()
-            .expect("npm");
-        assert!(status.success(), "npm install {packages:?} failed");
+        install(&dir);
         std::fs::write(&marker, wanted).unwrap();
     }
     dir
 }
 
-/// `<workspace>/.peers/<name>`, a Python venv with the PyPI `packages` installed (again when
-/// the list changes).
+/// `<workspace>/.peers/<name>` with the npm `packages` installed.
+pub fn npm_folder(name: &str, packages: &[&str]) -> PathBuf {
+    installed(name, packages, |dir| {
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(dir)
+            .args(packages)
+            .status()
+            .expect("npm");
+        assert!(status.success(), "npm install {packages:?} failed");
+    })
+}
+
+/// `<workspace>/.peers/<name>`, a Python venv with the PyPI `packages` installed.
 pub fn python_venv(name: &str, packages: &[&str]) -> PathBuf {
-    let dir = workspace().join(".peers").join(name);
-    let marker = dir.join(".installed-v1");
-    let wanted = packages.join("\n");
-    if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
-        let status = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().expect("python3");
+    installed(name, packages, |dir| {
+        let status = Command::new("python3").args(["-m", "venv"]).arg(dir).status().expect("python3");
         assert!(status.success(), "python3 -m venv {} failed", dir.display());
         let status = Command::new(dir.join("bin/python"))
             .args(["-m", "pip", "install", "-q"])
@@ -87,9 +91,7 @@ pub fn python_venv(name: &str, packages: &[&str]) -> PathBuf {
             .status()
             .expect("pip");
         assert!(status.success(), "pip install {packages:?} failed");
-        std::fs::write(&marker, wanted).unwrap();
-    }
-    dir
+    })
 }
 
 /// Pinned versions of the npm peers.

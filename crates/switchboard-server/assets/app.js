@@ -12,6 +12,8 @@ const state = {
   filter: "",
   authNeeded: new Map(), // name -> reason
   calls: new Map(), // tool name -> AbortController of the call in flight
+  drafts: new Map(), // tool name -> {args, timeout} typed in its call form
+  results: new Map(), // tool name -> the element showing its last result
 };
 
 // ---------------------------------------------------------------- helpers
@@ -240,14 +242,10 @@ function renderDetail() {
     pane.replaceChildren(h("p", { class: "empty", text: state.servers.size ? "Choose a server." : "" }));
     return;
   }
-  // Keep what is being typed in call forms across re-renders.
-  const drafts = new Map();
-  for (const form of pane.querySelectorAll("form.call")) {
-    drafts.set(form.dataset.tool, { args: form.elements.arguments.value, timeout: form.elements.timeout.value });
-  }
-  if (pane.dataset.server !== name) drafts.clear();
-  const openTools = new Set([...pane.querySelectorAll("details.tool[open]")].map((d) => d.dataset.tool));
-  const results = new Map([...pane.querySelectorAll(".call-output")].map((o) => [o.dataset.tool, o]));
+  // Which tools are open survives re-renders of the same server (typed arguments and results
+  // are kept per tool in `state`, across servers too).
+  const openTools =
+    pane.dataset.server === name ? new Set([...pane.querySelectorAll("details.tool[open]")].map((d) => d.dataset.tool)) : new Set();
 
   const st = stateOf(server);
   const status = server.status || {};
@@ -293,7 +291,7 @@ function renderDetail() {
   if (stderr.length) {
     children.push(h("section", { class: "stderr" }, h("h3", { text: "Last lines on stderr" }), h("pre", { class: "log", text: stderr.join("\n") })));
   }
-  children.push(renderTools(name, detail, { drafts, openTools, results }));
+  children.push(renderTools(name, detail, openTools));
   pane.dataset.server = name;
   pane.replaceChildren(...children);
 }
@@ -320,7 +318,7 @@ function summaryOf(server) {
   }
 }
 
-function renderTools(name, detail, keep) {
+function renderTools(name, detail, openTools) {
   const section = h("section", { class: "tools", "aria-label": "Tools" });
   const tools = detail ? detail.tools : [];
   section.append(h("h3", { text: `Tools (${tools.length})` }));
@@ -335,7 +333,8 @@ function renderTools(name, detail, keep) {
   const f = state.filter;
   for (const tool of tools) {
     if (f && !name.toLowerCase().includes(f) && !tool.name.toLowerCase().includes(f) && !(tool.description || "").toLowerCase().includes(f)) continue;
-    const open = keep.openTools.has(tool.name);
+    const shown = state.results.get(tool.name);
+    const open = openTools.has(tool.name) || state.calls.has(tool.name) || (!!shown && shown.childElementCount > 0);
     const details = h(
       "details",
       { class: "tool", dataset: { tool: tool.name }, open },
@@ -343,8 +342,8 @@ function renderTools(name, detail, keep) {
       tool.description ? h("p", { class: "tool-full", text: tool.description }) : null,
       h("p", { class: "mono small" }, "model-visible name: ", h("code", { text: tool.name })),
       h("details", { class: "schema" }, h("summary", { text: "Input schema" }), h("pre", { text: JSON.stringify(tool.input_schema, null, 2) })),
-      callForm(tool, keep.drafts.get(tool.name)),
-      keep.results.get(tool.name) || h("div", { class: "call-output", dataset: { tool: tool.name }, "aria-live": "polite" }),
+      callForm(tool, state.drafts.get(tool.name)),
+      outputFor(tool.name),
     );
     section.append(details);
   }
@@ -390,6 +389,9 @@ function callForm(tool, draft) {
     e.preventDefault();
     call(tool, form);
   });
+  const keep = () => state.drafts.set(tool.name, { args: textarea.value, timeout: timeout.value });
+  textarea.addEventListener("input", keep);
+  timeout.addEventListener("input", keep);
   textarea.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
@@ -412,8 +414,14 @@ function checkArguments(tool, text) {
   return { args, errors: validate(tool.input_schema || {}, args) };
 }
 
+/** The element showing a tool's last result (kept while other servers are shown). */
 function outputFor(toolName) {
-  return $("detail").querySelector(`.call-output[data-tool="${CSS.escape(toolName)}"]`);
+  let out = state.results.get(toolName);
+  if (!out) {
+    out = h("div", { class: "call-output", dataset: { tool: toolName }, "aria-live": "polite" });
+    state.results.set(toolName, out);
+  }
+  return out;
 }
 
 async function call(tool, form) {
@@ -648,6 +656,11 @@ function connectEvents() {
     });
   });
   on("server_removed", ({ server }) => {
+    const tools = (state.details.get(server) || { tools: [] }).tools.map((t) => t.name);
+    for (const t of tools) {
+      state.results.delete(t);
+      state.drafts.delete(t);
+    }
     state.servers.delete(server);
     state.details.delete(server);
     activity("status", `${server}: removed`);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -180,7 +181,7 @@ pub struct ToolList {
         (status = 404, body = ErrorBody)))]
 pub async fn list_tools(
     State(app): State<AppState>,
-    query: Result<Query<ToolsQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<ToolsQuery>, QueryRejection>,
 ) -> ApiResult<Json<ToolList>> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     if let Some(server) = &q.server {
@@ -356,15 +357,44 @@ pub struct ResourceList {
     resource_templates: Vec<Value>,
 }
 
-#[utoipa::path(get, path = "/api/resources", tag = "catalog",
-    responses((status = 200, body = ResourceList), (status = 401, body = ErrorBody)))]
-pub async fn list_resources(State(app): State<AppState>) -> Json<ResourceList> {
+/// `GET /api/resources` and `GET /api/prompts` filter.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ServerFilter {
+    /// Only this server's.
+    server: Option<String>,
+}
+
+impl ServerFilter {
+    /// The filter from the query, the server checked to exist.
+    fn checked(query: Result<Query<ServerFilter>, QueryRejection>, hub: &Hub) -> ApiResult<Option<String>> {
+        let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+        if let Some(server) = &q.server {
+            find(hub, server)?;
+        }
+        Ok(q.server)
+    }
+}
+
+/// The JSON array of `items` whose `server` is `only` (all without a filter).
+fn of_server<T: Serialize>(items: &[T], only: Option<&str>) -> Vec<Value> {
+    let all = serde_json::to_value(items).ok().and_then(|v| v.as_array().cloned()).unwrap_or_default();
+    all.into_iter().filter(|v| only.is_none_or(|s| v["server"] == s)).collect()
+}
+
+#[utoipa::path(get, path = "/api/resources", tag = "catalog", params(ServerFilter),
+    responses((status = 200, body = ResourceList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn list_resources(
+    State(app): State<AppState>,
+    query: Result<Query<ServerFilter>, QueryRejection>,
+) -> ApiResult<Json<ResourceList>> {
+    let only = ServerFilter::checked(query, &app.hub)?;
     let catalog = app.hub.catalog();
-    let values = |v: Value| v.as_array().cloned().unwrap_or_default();
-    Json(ResourceList {
-        resources: values(serde_json::to_value(catalog.resources()).unwrap_or_default()),
-        resource_templates: values(serde_json::to_value(catalog.resource_templates()).unwrap_or_default()),
-    })
+    Ok(Json(ResourceList {
+        resources: of_server(catalog.resources(), only.as_deref()),
+        resource_templates: of_server(catalog.resource_templates(), only.as_deref()),
+    }))
 }
 
 /// Which resource to read.
@@ -399,12 +429,15 @@ pub struct PromptList {
     prompts: Vec<Value>,
 }
 
-#[utoipa::path(get, path = "/api/prompts", tag = "catalog",
-    responses((status = 200, body = PromptList), (status = 401, body = ErrorBody)))]
-pub async fn list_prompts(State(app): State<AppState>) -> Json<PromptList> {
-    let catalog = app.hub.catalog();
-    let prompts = serde_json::to_value(catalog.prompts()).unwrap_or_default().as_array().cloned().unwrap_or_default();
-    Json(PromptList { prompts })
+#[utoipa::path(get, path = "/api/prompts", tag = "catalog", params(ServerFilter),
+    responses((status = 200, body = PromptList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn list_prompts(
+    State(app): State<AppState>,
+    query: Result<Query<ServerFilter>, QueryRejection>,
+) -> ApiResult<Json<PromptList>> {
+    let only = ServerFilter::checked(query, &app.hub)?;
+    Ok(Json(PromptList { prompts: of_server(app.hub.catalog().prompts(), only.as_deref()) }))
 }
 
 /// A prompt's arguments.

@@ -195,7 +195,7 @@ async fn server_everything_through_the_api() {
     let blocks = body["model"]["blocks"].as_array().unwrap();
     assert!(blocks.iter().any(|b| b["data_url"].as_str().is_some_and(|u| u.starts_with("data:image/png;base64,"))));
 
-    let (_, body) = send(s.get("/api/resources")).await;
+    let (_, body) = send(s.get("/api/resources?server=everything")).await;
     let resources = body["resources"].as_array().unwrap();
     assert!(resources.len() >= 7, "every page followed: {}", resources.len());
     let uri = resources[0]["resource"]["uri"].as_str().unwrap();
@@ -277,6 +277,15 @@ async fn servers_tools_resources_and_prompts_with_their_errors() {
     assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_resource"), "the server's -32002");
     let (_, body) = send(s.get("/api/prompts")).await;
     assert_eq!(body["prompts"][0]["prompt"]["name"], "greet");
+    // Filtered by server: a known one, one with none (not connected), an unknown one.
+    let (_, body) = send(s.get("/api/resources?server=demo")).await;
+    assert!(body["resources"].as_array().unwrap().iter().all(|r| r["server"] == "demo"), "{body}");
+    assert!(!body["resources"].as_array().unwrap().is_empty() && body["resource_templates"][0]["server"] == "demo");
+    let (status, body) = send(s.get("/api/prompts?server=broken")).await;
+    assert_eq!((status, body["prompts"].as_array().map(Vec::len)), (StatusCode::OK, Some(0)), "{body}");
+    let (status, body) = send(s.get("/api/prompts?server=nope")).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_server"));
+    assert_eq!(send(s.get("/api/resources?server=nope")).await.0, StatusCode::NOT_FOUND);
     let (status, body) = send(s.post("/api/prompts/demo/greet", json!({"arguments": {"who": "Ada"}}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body.to_string().contains("Ada"), "{body}");

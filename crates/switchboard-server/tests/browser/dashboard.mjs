@@ -128,6 +128,9 @@ try {
   await page.keyboard.press("ArrowUp");
   await page.locator('.server-item[data-name="demo"][aria-selected="true"]').waitFor();
   assert.equal(await page.evaluate(() => document.activeElement.dataset.name), "demo");
+  // Results and typed arguments stay with their tools while other servers were shown.
+  await tool("mcp__demo__echo").locator("[data-testid=result] .block-text").getByText("hello from the browser").waitFor();
+  assert.equal(await tool("mcp__demo__slow").locator("textarea").inputValue(), '{"ms": 300, "steps": 4}');
 
   step("killing the fixture's process shows on the page without a reload");
   const pid = Number(readFileSync(PID_FILE, "utf8").trim());

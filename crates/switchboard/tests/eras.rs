@@ -147,6 +147,19 @@ async fn python_sdk_server_in_both_eras() {
     }
     let next = wait_event(&mut events, |e| matches!(e, Event::ResourceUpdated { .. })).await;
     assert!(matches!(&next, Event::ResourceUpdated { uri, .. } if uri == "py://other"), "{next:?}");
+    // The subscription outlives the connection: a new one listens for it again.
+    hub.reconnect("modern").await.unwrap();
+    let mut events = hub.subscribe();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let updated = loop {
+        // The listen stream is re-opened in the background: touch until an update comes.
+        hub.call_tool("mcp__modern__touch", args(json!({"uri": "py://other"})), CallOptions::new()).await.unwrap();
+        match tokio::time::timeout(Duration::from_millis(500), events.recv()).await {
+            Ok(Ok(Event::ResourceUpdated { uri, .. })) => break uri,
+            _ => assert!(std::time::Instant::now() < deadline, "no update after the reconnect"),
+        }
+    };
+    assert_eq!(updated, "py://other");
 
     // A health check on a stateless server (no ping in 2026-07-28) leaves it connected.
     assert_eq!(protocol(Some(hub.revalidate("modern").await.unwrap())), "2026-07-28");

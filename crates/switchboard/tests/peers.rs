@@ -7,6 +7,7 @@ mod common;
 use common::{TestEnv, args, long_running_progress, node_peer, python, text, workspace};
 use serde_json::json;
 use switchboard::CallOptions;
+use switchboard::events::Event;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn server_everything_over_stdio() {
@@ -126,5 +127,24 @@ async fn python_sdk_server() {
     assert!(serde_json::to_string(&read).unwrap().contains("hello from python"));
     let prompt = hub.get_prompt("py", "review", args(json!({"code": "fn main() {}"}))).await.unwrap();
     assert!(serde_json::to_string(&prompt).unwrap().contains("fn main"));
+    hub.shutdown().await;
+}
+
+/// A resource subscription outlives the connection: after a reconnect (a new session, which
+/// starts with none) the hub subscribes again, so the server's updates keep coming.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subscription_survives_a_reconnect() {
+    let env = TestEnv::new();
+    let everything = json!({"command": "node", "args": [node_peer("server-everything"), "stdio"]});
+    let hub = env.hub(&json!({"servers": {"everything": everything}})).await;
+    let uri = hub.catalog().resources()[0].resource.uri.clone();
+    hub.subscribe_resource("everything", &uri).await.unwrap();
+    // A new process, so a new session.
+    hub.reconnect("everything").await.unwrap();
+    let mut events = hub.subscribe();
+    // server-everything sends updates (every 5 s) only for the session's subscriptions.
+    hub.call_tool("mcp__everything__toggle-subscriber-updates", None, CallOptions::new()).await.unwrap();
+    let event = common::wait_event(&mut events, |e| matches!(e, Event::ResourceUpdated { .. })).await;
+    assert_eq!(event, Event::ResourceUpdated { server: "everything".into(), uri });
     hub.shutdown().await;
 }

@@ -221,6 +221,8 @@ async fn a_session_the_server_forgot_is_renewed() {
     let env = TestEnv::new();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let hub = env.hub(&json!({"servers": {"web": {"url": url, "tool_timeout_ms": 20000}}})).await;
+    let uri = hub.catalog().resources().iter().find(|r| r.server == "web").unwrap().resource.uri.clone();
+    hub.subscribe_resource("web", &uri).await.unwrap();
     let session = log()
         .lines()
         .find_map(|l| l.strip_prefix("Session initialized with ID: ").map(str::to_string))
@@ -234,6 +236,11 @@ async fn a_session_the_server_forgot_is_renewed() {
     assert!(started.elapsed() < Duration::from_secs(15), "the call waited for its timeout");
     let sessions = log().matches("Session initialized with ID: ").count();
     assert_eq!(sessions, 2, "a new session was opened: {}", log());
+    // The subscription was made again in the new session: its updates arrive.
+    let mut events = hub.subscribe();
+    hub.call_tool("mcp__web__toggle-subscriber-updates", None, CallOptions::new()).await.unwrap();
+    let event = wait_event(&mut events, |e| matches!(e, Event::ResourceUpdated { .. })).await;
+    assert_eq!(event, Event::ResourceUpdated { server: "web".into(), uri });
     hub.shutdown().await;
 }
 

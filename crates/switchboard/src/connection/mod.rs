@@ -99,6 +99,9 @@ pub(crate) struct Connection {
     handler: Handler,
     /// The `subscriptions/listen` stream of a 2026-07-28 server.
     listener: Option<listen::Listener>,
+    /// Over Streamable HTTP: changes each time the transport renewed its session (the
+    /// server forgot it), after which per-session state (subscriptions) is gone.
+    pub session_renewals: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 fn tail(tree: &ProcessTree) -> Vec<String> {
@@ -158,12 +161,15 @@ impl Connection {
                 .and_then(|v| ProtocolVersion::KNOWN_VERSIONS.iter().find(|k| k.as_str() == v.as_str()).cloned()),
         };
         let answers = handler.clone();
-        let (service, tree) = match &config.transport {
+        let (service, tree, session_renewals) = match &config.transport {
             TransportConfig::Stdio(stdio) => {
                 let (service, tree) = stdio::start(config, stdio, ctx, handler, deadline).await?;
-                (service, Some(tree))
+                (service, Some(tree), None)
             }
-            TransportConfig::Http(http) => (remote::start(config, http, ctx, handler, deadline).await?, None),
+            TransportConfig::Http(http) => {
+                let (service, renewals) = remote::start(config, http, ctx, handler, deadline).await?;
+                (service, None, renewals)
+            }
         };
         let peer = service.peer().clone();
         // The spec: a client that does not support the version in the server's answer should
@@ -227,6 +233,7 @@ impl Connection {
             identity,
             handler: answers,
             listener,
+            session_renewals,
         };
         let outcome = tokio::time::timeout_at(deadline, conn.list_all(&config.name)).await;
         let (kind, message) = match outcome {

@@ -15,6 +15,7 @@ use rmcp::transport::auth::AuthClient;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::handler::Handler;
@@ -35,7 +36,7 @@ pub(super) async fn start(
     ctx: &ConnectCtx,
     handler: Handler,
     deadline: Instant,
-) -> Result<RunningService<RoleClient, Handler>, StartFailure> {
+) -> Result<(RunningService<RoleClient, Handler>, Option<watch::Receiver<u64>>), StartFailure> {
     let url = http.url_as_written.as_str();
     let headers = headers(http, &ctx.host_env)?;
     let timeout = || {
@@ -134,12 +135,16 @@ pub(super) async fn start(
             Err(_) => Err(timeout()),
         }
     };
+    // Over Streamable HTTP, the client's session renewals go with the service.
+    let renewals = client.session_renewals();
+    let with_renewals = |service| (service, Some(renewals.clone()));
+    let without = |service| (service, None);
     match http.transport {
-        HttpTransport::StreamableHttp => streamable(handler).await.map_err(|(f, _)| with_url(f)),
-        HttpTransport::Sse => sse(handler).await.map_err(with_url),
+        HttpTransport::StreamableHttp => streamable(handler).await.map(with_renewals).map_err(|(f, _)| with_url(f)),
+        HttpTransport::Sse => sse(handler).await.map(without).map_err(with_url),
         _ => match streamable(handler.clone()).await {
-            Ok(service) => Ok(service),
-            Err((first, Some(400 | 404 | 405))) => sse(handler).await.map_err(|second| {
+            Ok(service) => Ok(with_renewals(service)),
+            Err((first, Some(400 | 404 | 405))) => sse(handler).await.map(without).map_err(|second| {
                 // Both attempts and their causes (OpenCode shows only the last).
                 let mut f = StartFailure::new(
                     second.kind,

@@ -276,8 +276,8 @@ impl Hub {
     }
 
     /// Asks a server to send `notifications/resources/updated` for `uri`; each arrives as
-    /// [`Event::ResourceUpdated`](crate::events::Event::ResourceUpdated). Subscriptions belong
-    /// to the session: after a reconnect, subscribe again.
+    /// [`Event::ResourceUpdated`](crate::events::Event::ResourceUpdated). The subscription
+    /// outlives the connection: after a reconnect the hub subscribes again.
     pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), Error> {
         self.resource_subscription(server, uri, true).await
     }
@@ -287,32 +287,55 @@ impl Hub {
         self.resource_subscription(server, uri, false).await
     }
 
-    // `resources/subscribe` is what every protocol version up to 2025-11-25 has; rmcp marks it
-    // legacy in favour of 2026-07-28's `subscriptions/listen`.
-    #[allow(deprecated)]
     async fn resource_subscription(&self, server: &str, uri: &str, on: bool) -> Result<(), Error> {
         let slot = self.inner.slot(server)?.clone();
         let conn = ensure_connected(&self.inner, &slot).await?;
-        if conn.is_stateless() {
-            // 2026-07-28 has no `resources/subscribe`: the URI joins the listen stream.
-            return conn.listen_resource(uri, on).await.map_err(|message| Error::Protocol {
-                server: slot.name.clone(),
-                message: format!("subscribing to {uri}: {message}"),
-            });
+        send_subscription(&slot, &conn, uri, on).await?;
+        let mut st = slot.state();
+        if on {
+            st.subscribed.insert(uri.to_string());
+        } else {
+            st.subscribed.remove(uri);
         }
-        let what = format!("resources/{} {uri}", if on { "subscribe" } else { "unsubscribe" });
-        let request = async {
-            if on {
-                conn.peer.subscribe(SubscribeRequestParams::new(uri)).await
-            } else {
-                conn.peer.unsubscribe(UnsubscribeRequestParams::new(uri)).await
-            }
-        };
-        match tokio::time::timeout(Duration::from_secs(30), request).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(Box::pin(map_error(&slot, &conn, e, &what)).await),
-            Err(_) => Err(Error::Timeout { server: server.into(), what, after: Duration::from_secs(30) }),
+        Ok(())
+    }
+}
+
+/// Subscribes `conn` again to what its slot was subscribed to (a new connection starts with
+/// none); a refusal is logged, the rest still tried.
+pub(super) async fn resubscribe(slot: &Slot, conn: &Connection) {
+    let uris: Vec<String> = slot.state().subscribed.iter().cloned().collect();
+    for uri in uris {
+        if let Err(e) = send_subscription(slot, conn, &uri, true).await {
+            tracing::warn!(server = %slot.name, uri, "could not subscribe again after reconnecting: {e}");
         }
+    }
+}
+
+/// Sends one subscription change for `uri` on `conn`.
+// `resources/subscribe` is what every protocol version up to 2025-11-25 has; rmcp marks it
+// legacy in favour of 2026-07-28's `subscriptions/listen`.
+#[allow(deprecated)]
+async fn send_subscription(slot: &Slot, conn: &Connection, uri: &str, on: bool) -> Result<(), Error> {
+    if conn.is_stateless() {
+        // 2026-07-28 has no `resources/subscribe`: the URI joins the listen stream.
+        return conn.listen_resource(uri, on).await.map_err(|message| Error::Protocol {
+            server: slot.name.clone(),
+            message: format!("subscribing to {uri}: {message}"),
+        });
+    }
+    let what = format!("resources/{} {uri}", if on { "subscribe" } else { "unsubscribe" });
+    let request = async {
+        if on {
+            conn.peer.subscribe(SubscribeRequestParams::new(uri)).await
+        } else {
+            conn.peer.unsubscribe(UnsubscribeRequestParams::new(uri)).await
+        }
+    };
+    match tokio::time::timeout(Duration::from_secs(30), request).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Box::pin(map_error(slot, conn, e, &what)).await),
+        Err(_) => Err(Error::Timeout { server: slot.name.clone(), what, after: Duration::from_secs(30) }),
     }
 }
 

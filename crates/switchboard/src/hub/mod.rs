@@ -15,6 +15,7 @@ mod auth;
 mod calls;
 mod health;
 mod manage;
+mod slot;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -28,7 +29,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 pub use calls::{CallOptions, ToolOutput};
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};
-use crate::config::{LoadedConfig, Scope, ServerConfig, ServerEntry, TransportConfig};
+use crate::config::{LoadedConfig, Scope, ServerConfig, TransportConfig};
 use crate::connection::handler::{ListChange, Progress};
 use crate::connection::{ConnectCtx, Connection, StartFailure};
 use crate::deadline::Watchdog;
@@ -41,6 +42,7 @@ use crate::policy::TrustStore;
 use crate::process::ProcessTree;
 use crate::sampling::Sampler;
 use crate::status::{Counts, FailureKind, ServerStatus};
+use slot::Slot;
 
 /// How the hub runs.
 #[derive(Clone)]
@@ -131,73 +133,6 @@ pub struct ServerInfo {
     pub target: String,
     /// Its status.
     pub status: ServerStatus,
-}
-
-struct SlotState {
-    status: ServerStatus,
-    conn: Option<Arc<Connection>>,
-    lists: Arc<ServerLists>,
-    applied: HashMap<ListChange, u64>,
-    /// The `WWW-Authenticate` challenge of the last request refused for want of a login or a
-    /// scope: the next login starts from it (step-up asks for the scopes it names).
-    auth_challenge: Option<String>,
-}
-
-struct Slot {
-    name: String,
-    entry: ServerEntry,
-    filter: CompiledFilter,
-    state: Mutex<SlotState>,
-    connect_lock: tokio::sync::Mutex<()>,
-    epoch: AtomicU64,
-    list_seq: AtomicU64,
-}
-
-impl Slot {
-    /// A slot for `entry`: failed if invalid, disabled, untrusted (by `trusted`), or about to
-    /// connect.
-    fn new(entry: ServerEntry, trusted: impl FnOnce(&ServerConfig) -> bool) -> Slot {
-        let status = match &entry {
-            ServerEntry::Invalid(i) => ServerStatus::Failed {
-                kind: FailureKind::ConfigInvalid,
-                message: i.message.clone(),
-                stderr_tail: vec![],
-                auth_challenge: None,
-            },
-            ServerEntry::Valid(c) if !c.enabled => ServerStatus::Disabled,
-            ServerEntry::Valid(c) if !trusted(c) => ServerStatus::Untrusted,
-            ServerEntry::Valid(_) => ServerStatus::Connecting,
-        };
-        let filter = match &entry {
-            ServerEntry::Valid(c) => CompiledFilter::new(&c.tools),
-            ServerEntry::Invalid(_) => CompiledFilter::new(&Default::default()),
-        };
-        Slot {
-            name: entry.name().to_string(),
-            entry,
-            filter,
-            state: Mutex::new(SlotState {
-                status,
-                conn: None,
-                lists: Arc::default(),
-                applied: HashMap::new(),
-                auth_challenge: None,
-            }),
-            connect_lock: tokio::sync::Mutex::new(()),
-            epoch: AtomicU64::new(0),
-            list_seq: AtomicU64::new(0),
-        }
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-    fn config(&self) -> Option<&ServerConfig> {
-        match &self.entry {
-            ServerEntry::Valid(c) => Some(c),
-            ServerEntry::Invalid(_) => None,
-        }
-    }
 }
 
 pub(crate) struct Inner {
@@ -569,6 +504,11 @@ async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>
             inner.set_status(slot, status);
             inner.publish_catalog(slot);
             spawn_watchers(inner, slot, &conn, changes, epoch);
+            if !slot.state().subscribed.is_empty() {
+                let (slot2, conn2) = (slot.clone(), conn.clone());
+                let handle = tokio::spawn(async move { calls::resubscribe(&slot2, &conn2).await });
+                inner.track(handle.abort_handle());
+            }
             if inner.shutting_down.load(Ordering::SeqCst) {
                 conn.close().await;
             }
@@ -629,6 +569,25 @@ fn spawn_watchers(
                     stderr_tail: tail,
                 },
             );
+        });
+        inner.track(h.abort_handle());
+    }
+    if let Some(mut renewals) = conn.session_renewals.clone() {
+        // A renewed session starts with nothing: list again (lists may be per session) and
+        // subscribe again.
+        let (inner2, slot2, conn2) = (inner.clone(), slot.clone(), Arc::downgrade(conn));
+        let h = tokio::spawn(async move {
+            while renewals.changed().await.is_ok() {
+                let Some(conn) = conn2.upgrade() else { return };
+                if slot2.epoch.load(Ordering::SeqCst) != epoch {
+                    return;
+                }
+                tracing::info!(server = %slot2.name, "the server started a new session: listing and subscribing again");
+                for kind in [ListChange::Tools, ListChange::Resources, ListChange::Prompts] {
+                    refresh(&inner2, &slot2, &conn, kind, epoch).await;
+                }
+                calls::resubscribe(&slot2, &conn).await;
+            }
         });
         inner.track(h.abort_handle());
     }

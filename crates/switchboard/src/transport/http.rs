@@ -10,7 +10,7 @@
 //! renews it and retries once); outside one, the error is handed back as the request's own.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -24,10 +24,30 @@ use sse_stream::{Error as SseError, Sse};
 const MAX_REDIRECTS: usize = 10;
 
 /// reqwest, configured as rmcp configures its default client, with uncorrelated error
-/// responses put right.
+/// responses put right. It also notices when the transport moves to a new session (the server
+/// forgot the old one and rmcp initialised again), so what belonged to the old session
+/// (resource subscriptions) can be set up again: [`HttpClient::session_renewals`].
 #[derive(Clone, Debug)]
 pub struct HttpClient {
     inner: reqwest::Client,
+    session: Arc<SessionWatch>,
+}
+
+/// The session the last request went out in, and a count of the changes.
+#[derive(Debug)]
+struct SessionWatch {
+    last: Mutex<Option<Arc<str>>>,
+    renewals: tokio::sync::watch::Sender<u64>,
+}
+
+impl SessionWatch {
+    fn seen(&self, session: &Arc<str>) {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if last.as_ref().is_some_and(|prev| prev != session) {
+            self.renewals.send_modify(|n| *n += 1);
+        }
+        *last = Some(session.clone());
+    }
 }
 
 impl HttpClient {
@@ -48,7 +68,14 @@ impl HttpClient {
             }
         });
         let inner = reqwest::Client::builder().pool_max_idle_per_host(0).redirect(redirects).build()?;
-        Ok(HttpClient { inner })
+        let session = SessionWatch { last: Mutex::new(None), renewals: tokio::sync::watch::channel(0).0 };
+        Ok(HttpClient { inner, session: Arc::new(session) })
+    }
+
+    /// Changes each time a request goes out in a session other than the previous request's:
+    /// the server forgot a session and the transport started a new one.
+    pub fn session_renewals(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.session.renewals.subscribe()
     }
 }
 
@@ -117,6 +144,9 @@ impl StreamableHttpClient for HttpClient {
     ) -> PostResult {
         let id = request_id(&message);
         let in_session = session_id.is_some();
+        if let Some(session) = &session_id {
+            self.session.seen(session);
+        }
         let result = self
             .inner
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
@@ -180,6 +210,20 @@ mod tests {
             e.id = id;
         }
         Ok(StreamableHttpPostResponse::Json(message, None))
+    }
+
+    #[test]
+    fn a_new_session_id_counts_as_a_renewal() {
+        let Ok(client) = HttpClient::new() else { return };
+        let renewals = client.session_renewals();
+        let (a, b): (Arc<str>, Arc<str>) = ("session-a".into(), "session-b".into());
+        client.session.seen(&a);
+        client.session.seen(&a);
+        assert_eq!(*renewals.borrow(), 0, "the first session and the same one again are no renewal");
+        client.session.seen(&b);
+        assert_eq!(*renewals.borrow(), 1);
+        client.clone().session.seen(&a);
+        assert_eq!(*renewals.borrow(), 2, "clones share the watch");
     }
 
     #[test]

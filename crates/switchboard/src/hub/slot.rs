@@ -1,0 +1,82 @@
+//! One server's place in the hub: its config entry, tool filter, status, live connection,
+//! last good lists, and the resources subscribed to (kept across reconnects).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::catalog::{CompiledFilter, ServerLists};
+use crate::config::{ServerConfig, ServerEntry};
+use crate::connection::Connection;
+use crate::connection::handler::ListChange;
+use crate::status::{FailureKind, ServerStatus};
+
+pub(super) struct SlotState {
+    pub(super) status: ServerStatus,
+    pub(super) conn: Option<Arc<Connection>>,
+    pub(super) lists: Arc<ServerLists>,
+    pub(super) applied: HashMap<ListChange, u64>,
+    /// The `WWW-Authenticate` challenge of the last request refused for want of a login or a
+    /// scope: the next login starts from it (step-up asks for the scopes it names).
+    pub(super) auth_challenge: Option<String>,
+    /// Resources subscribed to through the hub: subscribed again on every new connection.
+    pub(super) subscribed: BTreeSet<String>,
+}
+
+pub(super) struct Slot {
+    pub(super) name: String,
+    pub(super) entry: ServerEntry,
+    pub(super) filter: CompiledFilter,
+    pub(super) state: Mutex<SlotState>,
+    pub(super) connect_lock: tokio::sync::Mutex<()>,
+    pub(super) epoch: AtomicU64,
+    pub(super) list_seq: AtomicU64,
+}
+
+impl Slot {
+    /// A slot for `entry`: failed if invalid, disabled, untrusted (by `trusted`), or about to
+    /// connect.
+    pub(super) fn new(entry: ServerEntry, trusted: impl FnOnce(&ServerConfig) -> bool) -> Slot {
+        let status = match &entry {
+            ServerEntry::Invalid(i) => ServerStatus::Failed {
+                kind: FailureKind::ConfigInvalid,
+                message: i.message.clone(),
+                stderr_tail: vec![],
+                auth_challenge: None,
+            },
+            ServerEntry::Valid(c) if !c.enabled => ServerStatus::Disabled,
+            ServerEntry::Valid(c) if !trusted(c) => ServerStatus::Untrusted,
+            ServerEntry::Valid(_) => ServerStatus::Connecting,
+        };
+        let filter = match &entry {
+            ServerEntry::Valid(c) => CompiledFilter::new(&c.tools),
+            ServerEntry::Invalid(_) => CompiledFilter::new(&Default::default()),
+        };
+        Slot {
+            name: entry.name().to_string(),
+            entry,
+            filter,
+            state: Mutex::new(SlotState {
+                status,
+                conn: None,
+                lists: Arc::default(),
+                applied: HashMap::new(),
+                auth_challenge: None,
+                subscribed: BTreeSet::new(),
+            }),
+            connect_lock: tokio::sync::Mutex::new(()),
+            epoch: AtomicU64::new(0),
+            list_seq: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+    pub(super) fn config(&self) -> Option<&ServerConfig> {
+        match &self.entry {
+            ServerEntry::Valid(c) => Some(c),
+            ServerEntry::Invalid(_) => None,
+        }
+    }
+}

@@ -73,6 +73,24 @@ try {
   await img.waitFor();
   assert.ok(await img.evaluate((i) => i.complete && i.naturalWidth > 0), "the image decoded");
 
+  step("resources (a listed one and a template filled in) and a prompt with its argument");
+  const hello = page.locator('details.tool[data-tool="resource:demo:fixture://hello"]');
+  await hello.locator("summary").click();
+  await hello.getByRole("button", { name: "Read" }).click();
+  await hello.locator("[data-testid=result] .block-text").getByText("hello resource").waitFor();
+  const item7 = page.locator('details.tool[data-tool="template:demo:fixture://item/{id}"]');
+  await item7.locator("summary").click();
+  await item7.locator("input").fill("fixture://item/7");
+  await item7.locator("input").press("Enter");
+  await item7.locator("[data-testid=result] .block-text").getByText("item 7").waitFor();
+  const greet = page.locator('details.tool[data-tool="prompt:demo:greet"]');
+  await greet.locator("summary").click();
+  await greet.getByRole("button", { name: "Get" }).click();
+  await greet.getByRole("alert").getByText("Required: who").waitFor();
+  await greet.locator('input[name="who"]').fill("Ada");
+  await greet.getByRole("button", { name: "Get" }).click();
+  await greet.locator("[data-testid=result]").getByText(/Ada/).first().waitFor();
+
   step("output over the model's budget is cut, and the page says so");
   await tool("mcp__demo__big").locator("summary").first().click();
   await tool("mcp__demo__big").locator("textarea").fill('{"bytes": 200000}');
@@ -178,7 +196,6 @@ try {
   await notReloaded();
 
   await item("demo").click();
-  await tool("mcp__demo__echo").locator("summary").first().click();
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: `${SHOTS}/dashboard.png`, fullPage: true });
 

@@ -183,12 +183,10 @@ pub async fn list_tools(
     State(app): State<AppState>,
     query: Result<Query<ToolsQuery>, QueryRejection>,
 ) -> ApiResult<Json<ToolList>> {
-    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    if let Some(server) = &q.server {
-        find(&app.hub, server)?;
-    }
+    let q = query_of(query)?;
+    let only = known_server(&app.hub, q.server)?;
     let catalog = app.hub.catalog();
-    let tools: Vec<_> = catalog.tools().iter().filter(|t| q.server.as_deref().is_none_or(|s| t.server == s)).collect();
+    let tools: Vec<_> = catalog.tools().iter().filter(|t| only.as_deref().is_none_or(|s| t.server == s)).collect();
     let format = match q.format {
         None | Some(Format::Mcp) => None,
         Some(Format::Openai) => Some(ToolFormat::OpenAi),
@@ -368,12 +366,21 @@ pub struct ServerFilter {
 impl ServerFilter {
     /// The filter from the query, the server checked to exist.
     fn checked(query: Result<Query<ServerFilter>, QueryRejection>, hub: &Hub) -> ApiResult<Option<String>> {
-        let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-        if let Some(server) = &q.server {
-            find(hub, server)?;
-        }
-        Ok(q.server)
+        known_server(hub, query_of(query)?.server)
     }
+}
+
+/// A query string as asked for, or 400 saying what is wrong with it.
+pub(crate) fn query_of<T>(query: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
+    query.map(|Query(q)| q).map_err(|e| ApiError::bad_request(e.body_text()))
+}
+
+/// `server` if it names a server (404 otherwise), or no filter.
+fn known_server(hub: &Hub, server: Option<String>) -> ApiResult<Option<String>> {
+    if let Some(name) = &server {
+        find(hub, name)?;
+    }
+    Ok(server)
 }
 
 /// The JSON array of `items` whose `server` is `only` (all without a filter).
@@ -413,9 +420,9 @@ pub struct ReadQuery {
         (status = 409, body = ErrorBody), (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
 pub async fn read_resource(
     State(app): State<AppState>,
-    query: Result<Query<ReadQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<ReadQuery>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
-    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let q = query_of(query)?;
     find(&app.hub, &q.server)?;
     let read = app.hub.read_resource(&q.server, &q.uri).await?;
     Ok(Json(serde_json::to_value(read).unwrap_or_default()))

@@ -91,7 +91,7 @@ pub async fn remove(
     Path(name): Path<String>,
     query: Result<Query<RemoveQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let q = crate::api::query_of(query)?;
     let info = find(&app.hub, &name)?;
     if q.from_file == Some(true) && info.source.exists() {
         config::remove_server(&info.source, &name)

@@ -21,6 +21,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use discover::{FileLook, LoadOptions, load};
+pub use edit::{EditError, NewServer, remove_server, set_enabled, write_server};
+pub use oauth::{DEFAULT_CALLBACK_PORT, EnterpriseConfig, OAuthConfig, OAuthGrant};
 
 /// Reads one server entry as it would stand in a file (`source`, of `scope`), expanding
 /// `${VAR}` from `env`: for servers added at run time. Returns the entry (invalid ones keep
@@ -38,8 +40,6 @@ pub fn parse_server(
     let entry = entry::parse_server_value(name, value, &mut ctx);
     (entry, diagnostics)
 }
-pub use edit::{EditError, NewServer, remove_server, set_enabled, write_server};
-pub use oauth::{DEFAULT_CALLBACK_PORT, EnterpriseConfig, OAuthConfig, OAuthGrant};
 
 /// Default time a server has to start: spawn, `initialize`, and first listings.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(30_000);

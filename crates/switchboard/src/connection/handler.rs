@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use rmcp::ClientHandler;
 use rmcp::ErrorData;
@@ -62,22 +63,49 @@ struct RouterState {
     early: VecDeque<(ProgressToken, Progress)>,
 }
 
-/// Where one request's progress goes: its activity clock (progress resets the idle timeout)
-/// and, when the caller asked for them, the caller's channel.
+/// Where one request's progress goes: its activity clock (progress resets the idle timeout),
+/// the caller's channel when the caller asked for progress, and the hub's events when anyone
+/// listens to them.
 #[derive(Debug)]
 struct Route {
     activity: Arc<Activity>,
     tx: Option<mpsc::UnboundedSender<Progress>>,
+    publish: Option<Publish>,
+    /// Set once the request is over: a notification sent just before the response may still
+    /// arrive until then (pruned at the next registration).
+    retired_at: Option<Instant>,
+}
+
+/// A tool call whose progress is also published as [`Event::Progress`].
+#[derive(Debug, Clone)]
+pub(crate) struct Publish {
+    pub(crate) events: broadcast::Sender<Event>,
+    pub(crate) server: String,
+    pub(crate) tool: String,
+    pub(crate) call: u64,
 }
 
 impl Route {
     fn deliver(&self, progress: Progress) {
         self.activity.touch();
+        if let Some(p) = &self.publish {
+            let _ = p.events.send(Event::Progress {
+                server: p.server.clone(),
+                tool: p.tool.clone(),
+                call: p.call,
+                progress: progress.progress,
+                total: progress.total,
+                message: progress.message.clone(),
+            });
+        }
         if let Some(tx) = &self.tx {
             let _ = tx.send(progress);
         }
     }
 }
+
+/// How long a finished request's route still takes progress sent just before its response.
+pub(crate) const ROUTE_GRACE: Duration = Duration::from_millis(50);
 
 const EARLY_KEPT: usize = 64;
 
@@ -87,9 +115,11 @@ impl ProgressRouter {
         token: ProgressToken,
         activity: Arc<Activity>,
         tx: Option<mpsc::UnboundedSender<Progress>>,
+        publish: Option<Publish>,
     ) {
-        let route = Route { activity, tx };
+        let route = Route { activity, tx, publish, retired_at: None };
         let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        st.routes.retain(|_, r| r.retired_at.is_none_or(|at| at.elapsed() < ROUTE_GRACE));
         if st.early.is_empty() {
             st.routes.insert(token, route);
             return;
@@ -111,6 +141,14 @@ impl ProgressRouter {
 
     pub(crate) fn unregister(&self, token: &ProgressToken) {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner).routes.remove(token);
+    }
+
+    /// Marks a finished request's route: it still takes late progress for [`ROUTE_GRACE`]
+    /// and is dropped at a later registration (no timer).
+    pub(crate) fn retire(&self, token: &ProgressToken) {
+        if let Some(route) = self.inner.lock().unwrap_or_else(PoisonError::into_inner).routes.get_mut(token) {
+            route.retired_at = Some(Instant::now());
+        }
     }
 
     fn dispatch(&self, param: ProgressNotificationParam) {

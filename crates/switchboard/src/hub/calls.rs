@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Hub, Inner, Slot, connect};
-use crate::connection::handler::Progress;
+use crate::connection::handler::{Progress, Publish, ROUTE_GRACE};
 use crate::connection::{Connection, describe_error};
 use crate::deadline::Expired;
 use crate::error::Error;
@@ -113,13 +113,13 @@ impl Hub {
         }
         let what = format!("tools/call {}", entry.tool.name);
         let limits = Limits { idle: timeout, total: max_total };
-        let progress = self.inner.progress_sink(&entry.server, &entry.name, options.progress.clone());
+        let publish = self.inner.publish_progress(&entry.server, &entry.name);
         let mut state_only = 0;
         let mut round = 0;
         let raw = loop {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-            let sent =
-                send(&self.inner, &slot, &conn, request, limits, progress.clone(), options.cancel.clone(), &what).await;
+            let progress = ProgressTo { caller: options.progress.clone(), publish: publish.clone() };
+            let sent = send(&self.inner, &slot, &conn, request, limits, progress, options.cancel.clone(), &what).await;
             let result = match sent {
                 Ok(r) => r,
                 Err(e) => {
@@ -390,6 +390,13 @@ struct Limits {
     total: Duration,
 }
 
+/// Where one request's progress goes besides its idle clock: the caller's channel, the hub's
+/// events.
+struct ProgressTo {
+    caller: Option<mpsc::UnboundedSender<Progress>>,
+    publish: Option<Publish>,
+}
+
 /// Sends a request and waits for its response, the end of its time, or cancellation. The
 /// deadlines are kept by the hub's [`Watchdog`](crate::deadline::Watchdog) rather than by
 /// per-request timers (see there why); on timeout or cancellation the server is told with
@@ -401,7 +408,7 @@ async fn send(
     conn: &Connection,
     request: ClientRequest,
     limits: Limits,
-    progress: Option<mpsc::UnboundedSender<Progress>>,
+    progress: ProgressTo,
     cancel: Option<CancellationToken>,
     what: &str,
 ) -> Result<ServerResult, Error> {
@@ -428,8 +435,8 @@ async fn send(
     };
     let token = handle.progress_token.clone();
     let id = handle.id.clone();
-    let routed = progress.is_some();
-    conn.progress.register(token.clone(), watched.activity.clone(), progress);
+    let (routed, published) = (progress.caller.is_some(), progress.publish.is_some());
+    conn.progress.register(token.clone(), watched.activity.clone(), progress.caller, progress.publish);
     enum Outcome<T> {
         Response(T),
         Cancelled,
@@ -454,9 +461,12 @@ async fn send(
         // handler's hands: keep the route a moment, then close the caller's channel.
         let router = conn.progress.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(ROUTE_GRACE).await;
             router.unregister(&token);
         });
+    } else if published {
+        // Only the event stream takes it: no channel to close, so no timer either.
+        conn.progress.retire(&token);
     } else {
         conn.progress.unregister(&token);
     }

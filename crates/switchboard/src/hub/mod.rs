@@ -30,7 +30,7 @@ pub use calls::{CallOptions, ToolOutput};
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};
 use crate::config::{LoadedConfig, Scope, ServerConfig, TransportConfig};
-use crate::connection::handler::{ListChange, Progress};
+use crate::connection::handler::{ListChange, Publish};
 use crate::connection::{ConnectCtx, Connection, StartFailure};
 use crate::deadline::Watchdog;
 use crate::elicitation::Elicitor;
@@ -390,37 +390,15 @@ impl Inner {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Where a call's progress goes: to the caller's channel, and, when anyone listens to the
-    /// hub's events, out as [`Event::Progress`] too.
-    pub(crate) fn progress_sink(
-        self: &Arc<Self>,
-        server: &str,
-        tool: &str,
-        caller: Option<mpsc::UnboundedSender<Progress>>,
-    ) -> Option<mpsc::UnboundedSender<Progress>> {
-        if self.events.receiver_count() == 0 {
-            return caller;
-        }
-        let call = self.calls.fetch_add(1, Ordering::Relaxed);
-        let (tx, mut rx) = mpsc::unbounded_channel::<Progress>();
-        let (events, server, tool) = (self.events.clone(), server.to_string(), tool.to_string());
-        // Ends when the last sender goes: the router drops its copy when the call is over.
-        tokio::spawn(async move {
-            while let Some(p) = rx.recv().await {
-                let _ = events.send(Event::Progress {
-                    server: server.clone(),
-                    tool: tool.clone(),
-                    call,
-                    progress: p.progress,
-                    total: p.total,
-                    message: p.message.clone(),
-                });
-                if let Some(caller) = &caller {
-                    let _ = caller.send(p);
-                }
-            }
-        });
-        Some(tx)
+    /// How a tool call's progress is published as [`Event::Progress`]: only while anyone
+    /// listens to the hub's events.
+    pub(crate) fn publish_progress(&self, server: &str, tool: &str) -> Option<Publish> {
+        (self.events.receiver_count() > 0).then(|| Publish {
+            events: self.events.clone(),
+            server: server.to_string(),
+            tool: tool.to_string(),
+            call: self.calls.fetch_add(1, Ordering::Relaxed),
+        })
     }
 
     fn rebuild_catalog(&self) {

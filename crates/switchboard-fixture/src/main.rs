@@ -284,12 +284,19 @@ impl ServerHandler for Fixture {
                 let steps = arg_u64(&args, "steps", 5);
                 let token = context.meta.get_progress_token();
                 for step in 1..=steps {
+                    // `ms: 0` reports progress as fast as it can (no timer tick per step).
+                    let pause = async {
+                        if ms > 0 {
+                            tokio::time::sleep(Duration::from_millis(ms)).await;
+                        }
+                    };
                     tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                        biased;
                         _ = context.ct.cancelled() => {
                             eprintln!("fixture: slow call cancelled at step {step}");
                             return Err(ErrorData::internal_error("cancelled", None));
                         }
+                        _ = pause => {}
                     }
                     if let Some(token) = &token {
                         let mut p = ProgressNotificationParam::new(token.clone(), step as f64);

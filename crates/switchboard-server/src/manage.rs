@@ -39,7 +39,8 @@ pub enum Persist {
 
 #[utoipa::path(post, path = "/api/servers", tag = "servers", request_body = NewServerRequest,
     responses((status = 201, body = ActionResult), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 409, body = ErrorBody, description = "A server of that name exists")))]
+        (status = 409, body = ErrorBody, description = "A server of that name exists"),
+        (status = 500, body = ErrorBody, description = "The config file could not be written")))]
 pub async fn add(
     State(app): State<AppState>,
     body: Result<Json<NewServerRequest>, axum::extract::rejection::JsonRejection>,
@@ -68,7 +69,7 @@ pub async fn add(
     }
     if request.persist.is_some() {
         config::write_server(&source, &NewServer::new(&request.name, request.config.clone()))
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "write_failed", e.to_string()))?;
+            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "storage_failed", e.to_string()))?;
     }
     app.hub.add_server(entry).await?;
     Ok((StatusCode::CREATED, Json(ActionResult::of(&app.hub, &request.name)?)))
@@ -85,7 +86,8 @@ pub struct RemoveQuery {
 #[utoipa::path(delete, path = "/api/servers/{name}", tag = "servers",
     params(("name" = String, Path, description = "The server"), RemoveQuery),
     responses((status = 204, description = "Removed (its process tree ended)"), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 500, body = ErrorBody, description = "The config file could not be written")))]
 pub async fn remove(
     State(app): State<AppState>,
     Path(name): Path<String>,
@@ -95,7 +97,7 @@ pub async fn remove(
     let info = find(&app.hub, &name)?;
     if q.from_file == Some(true) && info.source.exists() {
         config::remove_server(&info.source, &name)
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "write_failed", e.to_string()))?;
+            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "storage_failed", e.to_string()))?;
     }
     app.hub.remove_server(&name).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -104,7 +106,8 @@ pub async fn remove(
 #[utoipa::path(post, path = "/api/servers/{name}/trust", tag = "servers",
     params(("name" = String, Path, description = "The server")),
     responses((status = 200, body = ActionResult), (status = 400, body = ErrorBody, description = "Not a project server"),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 500, body = ErrorBody, description = "The trust store could not be read or written")))]
 pub async fn trust(State(app): State<AppState>, Path(name): Path<String>) -> Result<Json<ActionResult>, ApiError> {
     app.hub.trust(&name).await?;
     Ok(Json(ActionResult::of(&app.hub, &name)?))

@@ -451,6 +451,21 @@ async fn servers_are_added_removed_and_trusted_at_run_time() {
     assert!(s.dir.path().join("switchboard.json").exists());
     let (status, body) = send(s.post("/api/servers/proj/trust", json!({}))).await;
     assert_eq!((status, body["server"]["status"]["state"].as_str()), (StatusCode::OK, Some("connected")), "{body}");
+    // A trust store that cannot be read is the host's failure (500, naming the file), and
+    // the server stays untrusted.
+    let (status, _) =
+        send(s.post("/api/servers", json!({"name": "proj2", "config": fixture_entry("proj2"), "persist": "project"})))
+            .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let trust_file = s.dir.path().join("data/trust.json");
+    let kept_trust = std::fs::read(&trust_file).unwrap();
+    std::fs::write(&trust_file, "{ not json").unwrap();
+    let (status, body) = send(s.post("/api/servers/proj2/trust", json!({}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::INTERNAL_SERVER_ERROR, "storage_failed"), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("trust.json"), "{body}");
+    let (_, body) = send(s.get("/api/servers/proj2")).await;
+    assert_eq!(body["status"]["state"], "untrusted", "{body}");
+    std::fs::write(&trust_file, kept_trust).unwrap();
     let (status, body) = send(s.post("/api/servers/kept/trust", json!({}))).await;
     assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "user servers need no trust");
 

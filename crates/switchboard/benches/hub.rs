@@ -1,8 +1,8 @@
 //! `cargo bench -p switchboard --bench hub`: the hub against a bare rmcp client on the same
 //! fixture server, in the same run, so the numbers are ratios and survive a noisy machine.
 //!
-//! Prints one table: sequential and concurrent (64 in flight) `echo` calls, MB/s for 1 MiB
-//! results, start-up of 20 servers that each take 300 ms to initialise, building the catalog
+//! Prints one table: sequential and concurrent (64 in flight) `echo` calls, calls reporting
+//! progress with and without someone watching the hub's events, MB/s for 1 MiB results, start-up of 20 servers that each take 300 ms to initialise, building the catalog
 //! of 100 servers x 100 tools, and peak RSS.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -24,6 +24,8 @@ const CONC_CALLS: usize = 32_000;
 const IN_FLIGHT: usize = 64;
 const BIG_CALLS: usize = 30;
 const ROUNDS: usize = 10;
+const PROGRESS_CALLS: usize = 2_000;
+const PROGRESS_STEPS: usize = 10;
 
 fn fixture() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -159,6 +161,57 @@ async fn main() {
         let (hr, br) = (per_round / median(h).as_secs_f64(), per_round / median(b).as_secs_f64());
         rows.push(Row(label, format!("{hr:.0} calls/s"), format!("{br:.0} calls/s"), format!("{:.2}x", hr / br)));
     }
+    // Progress: a call that reports 10 steps, with someone watching the hub's events (as
+    // `switchboard serve` does: each step is published) against the same hub unwatched.
+    let progress_call = |_| {
+        let hub = hub.clone();
+        async move {
+            let a = args(json!({"ms": 0, "steps": PROGRESS_STEPS}));
+            hub.call_tool("mcp__f__slow", Some(a), CallOptions::new()).await.unwrap();
+        }
+    };
+    let watched = |n: usize| {
+        let mut events = hub.subscribe();
+        let counter = tokio::spawn(async move {
+            let mut seen = 0;
+            loop {
+                match events.recv().await {
+                    Ok(switchboard::events::Event::Progress { .. }) => seen += 1,
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return seen,
+                }
+                if seen == n * PROGRESS_STEPS {
+                    return seen;
+                }
+            }
+        });
+        async move {
+            let t = time_calls(n, 1, &progress_call).await;
+            let seen = tokio::time::timeout(Duration::from_secs(10), counter).await.unwrap().unwrap();
+            assert_eq!(seen, n * PROGRESS_STEPS, "every step published");
+            t
+        }
+    };
+    let (mut w, mut u) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let n = PROGRESS_CALLS / ROUNDS;
+        if round % 2 == 0 {
+            u.push(time_calls(n, 1, &progress_call).await);
+            w.push(watched(n).await);
+        } else {
+            w.push(watched(n).await);
+            u.push(time_calls(n, 1, &progress_call).await);
+        }
+    }
+    let per_round = (PROGRESS_CALLS / ROUNDS) as f64;
+    let (wr, ur) = (per_round / median(w).as_secs_f64(), per_round / median(u).as_secs_f64());
+    rows.push(Row(
+        "10 progress steps per call, events watched (vs not)",
+        format!("{wr:.0} calls/s"),
+        format!("{ur:.0} calls/s"),
+        format!("{:.2}x", wr / ur),
+    ));
+
     let big = |via_hub: bool| {
         let (hub, bare) = (hub.clone(), bare.clone());
         async move {

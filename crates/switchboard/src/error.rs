@@ -70,6 +70,13 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// The host's own state on disk (the trust store) could not be read or written. Not the
+    /// caller's fault: the message names the file and the cause.
+    #[error("{message}")]
+    Storage {
+        /// The file and what went wrong.
+        message: String,
+    },
     /// Logging in to a server (or the token store) failed.
     #[error("server `{server}`: {message}")]
     Auth {

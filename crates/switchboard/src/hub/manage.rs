@@ -67,9 +67,9 @@ impl Hub {
             });
         }
         let mut store = TrustStore::open(&self.inner.options.paths.data_dir)
-            .map_err(|e| Error::Invalid { message: e.to_string() })?;
+            .map_err(|e| Error::Storage { message: e.to_string() })?;
         store.trust(&self.inner.project_root, config);
-        store.save().map_err(|e| Error::Invalid { message: e.to_string() })?;
+        store.save().map_err(|e| Error::Storage { message: e.to_string() })?;
         let untrusted = matches!(slot.state().status, ServerStatus::Untrusted);
         if untrusted && config.enabled {
             self.inner.set_status(&slot, ServerStatus::Connecting);

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use anyhow::{Context, Result, anyhow};
 use switchboard::{Hub, HubOptions};
-use switchboard_server::ServeOptions;
+use switchboard_server::{Questions, ServeOptions};
 
 use crate::commands::Ctx;
 
@@ -19,8 +19,11 @@ pub struct Listen {
 }
 
 pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
-    let hub = Hub::start(&ctx.loaded, HubOptions::new(ctx.paths.clone()));
+    // Servers' questions (elicitation) go to whoever follows the events: the dashboard asks.
+    let questions = Questions::new();
+    let hub = Hub::start(&ctx.loaded, HubOptions::new(ctx.paths.clone()).elicitor(questions.clone()));
     let mut options = ServeOptions::new(ctx.paths.data_dir.clone());
+    options.questions = Some(questions);
     options.bind = listen.bind;
     options.port = listen.port;
     options.allow_remote = listen.allow_remote;

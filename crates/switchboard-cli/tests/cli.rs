@@ -287,10 +287,11 @@ fn a_server_asking_for_input_gets_the_person_on_a_terminal_and_a_decline_elsewhe
     let home = tempfile::tempdir().unwrap();
     let cfg = demo_config(home.path());
     let cfg = cfg.to_str().unwrap();
-    // Fields in order: age (Enter keeps 30), name ("Ada"); then Enter sends.
-    let drawn = on_terminal_typing(home.path(), &["--config", cfg, "call", "demo/ask"], true, "\nAda\n\n");
+    // Fields in the server's order: name ("Ada"), age (Enter keeps 30); then Enter sends.
+    let drawn = on_terminal_typing(home.path(), &["--config", cfg, "call", "demo/ask"], true, "Ada\n\n\n");
     assert!(drawn.contains("asks: Who is calling?") && drawn.contains("Age") && drawn.contains("[30]"), "{drawn:?}");
-    assert!(drawn.contains(r#"accept: {"age":30,"name":"Ada"}"#), "{drawn:?}");
+    assert!(drawn.contains(r#"accept: {"name":"Ada","age":30}"#), "{drawn:?}");
+    assert!(drawn.find("Name:") < drawn.find("Age"), "asked in the server's order: {drawn:?}");
     // No terminal: the capability is not declared and the server gets no answer from a person.
     let out = sb(home.path(), home.path()).args(["--config", cfg, "call", "demo/ask"]).output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);

@@ -3,6 +3,8 @@
 // as the model sees them, and the server actions. Everything the servers send is shown as
 // text (textContent), never parsed as HTML.
 
+import { h } from "./dom.js";
+import { questionCard } from "./questions.js";
 import { skeleton, validate } from "./schema.js";
 
 const state = {
@@ -14,26 +16,10 @@ const state = {
   calls: new Map(), // tool name -> AbortController of the call in flight
   drafts: new Map(), // tool name -> {args, timeout} typed in its call form
   results: new Map(), // tool name -> the element showing its last result
+  questions: new Map(), // question id -> its form (a server asks the person)
 };
 
 // ---------------------------------------------------------------- helpers
-
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") el.className = v;
-    else if (k === "text") el.textContent = v;
-    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else if (k === "dataset") Object.assign(el.dataset, v);
-    else el.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children.flat()) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
 
 const $ = (id) => document.getElementById(id);
 
@@ -725,6 +711,34 @@ async function authenticate(name) {
   }
 }
 
+// ---------------------------------------------------------------- questions from servers
+
+function addQuestion(question) {
+  if (state.questions.has(question.id)) return;
+  const card = questionCard(question, async (action, content) => {
+    await api("POST", `/api/elicitations/${question.id}`, action === "accept" ? { action, content } : { action });
+    removeQuestion(question.id);
+  });
+  state.questions.set(question.id, card);
+  $("questions").append(card);
+  $("questions").hidden = false;
+}
+
+function removeQuestion(id) {
+  const card = state.questions.get(id);
+  if (!card) return;
+  card.remove();
+  state.questions.delete(id);
+  $("questions").hidden = state.questions.size === 0;
+}
+
+async function loadQuestions() {
+  const { elicitations } = await api("GET", "/api/elicitations");
+  const waiting = new Set(elicitations.map((q) => q.id));
+  for (const id of [...state.questions.keys()]) if (!waiting.has(id)) removeQuestion(id);
+  for (const q of elicitations) addQuestion(q);
+}
+
 // ---------------------------------------------------------------- live events
 
 function connectEvents() {
@@ -733,6 +747,8 @@ function connectEvents() {
   source.onopen = () => {
     live.dataset.state = "live";
     live.textContent = "live";
+    // A question asked while the stream was away is still waiting.
+    loadQuestions().catch(() => {});
   };
   source.onerror = async () => {
     live.dataset.state = "reconnecting";
@@ -809,6 +825,15 @@ function connectEvents() {
     if (state.calls.has(tool)) return; // shown on the call itself
     activity("progress", `${server}: ${tool} ${progress}${total ? "/" + total : ""}${message ? " " + message : ""}`);
   });
+  on("elicitation_requested", (question) => {
+    addQuestion(question);
+    activity("question", `${question.server} asks: ${question.message}`);
+    announce(`${question.server} asks: ${question.message}`);
+  });
+  on("elicitation_settled", ({ id, action }) => {
+    if (state.questions.has(id) && action === "withdrawn") activity("question", "a question was withdrawn");
+    removeQuestion(id);
+  });
   source.addEventListener("reset", () => loadAll());
 }
 
@@ -823,8 +848,8 @@ async function loadAll() {
     const wanted = decodeURIComponent(location.hash.slice(1));
     state.selected = state.servers.has(wanted) ? wanted : servers.length ? servers[0].name : null;
   }
-  // Tool lists for filtering by tool name, in the background.
-  await Promise.all(servers.map((s) => loadDetail(s.name)));
+  // Tool lists for filtering by tool name, in the background; questions waiting.
+  await Promise.all([...servers.map((s) => loadDetail(s.name)), loadQuestions()]);
   renderList();
   renderDetail();
 }

@@ -30,6 +30,8 @@ pub struct AppState {
     pub logins: Arc<crate::login::PendingLogins>,
     /// Tokens, sessions and login codes.
     pub access: Arc<crate::security::Access>,
+    /// The questions servers ask the person, if the hub asks through this API.
+    pub questions: Option<Arc<crate::questions::Questions>>,
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -483,7 +485,7 @@ pub async fn get_prompt(
 
 #[utoipa::path(get, path = "/api/events", tag = "events",
     params(("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
-    responses((status = 200, description = "Server-Sent Events: `status_changed`, `catalog_changed`, `resource_updated`, `log`, `progress`, `auth_needed`, `server_removed`; `reset` when events were missed",
+    responses((status = 200, description = "Server-Sent Events: `status_changed`, `catalog_changed`, `resource_updated`, `log`, `progress`, `auth_needed`, `server_removed`, `elicitation_requested` (a server asks the person; answer with POST /api/elicitations/{id}), `elicitation_settled`; `reset` when events were missed",
         content_type = "text/event-stream", body = String), (status = 401, body = ErrorBody)))]
 pub async fn events(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());

@@ -27,6 +27,16 @@ const ASSETS: &[Asset] = &[
         body: include_str!("../assets/app.js"),
     },
     Asset {
+        path: "/assets/dom.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/dom.js"),
+    },
+    Asset {
+        path: "/assets/questions.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/questions.js"),
+    },
+    Asset {
         path: "/assets/schema.js",
         content_type: "text/javascript; charset=utf-8",
         body: include_str!("../assets/schema.js"),
@@ -80,8 +90,15 @@ mod tests {
             !name.is_empty() && rest[name.len()..].starts_with('=')
         });
         assert!(!handler, "an inline event handler in the page");
+        // Every module the script imports is embedded, and none sets HTML from data.
+        for script in ASSETS.iter().filter(|a| a.path.ends_with(".js")) {
+            for import in script.body.lines().filter_map(|l| l.split(" from \"./").nth(1)) {
+                let path = format!("/assets/{}", import.trim_end_matches(['"', ';']));
+                assert!(ASSETS.iter().any(|a| a.path == path), "{} imports {path}, which is not embedded", script.path);
+            }
+            assert!(!script.body.contains("innerHTML"), "{}: server data must be shown as text", script.path);
+        }
         let app = ASSETS.iter().find(|a| a.path == "/assets/app.js").map(|a| a.body).unwrap_or_default();
-        assert!(app.contains("from \"./schema.js\""));
-        assert!(!app.contains("innerHTML"), "server data must be shown as text");
+        assert!(app.contains("from \"./schema.js\"") && app.contains("from \"./questions.js\""));
     }
 }

@@ -32,7 +32,8 @@ pub struct EventLog {
 }
 
 impl EventLog {
-    /// Starts numbering `hub`'s events (and `extra` ones the server publishes itself).
+    /// Starts numbering `hub`'s events (and those the server publishes itself, such as a
+    /// server's question for the person: [`EventLog::publish_value`]).
     pub fn start(hub: &Hub) -> Arc<EventLog> {
         let (live, _) = broadcast::channel(KEPT);
         let log = Arc::new(EventLog { kept: Mutex::default(), live });
@@ -56,7 +57,11 @@ impl EventLog {
     }
 
     fn publish(&self, event: &Event) {
-        let value = serde_json::to_value(event).unwrap_or_default();
+        self.publish_value(serde_json::to_value(event).unwrap_or_default());
+    }
+
+    /// Publishes an event the server makes itself: a JSON object whose `type` names its kind.
+    pub fn publish_value(&self, value: serde_json::Value) {
         let kind = value["type"].as_str().unwrap_or("event").to_string();
         let data = value.to_string();
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
@@ -69,6 +74,11 @@ impl EventLog {
         // Sent under the lock: a subscriber that took the lock to read the kept events sees
         // every later event live, none twice.
         let _ = self.live.send(published);
+    }
+
+    /// How many clients follow the events now.
+    pub fn watchers(&self) -> usize {
+        self.live.receiver_count()
     }
 
     /// The stream for one client that has seen events up to `last` (none: only new ones).

@@ -11,6 +11,7 @@ mod error;
 mod events;
 mod login;
 mod manage;
+mod questions;
 mod security;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -27,6 +28,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use error::{ErrorBody, ErrorDetail};
+pub use questions::{AnswerError, Question, Questions};
 pub use security::COOKIE;
 
 /// The port used unless `--port` says otherwise.
@@ -54,6 +56,10 @@ pub struct ServeOptions {
     pub cors_origins: Vec<String>,
     /// Where the token and the address file live.
     pub data_dir: PathBuf,
+    /// The hub's elicitor, if it is this API's [`Questions`]: servers' questions are then
+    /// published as events and answered through `/api/elicitations` (the dashboard shows a
+    /// form). Without it the list is always empty.
+    pub questions: Option<Arc<Questions>>,
 }
 
 impl ServeOptions {
@@ -66,6 +72,7 @@ impl ServeOptions {
             hosts: Vec::new(),
             cors_origins: Vec::new(),
             data_dir,
+            questions: None,
         }
     }
 }
@@ -94,7 +101,7 @@ pub enum ServeError {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "switchboard", description = "The switchboard hub over HTTP: MCP servers, their tools, resources and prompts, and live events."),
-    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "session")),
+    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "elicitation"), (name = "session")),
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
@@ -131,19 +138,25 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::list_prompts))
         .routes(routes!(api::get_prompt))
         .routes(routes!(api::events))
+        .routes(routes!(questions::list))
+        .routes(routes!(questions::answer))
         .with_state(state)
         .split_for_parts();
     (router, openapi)
 }
 
-fn state(hub: &Hub, access: Arc<security::Access>) -> api::AppState {
-    api::AppState { hub: hub.clone(), events: events::EventLog::start(hub), logins: Arc::default(), access }
+fn state(hub: &Hub, access: Arc<security::Access>, questions: Option<Arc<Questions>>) -> api::AppState {
+    let events = events::EventLog::start(hub);
+    if let Some(q) = &questions {
+        q.attach(&events);
+    }
+    api::AppState { hub: hub.clone(), events, logins: Arc::default(), access, questions }
 }
 
 /// The OpenAPI description of the API (what `GET /api/openapi.json` serves).
 pub fn openapi_json(hub: &Hub) -> serde_json::Value {
     let access = Arc::new(security::Access::new(String::new(), SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), &[]));
-    serde_json::to_value(api(state(hub, access)).1).unwrap_or_default()
+    serde_json::to_value(api(state(hub, access, None)).1).unwrap_or_default()
 }
 
 /// A bound server, not serving yet.
@@ -236,7 +249,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         None => addr.to_string(),
     };
     let login_url = format!("http://{host}/login?code={code}");
-    let state = state(hub, access.clone());
+    let state = state(hub, access.clone(), options.questions.clone());
     let callback =
         Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());
     let (api_router, openapi) = api(state);

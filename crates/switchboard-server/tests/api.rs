@@ -403,6 +403,8 @@ async fn the_openapi_description_matches_the_routes() {
         ("/api/prompts/{server}/{name}", "post"),
         ("/api/events", "get"),
         ("/api/login-links", "post"),
+        ("/api/elicitations", "get"),
+        ("/api/elicitations/{id}", "post"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the description");
     }
@@ -480,5 +482,125 @@ async fn servers_are_added_removed_and_trusted_at_run_time() {
     assert_eq!(delete("kept", "?from_file=true").send().await.unwrap().status(), StatusCode::NO_CONTENT);
     assert!(!std::fs::read_to_string(&user_file).unwrap().contains("\"kept\""));
     assert_eq!(delete("nope", "").send().await.unwrap().status(), StatusCode::NOT_FOUND);
+    s.shutdown().await;
+}
+
+/// Follows `/api/events` (so the hub has someone to ask): each event's kind and data.
+async fn follow_events(s: &Served) -> tokio::sync::mpsc::UnboundedReceiver<(String, Value)> {
+    let response = s.get("/api/events").send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut stream = response.bytes_stream();
+        let mut buffer = String::new();
+        while let Some(Ok(chunk)) = stream.next().await {
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default()
+                };
+                let data = serde_json::from_str(&field("data:")).unwrap_or(Value::Null);
+                if tx.send((field("event:"), data)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// The next event of `kind` (10 s at most).
+async fn next_event(events: &mut tokio::sync::mpsc::UnboundedReceiver<(String, Value)>, kind: &str) -> Value {
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(10), events.recv()).await;
+        let (k, data) = next.unwrap_or_else(|_| panic!("no `{kind}` event")).expect("the event stream ended");
+        if k == kind {
+            return data;
+        }
+    }
+}
+
+/// A server's question (elicitation) reaches whoever follows the events and is answered with
+/// `POST /api/elicitations/{id}`, checked against its schema; with nobody following, it is
+/// declined at once. The fixture's `ask` and server-everything's `trigger-elicitation-request`.
+#[tokio::test(flavor = "multi_thread")]
+async fn servers_questions_are_answered_through_the_api() {
+    let everything = json!({"command": "node", "args": [common::node_peer("server-everything"), "stdio"]});
+    let mut servers = demo_and_broken();
+    servers["everything"] = everything;
+    let s = Served::start(servers).await;
+    let call = |tool: &str| {
+        let request = s.post(&format!("/api/tools/{tool}/call"), json!({}));
+        tokio::spawn(send(request))
+    };
+
+    // Nobody to ask: declined, no question left behind.
+    let (status, body) = call("mcp__demo__ask").await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["model"]["blocks"][0]["text"].as_str().unwrap().starts_with("decline"), "{body}");
+    assert_eq!(send(s.get("/api/elicitations")).await.1["elicitations"], json!([]));
+
+    let mut events = follow_events(&s).await;
+    let asked = call("mcp__demo__ask");
+    let question = next_event(&mut events, "elicitation_requested").await;
+    assert_eq!((question["server"].as_str(), question["message"].as_str()), (Some("demo"), Some("Who is calling?")));
+    assert_eq!(question["schema"]["required"], json!(["name"]), "{question}");
+    let id = question["id"].as_u64().unwrap();
+    let (_, list) = send(s.get("/api/elicitations")).await;
+    assert_eq!(list["elicitations"][0]["id"], id, "{list}");
+    let answer = |id: u64, body: Value| send(s.post(&format!("/api/elicitations/{id}"), body));
+
+    // Answers that do not fit are refused, and the question still waits.
+    let (status, body) = answer(id, json!({"action": "accept", "content": {"age": "old"}})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "invalid_answer"), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("`name` is required") && message.contains("`age` must be of type integer"), "{body}");
+    let (status, body) = answer(id, json!({"action": "decline", "content": {}})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{body}");
+    let (status, body) = answer(id, json!({"action": "maybe"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = answer(id + 100, json!({"action": "cancel"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_question"), "{body}");
+    let (status, body) = send(s.post("/api/elicitations/-1", json!({"action": "cancel"}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_question"), "{body}");
+
+    let (status, body) = answer(id, json!({"action": "accept", "content": {"name": "Ada", "age": 36}})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let settled = next_event(&mut events, "elicitation_settled").await;
+    assert_eq!(settled, json!({"type": "elicitation_settled", "id": id, "action": "accept"}));
+    let (status, body) = asked.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let text = body["model"]["blocks"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("accept") && text.contains("\"name\":\"Ada\"") && text.contains("\"age\":36"), "{text}");
+    assert_eq!(answer(id, json!({"action": "cancel"})).await.0, StatusCode::NOT_FOUND, "answered once");
+    assert_eq!(send(s.get("/api/elicitations")).await.1["elicitations"], json!([]));
+
+    // server-everything offers its elicitation tool only to a client that declares the
+    // capability; its schema has every kind of field.
+    let asked = call("mcp__everything__trigger-elicitation-request");
+    let question = next_event(&mut events, "elicitation_requested").await;
+    assert_eq!(question["server"], "everything", "{question}");
+    let properties = question["schema"]["properties"].as_object().unwrap();
+    assert!(properties.contains_key("untitledMultipleSelectEnum"), "{question}");
+    let id = question["id"].as_u64().unwrap();
+    let (status, body) = answer(id, json!({"action": "accept", "content": {"integer": 1000}})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "invalid_answer"), "{body}");
+    let content = json!({"name": "Ada Lovelace", "check": true, "integer": 7, "untitledSingleSelectEnum": "Joey",
+        "untitledMultipleSelectEnum": ["Piano", "Violin"], "titledSingleSelectEnum": "hero-3",
+        "titledMultipleSelectEnum": ["fish-2"], "email": "ada@example.org", "birthdate": "1815-12-10"});
+    let (status, body) = answer(id, json!({"action": "accept", "content": content})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, body) = asked.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let text = body["model"]["blocks"].to_string();
+    assert!(text.contains("Ada Lovelace") && text.contains("Violin") && text.contains("hero-3"), "{text}");
+
+    // Declining through the API reaches the server as `decline`.
+    let asked = call("mcp__demo__ask");
+    let id = next_event(&mut events, "elicitation_requested").await["id"].as_u64().unwrap();
+    assert_eq!(answer(id, json!({"action": "decline"})).await.0, StatusCode::NO_CONTENT);
+    let (_, body) = asked.await.unwrap();
+    assert!(body["model"]["blocks"][0]["text"].as_str().unwrap().starts_with("decline"), "{body}");
     s.shutdown().await;
 }

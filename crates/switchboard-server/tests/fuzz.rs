@@ -66,8 +66,11 @@ async fn schemathesis_finds_no_server_error_and_no_response_off_the_description(
     std::fs::write(&config, CONFIG).unwrap();
     let base = s.base.clone();
     let token = s.token.clone();
+    // Its cache (`.schemathesis/`, crashes to replay) goes in the scratch folder, not the repo.
+    let scratch = s.dir.path().to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
         Command::new(st)
+            .current_dir(&scratch)
             .arg("--config-file")
             .arg(&config)
             .arg("run")

@@ -68,6 +68,90 @@ pub fn schema_defaults(schema: &Value) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
+/// What is wrong with `values` as an answer to `schema` (a form-mode requested schema): a
+/// missing required property, one the schema does not have, a wrong type, a value outside
+/// `enum`/`oneOf`/`anyOf` choices or outside `minimum`/`maximum`, `minLength`/`maxLength`,
+/// `minItems`/`maxItems`. Empty when the answer may be sent. Each problem names the property.
+pub fn check_answer(schema: &Value, values: &Map<String, Value>) -> Vec<String> {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let mut problems = Vec::new();
+    for name in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        if !values.contains_key(name) {
+            problems.push(format!("`{name}` is required"));
+        }
+    }
+    for (name, value) in values {
+        match props.and_then(|p| p.get(name)) {
+            None => problems.push(format!("`{name}` is not asked for")),
+            Some(prop) => {
+                if let Err(why) = check_value(prop, value) {
+                    problems.push(format!("`{name}` {why}"));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// The values a property allows, from `enum`, or the `const`s of `oneOf`/`anyOf`.
+fn choices(prop: &Value) -> Option<Vec<&Value>> {
+    if let Some(list) = prop.get("enum").and_then(Value::as_array) {
+        return Some(list.iter().collect());
+    }
+    let options = prop.get("oneOf").or_else(|| prop.get("anyOf"))?.as_array()?;
+    Some(options.iter().filter_map(|o| o.get("const")).collect())
+}
+
+fn check_value(prop: &Value, value: &Value) -> Result<(), String> {
+    let kind = prop.get("type").and_then(Value::as_str).unwrap_or("");
+    let type_ok = match kind {
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        _ => true,
+    };
+    if !type_ok {
+        return Err(format!("must be of type {kind}, not {value}"));
+    }
+    if let Some(allowed) = choices(prop)
+        && !allowed.contains(&value)
+    {
+        return Err(format!("must be one of {}", allowed.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")));
+    }
+    let bound = |key: &str| prop.get(key).and_then(Value::as_f64);
+    let outside = |n: f64, lo: &str, hi: &str| bound(lo).is_some_and(|m| n < m) || bound(hi).is_some_and(|m| n > m);
+    if let Some(n) = value.as_f64()
+        && outside(n, "minimum", "maximum")
+    {
+        let (lo, hi) = (bound("minimum"), bound("maximum"));
+        return Err(format!("must be within {} and {}", show(lo, "-inf"), show(hi, "inf")));
+    }
+    if let Some(s) = value.as_str()
+        && outside(s.chars().count() as f64, "minLength", "maxLength")
+    {
+        let (lo, hi) = (bound("minLength"), bound("maxLength"));
+        return Err(format!("must be {} to {} characters long", show(lo, "0"), show(hi, "any")));
+    }
+    if let Some(items) = value.as_array() {
+        if outside(items.len() as f64, "minItems", "maxItems") {
+            let (lo, hi) = (bound("minItems"), bound("maxItems"));
+            return Err(format!("must have {} to {} items", show(lo, "0"), show(hi, "any")));
+        }
+        if let Some(item) = prop.get("items") {
+            for (i, v) in items.iter().enumerate() {
+                check_value(item, v).map_err(|why| format!("item {i} {why}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn show(bound: Option<f64>, none: &str) -> String {
+    bound.map_or_else(|| none.to_string(), |b| b.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +170,44 @@ mod tests {
         assert_eq!(d.get("age"), Some(&json!(30)));
         assert_eq!(d.get("status"), Some(&json!("active")));
         assert!(!d.contains_key("free"));
+    }
+
+    #[test]
+    fn answers_are_checked_against_the_schema() {
+        // The shapes server-everything's `trigger-elicitation-request` asks for.
+        let schema = json!({"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "maxLength": 5},
+            "check": {"type": "boolean"},
+            "integer": {"type": "integer", "minimum": 1, "maximum": 100},
+            "friend": {"type": "string", "enum": ["Monica", "Joey"]},
+            "hero": {"type": "string", "oneOf": [{"const": "hero-1", "title": "Superman"}]},
+            "fish": {"type": "array", "minItems": 1, "maxItems": 2,
+                "items": {"anyOf": [{"const": "fish-1"}, {"const": "fish-2"}, {"const": "fish-3"}]}},
+            "instruments": {"type": "array", "items": {"type": "string", "enum": ["Guitar", "Piano"]}},
+        }});
+        let ok = |v: Value| check_answer(&schema, v.as_object().unwrap());
+        assert_eq!(
+            ok(json!({"name": "Ada", "check": true, "integer": 7, "friend": "Joey", "hero": "hero-1",
+            "fish": ["fish-1", "fish-3"], "instruments": ["Piano"]})),
+            Vec::<String>::new()
+        );
+        assert_eq!(ok(json!({"integer": 7.0, "name": "Ada"})), Vec::<String>::new(), "7.0 is an integer");
+        assert_eq!(ok(json!({})), vec!["`name` is required"]);
+        assert_eq!(ok(json!({"name": "Ada", "colour": 1})), vec!["`colour` is not asked for"]);
+        assert_eq!(ok(json!({"name": 5})), vec!["`name` must be of type string, not 5"]);
+        assert_eq!(ok(json!({"name": "Adalbert"})), vec!["`name` must be 0 to 5 characters long"]);
+        assert_eq!(ok(json!({"name": "A", "integer": 101})), vec!["`integer` must be within 1 and 100"]);
+        assert_eq!(ok(json!({"name": "A", "integer": 1.5})), vec!["`integer` must be of type integer, not 1.5"]);
+        assert_eq!(ok(json!({"name": "A", "friend": "Ross"})), vec![r#"`friend` must be one of "Monica", "Joey""#]);
+        assert_eq!(ok(json!({"name": "A", "hero": "hero-2"})), vec![r#"`hero` must be one of "hero-1""#]);
+        assert_eq!(ok(json!({"name": "A", "fish": []})), vec!["`fish` must have 1 to 2 items"]);
+        assert_eq!(
+            ok(json!({"name": "A", "fish": ["fish-9"]})),
+            vec![r#"`fish` item 0 must be one of "fish-1", "fish-2", "fish-3""#]
+        );
+        assert_eq!(
+            ok(json!({"name": "A", "instruments": ["Drums"]})),
+            vec![r#"`instruments` item 0 must be one of "Guitar", "Piano""#]
+        );
     }
 }

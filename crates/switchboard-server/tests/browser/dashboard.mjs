@@ -138,6 +138,42 @@ try {
   await tiny.waitFor();
   assert.ok(await tiny.evaluate((i) => i.complete && i.naturalWidth > 0), "the image decoded");
 
+  step("a server's question (elicitation) becomes a form, checked against its schema before it is sent");
+  let answers = 0;
+  page.on("request", (r) => r.method() === "POST" && r.url().includes("/api/elicitations/") && answers++);
+  await tool("mcp__everything__trigger-elicitation-request").locator("summary").first().click();
+  await tool("mcp__everything__trigger-elicitation-request").getByRole("button", { name: "Call" }).click();
+  const question = page.locator("#questions .question");
+  await question.getByText("Please provide inputs for the following fields:").waitFor();
+  await question.getByText("everything", { exact: true }).waitFor();
+  assert.equal(await question.locator("input[name=firstLine]").inputValue(), "It was a dark and stormy night.", "defaults filled in");
+  await question.locator("input[name=integer]").fill("1000");
+  await question.getByRole("button", { name: "Send" }).click();
+  await question.locator(".errors").getByText(/\/integer/).waitFor();
+  await question.locator(".errors").getByText(/\/name is required/).waitFor();
+  assert.equal(answers, 0, "nothing was sent");
+  await question.locator("input[name=name]").fill("Ada Lovelace");
+  await question.locator("input[name=integer]").fill("7");
+  await question.locator("input[name=check]").check();
+  await question.locator("input[name=email]").fill("ada@example.org");
+  await question.locator("input[name=birthdate]").fill("1815-12-10");
+  await question.locator("select[name=untitledSingleSelectEnum]").selectOption({ label: "Joey" });
+  await question.locator("select[name=titledSingleSelectEnum]").selectOption({ label: "Wonder Woman" });
+  await question.locator("select[name=legacyTitledEnum]").selectOption({ label: "Birds" });
+  await question.getByLabel("Violin").check();
+  await question.getByLabel("Salmon").check();
+  await question.screenshot({ path: `${SHOTS}/dashboard-question.png` });
+  await question.getByRole("button", { name: "Send" }).click();
+  await question.waitFor({ state: "detached" });
+  assert.equal(answers, 1);
+  const answered = tool("mcp__everything__trigger-elicitation-request").locator("[data-testid=result]");
+  await answered.locator(".block-text").getByText(/Name: Ada Lovelace/).waitFor();
+  const said = (await answered.textContent()) || "";
+  for (const expected of ["Birthdate: 1815-12-10", "Favorite Integer: 7", '"hero-3"', '"pet-3"', '"Violin"', '"fish-2"', '"check": true']) {
+    assert.ok(said.includes(expected), `the server got ${expected}: ${said}`);
+  }
+  await page.locator("#activity").getByText(/everything asks: Please provide/).waitFor();
+
   step("the keyboard moves between servers");
   await item("py").focus();
   await page.keyboard.press("ArrowUp");

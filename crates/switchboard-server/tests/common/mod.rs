@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use switchboard::config::{self, LoadOptions};
 use switchboard::{Hub, HubOptions, Paths};
-use switchboard_server::ServeOptions;
+use switchboard_server::{Questions, ServeOptions};
 
 #[allow(unused_imports)]
 pub use switchboard_testkit::*;
@@ -34,10 +34,13 @@ impl Served {
         let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
         let mut options = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
         options.extra_files = vec![file];
-        let hub = Hub::start(&config::load(&options), HubOptions::new(paths.clone()));
+        // As `switchboard serve` does: servers' questions go to whoever follows the events.
+        let questions = Questions::new();
+        let hub = Hub::start(&config::load(&options), HubOptions::new(paths.clone()).elicitor(questions.clone()));
         hub.ready().await;
         let mut serve = ServeOptions::new(paths.data_dir.clone());
         serve.port = 0;
+        serve.questions = Some(questions);
         configure(&mut serve);
         let bound = switchboard_server::bind(&hub, &serve).await.unwrap();
         let base = format!("http://127.0.0.1:{}", bound.addr.port());

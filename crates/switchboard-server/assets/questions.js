@@ -1,0 +1,144 @@
+// A server's question for the person (elicitation, form mode), as a form built from the
+// question's flat schema: text (email, URL, date and date-time inputs by `format`), numbers
+// and integers with their bounds, yes/no, one choice (`enum`, or `oneOf` titled consts) and
+// several choices (arrays of `enum` or `anyOf` titled consts). The values are checked against
+// the schema before they are sent. Decline and Cancel send no values.
+
+import { h } from "./dom.js";
+import { validate } from "./schema.js";
+
+/** The choices a property (or an array's items) offers: [{value, label}], or null. */
+export function choicesOf(prop) {
+  if (!prop || typeof prop !== "object") return null;
+  if (Array.isArray(prop.enum)) {
+    const names = Array.isArray(prop.enumNames) ? prop.enumNames : [];
+    return prop.enum.map((value, i) => ({ value, label: String(names[i] ?? value) }));
+  }
+  const options = prop.oneOf || prop.anyOf;
+  if (Array.isArray(options) && options.every((o) => o && "const" in o)) {
+    return options.map((o) => ({ value: o.const, label: String(o.title ?? o.const) }));
+  }
+  return null;
+}
+
+const INPUT_TYPE = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
+
+/** One field: its element and how to read its value (undefined: left empty). */
+function field(name, prop, required, id) {
+  const type = prop.type;
+  const label = prop.title || name;
+  const hint = prop.description ? h("small", { class: "hint", text: prop.description }) : null;
+  const choices = choicesOf(prop);
+  const itemChoices = type === "array" ? choicesOf(prop.items) : null;
+  const mark = required ? h("span", { class: "required", title: "required", text: " *" }) : null;
+
+  if (type === "boolean") {
+    const box = h("input", { type: "checkbox", id, name, checked: prop.default === true });
+    return {
+      el: h("div", { class: "q-field q-check" }, box, h("label", { for: id }, label, mark), hint),
+      read: () => box.checked,
+    };
+  }
+  if (itemChoices) {
+    const chosen = new Set(Array.isArray(prop.default) ? prop.default.map((v) => JSON.stringify(v)) : []);
+    const boxes = itemChoices.map((c, i) => {
+      const box = h("input", { type: "checkbox", id: `${id}-${i}`, checked: chosen.has(JSON.stringify(c.value)) });
+      box.choice = c.value;
+      return h("label", { class: "q-option", for: `${id}-${i}` }, box, " ", c.label);
+    });
+    return {
+      el: h("fieldset", { class: "q-field" }, h("legend", {}, label, mark), hint, boxes),
+      read: () => boxes.map((l) => l.querySelector("input")).filter((b) => b.checked).map((b) => b.choice),
+    };
+  }
+  if (choices) {
+    const select = h("select", { id, name });
+    if (!required || prop.default === undefined) select.append(h("option", { value: "", text: "—" }));
+    choices.forEach((c, i) => {
+      const option = h("option", { value: String(i), text: c.label });
+      if (JSON.stringify(c.value) === JSON.stringify(prop.default)) option.selected = true;
+      select.append(option);
+    });
+    return {
+      el: h("div", { class: "q-field" }, h("label", { for: id }, label, mark), select, hint),
+      read: () => (select.value === "" ? undefined : choices[Number(select.value)].value),
+    };
+  }
+  const numeric = type === "number" || type === "integer";
+  const attrs = { id, name, required };
+  if (numeric) {
+    Object.assign(attrs, { type: "number", step: type === "integer" ? "1" : "any", min: prop.minimum, max: prop.maximum });
+  } else {
+    Object.assign(attrs, { type: INPUT_TYPE[prop.format] || "text", minlength: prop.minLength, maxlength: prop.maxLength });
+  }
+  const input = h("input", attrs);
+  if (prop.default !== undefined && prop.default !== null) input.value = String(prop.default);
+  return {
+    el: h("div", { class: "q-field" }, h("label", { for: id }, label, mark), input, hint),
+    read: () => {
+      const v = input.value;
+      if (v === "") return undefined;
+      if (numeric) return Number(v);
+      // A local date and time, sent as RFC 3339 (the schema's `date-time`).
+      if (input.type === "datetime-local") return new Date(v).toISOString();
+      return v;
+    },
+  };
+}
+
+/**
+ * The card for `question` ({id, server, message, schema}). `answer(action, content)` sends the
+ * answer and resolves, or throws an error with a message.
+ */
+export function questionCard(question, answer) {
+  const schema = question.schema || {};
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  const props = Object.entries(schema.properties || {});
+  const fields = props.map(([name, prop], i) =>
+    [name, field(name, prop || {}, required.has(name), `q${question.id}-${i}`)],
+  );
+  const errors = h("ul", { class: "errors", "aria-live": "polite" });
+  const buttons = h("div", { class: "q-buttons" });
+  const form = h(
+    "form",
+    { class: "question", novalidate: true, dataset: { question: String(question.id) }, "aria-label": `${question.server} asks` },
+    h("p", { class: "q-asker" }, h("strong", { text: question.server }), " asks:"),
+    h("p", { class: "q-message", text: question.message }),
+    fields.map(([, f]) => f.el),
+    errors,
+    buttons,
+  );
+  const send = async (action) => {
+    errors.replaceChildren();
+    let content;
+    if (action === "accept") {
+      content = {};
+      for (const [name, f] of fields) {
+        const v = f.read();
+        if (v !== undefined) content[name] = v;
+      }
+      const problems = validate(schema, content);
+      if (problems.length) {
+        errors.append(...problems.map((p) => h("li", { text: `${p.path || "/"} ${p.message}` })));
+        return;
+      }
+    }
+    for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+    try {
+      await answer(action, content);
+    } catch (e) {
+      errors.append(h("li", { text: e.message }));
+      for (const b of buttons.querySelectorAll("button")) b.disabled = false;
+    }
+  };
+  buttons.append(
+    h("button", { type: "submit", class: "primary", text: "Send" }),
+    h("button", { type: "button", text: "Decline", onclick: () => send("decline") }),
+    h("button", { type: "button", text: "Cancel", title: "Dismiss what the server is doing", onclick: () => send("cancel") }),
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    send("accept");
+  });
+  return form;
+}

@@ -1,0 +1,248 @@
+//! Questions servers ask the person (`elicitation/create`, form mode), answered through the
+//! API: the dashboard shows each as a form, and any client that follows `/api/events` can
+//! answer with `POST /api/elicitations/{id}`.
+//!
+//! A question is published as an `elicitation_requested` event and waits for its answer (at
+//! most [`WAIT`], then it is cancelled); `elicitation_settled` says when it went, however it
+//! went (answered, cancelled by the server, the call ended, nobody answered). With nobody
+//! following the events there is nobody to ask: the question is declined at once, so a
+//! script's tool call does not hang on a form no one will see.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use switchboard::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor, check_answer};
+use tokio::sync::oneshot;
+use utoipa::ToSchema;
+
+use crate::api::AppState;
+use crate::error::{ApiError, ErrorBody};
+use crate::events::EventLog;
+
+/// The longest a question waits for the person.
+pub const WAIT: Duration = Duration::from_secs(600);
+
+/// A question waiting for its answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Question {
+    /// Its id, for the answer.
+    pub id: u64,
+    /// The server asking.
+    pub server: String,
+    /// What it says to the person.
+    pub message: String,
+    /// The values it asks for: an object schema whose properties are strings (maybe with a
+    /// `format`), numbers, integers, booleans, enums (`enum`, or `oneOf` of titled `const`s)
+    /// and arrays of enum values.
+    #[schema(value_type = Object)]
+    pub schema: Value,
+}
+
+struct Pending {
+    question: Question,
+    answer: oneshot::Sender<ElicitationAnswer>,
+}
+
+/// The questions servers ask; the hub's [`Elicitor`] under `switchboard serve`. Give it to
+/// [`switchboard::HubOptions::elicitor`] and to [`crate::ServeOptions::questions`].
+#[derive(Default)]
+pub struct Questions {
+    pending: Mutex<BTreeMap<u64, Pending>>,
+    next: AtomicU64,
+    log: Mutex<Weak<EventLog>>,
+}
+
+impl std::fmt::Debug for Questions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Questions").field("pending", &self.waiting().len()).finish_non_exhaustive()
+    }
+}
+
+impl Questions {
+    /// No questions yet.
+    pub fn new() -> Arc<Questions> {
+        Arc::default()
+    }
+
+    /// Publishes questions (and their endings) on `log`.
+    pub(crate) fn attach(&self, log: &Arc<EventLog>) {
+        *self.log.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(log);
+    }
+
+    fn log(&self) -> Option<Arc<EventLog>> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner).upgrade()
+    }
+
+    /// The questions waiting, oldest first.
+    pub fn waiting(&self) -> Vec<Question> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).values().map(|p| p.question.clone()).collect()
+    }
+
+    /// Answers question `id`. An accepted answer must fit the question's schema (the problems
+    /// are returned otherwise, and the question still waits).
+    pub fn answer(&self, id: u64, answer: ElicitationAnswer) -> Result<(), AnswerError> {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let question = pending.get(&id).ok_or_else(|| AnswerError::Unknown(id.to_string()))?;
+        if let ElicitationAnswer::Accept(values) = &answer {
+            let problems = check_answer(&question.question.schema, values);
+            if !problems.is_empty() {
+                return Err(AnswerError::Invalid(problems.join("; ")));
+            }
+        }
+        let Some(p) = pending.remove(&id) else { return Err(AnswerError::Unknown(id.to_string())) };
+        drop(pending);
+        let action = action_of(&answer);
+        // The asking side may have gone (its call ended) a moment ago: then nothing waits.
+        let _ = p.answer.send(answer);
+        self.settled(id, action);
+        Ok(())
+    }
+
+    fn settled(&self, id: u64, action: &str) {
+        if let Some(log) = self.log() {
+            log.publish_value(json!({"type": "elicitation_settled", "id": id, "action": action}));
+        }
+    }
+
+    async fn ask(&self, request: ElicitationRequest) -> ElicitationAnswer {
+        let Some(log) = self.log().filter(|l| l.watchers() > 0) else {
+            tracing::info!(server = %request.server, "declined a question: nobody follows the events to answer it");
+            return ElicitationAnswer::Decline;
+        };
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let question = Question { id, server: request.server, message: request.message, schema: request.schema };
+        let (tx, rx) = oneshot::channel();
+        let mut event = serde_json::to_value(&question).unwrap_or_default();
+        event["type"] = json!("elicitation_requested");
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Pending { question, answer: tx });
+        // If the server gives up (or the call ends) first, this future is dropped: the guard
+        // takes the question back and says so.
+        // An answered question is gone already, so the guard then does nothing.
+        let _guard = Withdraw { questions: self, id };
+        log.publish_value(event);
+        drop(log);
+        match tokio::time::timeout(WAIT, rx).await {
+            Ok(Ok(answer)) => answer,
+            // Nobody answered in time.
+            _ => ElicitationAnswer::Cancel,
+        }
+    }
+}
+
+/// Takes a question back when its asker stops waiting.
+struct Withdraw<'a> {
+    questions: &'a Questions,
+    id: u64,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        let removed = self.questions.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
+        if removed.is_some() {
+            self.questions.settled(self.id, "withdrawn");
+        }
+    }
+}
+
+fn action_of(answer: &ElicitationAnswer) -> &'static str {
+    match answer {
+        ElicitationAnswer::Accept(_) => "accept",
+        ElicitationAnswer::Cancel => "cancel",
+        _ => "decline",
+    }
+}
+
+impl Elicitor for Questions {
+    fn elicit(&self, request: ElicitationRequest) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
+        Box::pin(self.ask(request))
+    }
+}
+
+/// Why an answer was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// No such question waits (answered already, withdrawn, or never asked).
+    #[error("no question `{0}` is waiting (answered already, or withdrawn when its call ended)")]
+    Unknown(String),
+    /// The values do not fit the schema.
+    #[error("the answer does not fit the question: {0}")]
+    Invalid(String),
+}
+
+/// The questions waiting.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QuestionList {
+    /// Oldest first.
+    elicitations: Vec<Question>,
+}
+
+/// How the person answered.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Send `content`.
+    Accept,
+    /// Say no; the server may go on without the values.
+    Decline,
+    /// Dismiss the whole operation.
+    Cancel,
+}
+
+/// An answer.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// Accept, decline or cancel.
+    action: Action,
+    /// With `accept`: the values, checked against the question's schema.
+    #[schema(value_type = Option<Object>)]
+    content: Option<Map<String, Value>>,
+}
+
+#[utoipa::path(get, path = "/api/elicitations", tag = "elicitation",
+    responses((status = 200, body = QuestionList), (status = 401, body = ErrorBody)))]
+pub async fn list(State(app): State<AppState>) -> Json<QuestionList> {
+    Json(QuestionList { elicitations: app.questions.as_ref().map(|q| q.waiting()).unwrap_or_default() })
+}
+
+#[utoipa::path(post, path = "/api/elicitations/{id}", tag = "elicitation", request_body = AnswerRequest,
+    params(("id" = u64, Path, description = "The question")),
+    responses((status = 204, description = "Answered; the server has it"),
+        (status = 400, body = ErrorBody, description = "The answer does not fit the question"),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "No such question waits")))]
+pub async fn answer(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    body: Result<Json<AnswerRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<StatusCode, ApiError> {
+    // An id that is not a number names no question.
+    let unknown = || answer_error(AnswerError::Unknown(id.clone()));
+    let id: u64 = id.parse().map_err(|_| unknown())?;
+    let Json(request) = body.map_err(crate::api::rejected)?;
+    let answer = match (request.action, request.content) {
+        (Action::Accept, content) => ElicitationAnswer::Accept(content.unwrap_or_default()),
+        (Action::Decline, None) => ElicitationAnswer::Decline,
+        (Action::Cancel, None) => ElicitationAnswer::Cancel,
+        (_, Some(_)) => return Err(ApiError::bad_request("`content` goes only with `accept`")),
+    };
+    let questions = app.questions.as_ref().ok_or_else(unknown)?;
+    questions.answer(id, answer).map_err(answer_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn answer_error(e: AnswerError) -> ApiError {
+    match e {
+        AnswerError::Unknown(_) => ApiError::new(StatusCode::NOT_FOUND, "unknown_question", e.to_string()),
+        AnswerError::Invalid(_) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_answer", e.to_string()),
+    }
+}

@@ -831,7 +831,8 @@ function connectEvents() {
     announce(`${question.server} asks: ${question.message}`);
   });
   on("elicitation_settled", ({ id, action }) => {
-    if (state.questions.has(id) && action === "withdrawn") activity("question", "a question was withdrawn");
+    const card = state.questions.get(id);
+    if (card && action === "withdrawn") activity("question", `${card.dataset.server}: its question was withdrawn`);
     removeQuestion(id);
   });
   source.addEventListener("reset", () => loadAll());

@@ -101,7 +101,7 @@ export function questionCard(question, answer) {
   const buttons = h("div", { class: "q-buttons" });
   const form = h(
     "form",
-    { class: "question", novalidate: true, dataset: { question: String(question.id) }, "aria-label": `${question.server} asks` },
+    { class: "question", novalidate: true, dataset: { question: String(question.id), server: question.server }, "aria-label": `${question.server} asks` },
     h("p", { class: "q-asker" }, h("strong", { text: question.server }), " asks:"),
     h("p", { class: "q-message", text: question.message }),
     fields.map(([, f]) => f.el),

@@ -19,34 +19,25 @@ struct Asset {
     body: &'static str,
 }
 
+/// An embedded file of `assets/`, served at `/assets/<file>`.
+macro_rules! asset {
+    ($file:literal, $type:literal) => {
+        Asset {
+            path: concat!("/assets/", $file),
+            content_type: $type,
+            body: include_str!(concat!("../assets/", $file)),
+        }
+    };
+}
+
 const ASSETS: &[Asset] = &[
     Asset { path: "/", content_type: "text/html; charset=utf-8", body: include_str!("../assets/index.html") },
-    Asset {
-        path: "/assets/app.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/app.js"),
-    },
-    Asset {
-        path: "/assets/dom.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/dom.js"),
-    },
-    Asset {
-        path: "/assets/questions.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/questions.js"),
-    },
-    Asset {
-        path: "/assets/schema.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/schema.js"),
-    },
-    Asset {
-        path: "/assets/style.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_str!("../assets/style.css"),
-    },
-    Asset { path: "/assets/favicon.svg", content_type: "image/svg+xml", body: include_str!("../assets/favicon.svg") },
+    asset!("app.js", "text/javascript; charset=utf-8"),
+    asset!("dom.js", "text/javascript; charset=utf-8"),
+    asset!("questions.js", "text/javascript; charset=utf-8"),
+    asset!("schema.js", "text/javascript; charset=utf-8"),
+    asset!("style.css", "text/css; charset=utf-8"),
+    asset!("favicon.svg", "image/svg+xml"),
 ];
 
 fn serve(asset: &'static Asset) -> Response {

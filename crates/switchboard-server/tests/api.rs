@@ -596,6 +596,17 @@ async fn servers_questions_are_answered_through_the_api() {
     let text = body["model"]["blocks"].to_string();
     assert!(text.contains("Ada Lovelace") && text.contains("Violin") && text.contains("hero-3"), "{text}");
 
+    // A question from a server that goes away is taken back.
+    let asked = call("mcp__demo__ask");
+    let id = next_event(&mut events, "elicitation_requested").await["id"].as_u64().unwrap();
+    assert_eq!(send(s.post("/api/servers/demo/disconnect", json!({}))).await.0, StatusCode::OK);
+    let settled = next_event(&mut events, "elicitation_settled").await;
+    assert_eq!(settled, json!({"type": "elicitation_settled", "id": id, "action": "withdrawn"}));
+    assert_eq!(send(s.get("/api/elicitations")).await.1["elicitations"], json!([]));
+    let (status, _) = asked.await.unwrap();
+    assert!(status.is_server_error() || status == StatusCode::CONFLICT, "the call ended with its server: {status}");
+    assert_eq!(send(s.post("/api/servers/demo/connect", json!({}))).await.0, StatusCode::OK);
+
     // Declining through the API reaches the server as `decline`.
     let asked = call("mcp__demo__ask");
     let id = next_event(&mut events, "elicitation_requested").await["id"].as_u64().unwrap();

@@ -290,9 +290,14 @@ impl ClientHandler for Handler {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _ctx: RequestContext<RoleClient>,
+        ctx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(self.elicit(request).await)
+        // The server may withdraw its question (`notifications/cancelled`) or go away: then the
+        // person is no longer asked (the elicitor's future is dropped).
+        tokio::select! {
+            answer = self.elicit(request) => Ok(answer),
+            () = ctx.ct.cancelled() => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+        }
     }
     async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
         let _ = self.changes.send(ListChange::Tools);

@@ -86,11 +86,59 @@ function field(name, prop, required, id) {
   };
 }
 
+/** The URL of a URL-mode question, if it is one this page may open (http or https only). */
+function openable(url) {
+  try {
+    const u = new URL(url);
+    return u.protocol === "https:" || u.protocol === "http:" ? u : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * The card for `question` ({id, server, message, schema}). `answer(action, content)` sends the
- * answer and resolves, or throws an error with a message.
+ * A URL-mode question: the whole URL shown, its host set apart; it opens only when the person
+ * presses Open (which is their consent, sent as `accept`), in a new window without a way back.
+ */
+function urlCard(question, answer) {
+  const url = openable(question.url);
+  const errors = h("ul", { class: "errors", "aria-live": "polite" });
+  const buttons = h("div", { class: "q-buttons" });
+  const send = async (action) => {
+    errors.replaceChildren();
+    for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+    try {
+      if (action === "accept" && url) window.open(url.href, "_blank", "noopener,noreferrer");
+      await answer(action);
+    } catch (e) {
+      errors.append(h("li", { text: e.message }));
+      for (const b of buttons.querySelectorAll("button")) b.disabled = false;
+    }
+  };
+  if (url) buttons.append(h("button", { type: "button", class: "primary", text: `Open ${url.host}`, onclick: () => send("accept") }));
+  buttons.append(
+    h("button", { type: "button", text: "Decline", onclick: () => send("decline") }),
+    h("button", { type: "button", text: "Cancel", title: "Dismiss what the server is doing", onclick: () => send("cancel") }),
+  );
+  return h(
+    "div",
+    { class: "question", role: "group", dataset: { question: String(question.id), server: question.server }, "aria-label": `${question.server} asks` },
+    h("p", { class: "q-asker" }, h("strong", { text: question.server }), " asks you to open a page:"),
+    h("p", { class: "q-message", text: question.message }),
+    h("p", { class: "q-url" }, h("code", { text: question.url })),
+    url ? h("p", { class: "hint", text: `It opens ${url.host} in a new window. Open it only if you expected this.` })
+      : h("p", { class: "error-text", text: "This is not a web address; it cannot be opened from here." }),
+    errors,
+    buttons,
+  );
+}
+
+/**
+ * The card for `question` ({id, server, message, schema} or, URL mode, {id, server, message,
+ * url}). `answer(action, content)` sends the answer and resolves, or throws an error.
  */
 export function questionCard(question, answer) {
+  if (question.url) return urlCard(question, answer);
   const schema = question.schema || {};
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const props = Object.entries(schema.properties || {});

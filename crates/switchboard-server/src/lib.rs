@@ -197,6 +197,15 @@ async fn login_page(State(access): State<Arc<security::Access>>, Query(q): Query
     }
 }
 
+/// A body refused for its size was not read to its end, so the connection cannot carry another
+/// request: say so (`Connection: close`), or a client that reuses it gets a broken response.
+async fn close_after_unread_body(mut response: Response) -> Response {
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        response.headers_mut().insert(header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    }
+    response
+}
+
 /// The CORS layer for `origins`; none listed, no layer (and no CORS headers, no preflight
 /// answers) at all.
 fn cors(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>, ServeError> {
@@ -271,7 +280,8 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         .fallback(|| async {
             error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route").into_response()
         })
-        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT));
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::map_response(close_after_unread_body));
     if let Some(cors) = cors {
         // Outside the auth check, so a preflight (no token) gets its answer.
         router = router.layer(cors);

@@ -1,6 +1,6 @@
-//! Questions servers ask the person (`elicitation/create`, form mode), answered through the
-//! API: the dashboard shows each as a form, and any client that follows `/api/events` can
-//! answer with `POST /api/elicitations/{id}`.
+//! Questions servers ask the person (`elicitation/create`: a form, or a URL to open),
+//! answered through the API: the dashboard shows each, and any client that follows
+//! `/api/events` can answer with `POST /api/elicitations/{id}`.
 //!
 //! A question is published as an `elicitation_requested` event and waits for its answer (at
 //! most [`WAIT`], then it is cancelled); `elicitation_settled` says when it went, however it
@@ -40,11 +40,15 @@ pub struct Question {
     pub server: String,
     /// What it says to the person.
     pub message: String,
-    /// The values it asks for: an object schema whose properties are strings (maybe with a
-    /// `format`), numbers, integers, booleans, enums (`enum`, or `oneOf` of titled `const`s)
-    /// and arrays of enum values.
-    #[schema(value_type = Object)]
+    /// Form mode: the values it asks for, an object schema whose properties are strings (maybe
+    /// with a `format`), numbers, integers, booleans, enums (`enum`, or `oneOf` of titled
+    /// `const`s) and arrays of enum values. URL mode: `null`.
+    #[schema(value_type = Option<Object>)]
     pub schema: Value,
+    /// URL mode: the http(s) URL the person is asked to open; `accept` (with no content) says
+    /// they agreed to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 struct Pending {
@@ -118,8 +122,15 @@ impl Questions {
             tracing::info!(server = %request.server, "declined a question: nobody follows the events to answer it");
             return ElicitationAnswer::Decline;
         };
+        if let Some(url) = &request.url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            tracing::warn!(server = %request.server, "declined a URL question: not an http(s) URL");
+            return ElicitationAnswer::Decline;
+        }
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let question = Question { id, server: request.server, message: request.message, schema: request.schema };
+        let ElicitationRequest { server, message, schema, url, .. } = request;
+        let question = Question { id, server, message, schema, url };
         let (tx, rx) = oneshot::channel();
         let mut event = serde_json::to_value(&question).unwrap_or_default();
         event["type"] = json!("elicitation_requested");
@@ -164,6 +175,10 @@ fn action_of(answer: &ElicitationAnswer) -> &'static str {
 impl Elicitor for Questions {
     fn elicit(&self, request: ElicitationRequest) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
         Box::pin(self.ask(request))
+    }
+
+    fn takes_urls(&self) -> bool {
+        true
     }
 }
 

@@ -261,7 +261,9 @@ async fn servers_tools_resources_and_prompts_with_their_errors() {
         .body("{not json");
     assert_eq!(send(raw).await.0, StatusCode::BAD_REQUEST);
     let huge = json!({"arguments": {"text": "x".repeat(2 * 1024 * 1024)}});
-    assert_eq!(send(s.post("/api/tools/mcp__demo__echo/call", huge)).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    let response = s.post("/api/tools/mcp__demo__echo/call", huge).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(response.headers()["connection"], "close", "the unread body ends the connection");
     let (status, body) = send(s.post("/api/tools/mcp__demo__crash/call", json!({}))).await;
     assert_eq!((status, error_code(&body)), (StatusCode::BAD_GATEWAY, "server_exited"));
 
@@ -595,6 +597,30 @@ async fn servers_questions_are_answered_through_the_api() {
     assert_eq!(status, StatusCode::OK, "{body}");
     let text = body["model"]["blocks"].to_string();
     assert!(text.contains("Ada Lovelace") && text.contains("Violin") && text.contains("hero-3"), "{text}");
+
+    // URL mode: server-everything asks the person to open a page; `accept` is the consent and
+    // carries no values. A URL that is not http(s) is never put to the person.
+    let url_call = |url: &str| {
+        let request =
+            s.post("/api/tools/mcp__everything__trigger-url-elicitation/call", json!({"arguments": {"url": url}}));
+        tokio::spawn(send(request))
+    };
+    let asked = url_call("https://example.com/consent?step=2");
+    let question = next_event(&mut events, "elicitation_requested").await;
+    assert_eq!(
+        (question["url"].as_str(), &question["schema"]),
+        (Some("https://example.com/consent?step=2"), &Value::Null),
+        "{question}"
+    );
+    let id = question["id"].as_u64().unwrap();
+    let (status, body) = answer(id, json!({"action": "accept", "content": {"ok": true}})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "invalid_answer"), "{body}");
+    assert_eq!(answer(id, json!({"action": "accept"})).await.0, StatusCode::NO_CONTENT);
+    let (_, body) = asked.await.unwrap();
+    let text = body["model"]["blocks"].to_string();
+    assert!(text.contains("completed the URL elicitation") && text.contains("example.com/consent"), "{text}");
+    let (_, body) = url_call("javascript:alert(1)").await.unwrap();
+    assert!(body["model"]["blocks"].to_string().contains("declined to open"), "{body}");
 
     // A question from a server that goes away is taken back.
     let asked = call("mcp__demo__ask");

@@ -1,7 +1,9 @@
-//! Answering a server's `elicitation/create` (form mode): the server asks the person for a few
-//! values described by a flat JSON schema. The embedding application decides how to ask (a
-//! terminal prompt, a dialog, a policy); switchboard declares the `elicitation` capability only
-//! when it has been given an [`Elicitor`], and declines for it otherwise.
+//! Answering a server's `elicitation/create`. Form mode: the server asks the person for a few
+//! values described by a flat JSON schema. URL mode (2025-11-25): the server asks the person to
+//! open a URL (to log in somewhere, pay, consent) and the answer is only whether they agreed.
+//! The embedding application decides how to ask (a terminal prompt, a dialog, a policy);
+//! switchboard declares the `elicitation` capability only when it has been given an
+//! [`Elicitor`] (URL mode only when [`Elicitor::takes_urls`]), and declines otherwise.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -16,15 +18,37 @@ pub struct ElicitationRequest {
     pub server: String,
     /// What it says to the person.
     pub message: String,
-    /// The requested schema: an object whose properties are strings, numbers, integers,
-    /// booleans or enums, each possibly with `title`, `description` and `default`.
+    /// Form mode: the requested schema, an object whose properties are strings, numbers,
+    /// integers, booleans or enums, each possibly with `title`, `description` and `default`.
+    /// URL mode: `null`.
     pub schema: Value,
+    /// URL mode: the URL the person is asked to open (show it whole; never open it without
+    /// their consent).
+    pub url: Option<String>,
+    /// URL mode: the server's id for this elicitation.
+    pub elicitation_id: Option<String>,
 }
 
 impl ElicitationRequest {
-    /// A request (for tests and for applications that relay requests).
+    /// A form-mode request (for tests and for applications that relay requests).
     pub fn new(server: impl Into<String>, message: impl Into<String>, schema: Value) -> Self {
-        ElicitationRequest { server: server.into(), message: message.into(), schema }
+        ElicitationRequest { server: server.into(), message: message.into(), schema, url: None, elicitation_id: None }
+    }
+
+    /// A URL-mode request.
+    pub fn url(
+        server: impl Into<String>,
+        message: impl Into<String>,
+        url: impl Into<String>,
+        elicitation_id: impl Into<String>,
+    ) -> Self {
+        ElicitationRequest {
+            server: server.into(),
+            message: message.into(),
+            schema: Value::Null,
+            url: Some(url.into()),
+            elicitation_id: Some(elicitation_id.into()),
+        }
     }
 }
 
@@ -43,8 +67,14 @@ pub enum ElicitationAnswer {
 /// Something that can ask the person. Implemented by the CLI (on a terminal) and by
 /// embedding applications.
 pub trait Elicitor: Send + Sync + 'static {
-    /// Asks, and waits for the answer.
+    /// Asks, and waits for the answer. In URL mode, `Accept` (its values are ignored) means
+    /// the person agreed to open the URL.
     fn elicit(&self, request: ElicitationRequest) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>>;
+
+    /// Whether it can ask the person to open a URL (URL mode); `false` unless overridden.
+    fn takes_urls(&self) -> bool {
+        false
+    }
 }
 
 /// Accepts every request with each property's schema default (SEP-1034), for unattended use.

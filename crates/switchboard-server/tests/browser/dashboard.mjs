@@ -174,6 +174,19 @@ try {
   }
   await page.locator("#activity").getByText(/everything asks: Please provide/).waitFor();
 
+  step("a server asking to open a page shows the whole URL and opens nothing without consent");
+  const urlTool = tool("mcp__everything__trigger-url-elicitation");
+  await urlTool.locator("summary").first().click();
+  await urlTool.locator("textarea").fill('{"url": "https://example.com/consent?step=2", "message": "Approve the deployment"}');
+  await urlTool.getByRole("button", { name: "Call" }).click();
+  const urlQuestion = page.locator("#questions .question");
+  await urlQuestion.getByText("Approve the deployment").waitFor();
+  await urlQuestion.locator(".q-url").getByText("https://example.com/consent?step=2", { exact: true }).waitFor();
+  await urlQuestion.getByRole("button", { name: "Open example.com" }).waitFor();
+  await urlQuestion.getByRole("button", { name: "Decline" }).click();
+  await urlQuestion.waitFor({ state: "detached" });
+  await urlTool.locator("[data-testid=result] .block-text").getByText(/declined to open the URL/).waitFor();
+
   step("the keyboard moves between servers");
   await item("py").focus();
   await page.keyboard.press("ArrowUp");

@@ -19,7 +19,7 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation, ListRootsResult,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, ResourceUpdatedNotificationParam, Root,
-    RootsCapabilities, SamplingCapability,
+    RootsCapabilities, SamplingCapability, UrlElicitationCapability,
 };
 use rmcp::service::{ClientLifecycleMode, NotificationContext, RequestContext, RoleClient};
 use tokio::sync::{broadcast, mpsc};
@@ -222,17 +222,26 @@ impl Handler {
         ListRootsResult::new(roots)
     }
 
-    /// Asks the elicitor (form mode); declines without one, or for URL mode.
+    /// Asks the elicitor: form mode, or URL mode if it takes URLs; declines otherwise.
     pub(crate) async fn elicit(&self, request: ElicitRequestParams) -> ElicitResult {
-        let (Some(elicitor), ElicitRequestParams::FormElicitationParams { message, requested_schema, .. }) =
-            (&self.elicitor, request)
-        else {
-            // No one to ask, or URL mode (not supported yet): decline, so the server goes on.
+        let Some(elicitor) = &self.elicitor else {
+            // No one to ask (the capability was not declared): decline, so the server goes on.
             return ElicitResult::new(ElicitationAction::Decline);
         };
-        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-        let asked = ElicitationRequest { server: self.server.clone(), message, schema };
+        let asked = match request {
+            ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
+                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                ElicitationRequest::new(self.server.clone(), message, schema)
+            }
+            ElicitRequestParams::UrlElicitationParams { message, url, elicitation_id, .. } if elicitor.takes_urls() => {
+                ElicitationRequest::url(self.server.clone(), message, url, elicitation_id)
+            }
+            _ => return ElicitResult::new(ElicitationAction::Decline),
+        };
+        let url_mode = asked.url.is_some();
         match elicitor.elicit(asked).await {
+            // URL mode: `accept` is the person's consent to open the URL; no values go back.
+            ElicitationAnswer::Accept(_) if url_mode => ElicitResult::new(ElicitationAction::Accept),
             ElicitationAnswer::Accept(values) => {
                 ElicitResult::new(ElicitationAction::Accept).with_content(serde_json::Value::Object(values))
             }
@@ -260,9 +269,12 @@ impl ClientHandler for Handler {
         let mut roots = RootsCapabilities::default();
         roots.list_changed = Some(false);
         capabilities.roots = Some(roots);
-        if self.elicitor.is_some() {
+        if let Some(elicitor) = &self.elicitor {
             let mut elicitation = ElicitationCapability::new();
             elicitation.form = Some(FormElicitationCapability::default());
+            if elicitor.takes_urls() {
+                elicitation.url = Some(UrlElicitationCapability::default());
+            }
             capabilities.elicitation = Some(elicitation);
         }
         if self.sampler.is_some() {

@@ -269,7 +269,8 @@ fn wants_stream(headers: &HeaderMap) -> bool {
         (status = 200, description = "The result (JSON), or with `Accept: text/event-stream` `progress` events then a `result` (or `error`) event",
             content((CallResult = "application/json"), (String = "text/event-stream"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
+        (status = 409, body = ErrorBody, description = "Not connected, needs a login, or the server wants the person to open a page first (`url_required`: the message has the URLs)"),
+        (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
 pub async fn call_tool(
     State(app): State<AppState>,
     Path(name): Path<String>,
@@ -419,7 +420,8 @@ pub struct ReadQuery {
 #[utoipa::path(get, path = "/api/resources/read", tag = "catalog", params(ReadQuery),
     responses((status = 200, description = "The server's `resources/read` result", body = Object),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
+        (status = 409, body = ErrorBody, description = "Not connected, needs a login, or the server wants the person to open a page first (`url_required`: the message has the URLs)"),
+        (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
 pub async fn read_resource(
     State(app): State<AppState>,
     query: Result<Query<ReadQuery>, QueryRejection>,
@@ -463,7 +465,8 @@ pub struct PromptRequest {
     request_body = PromptRequest,
     responses((status = 200, description = "The server's `prompts/get` result", body = Object),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
+        (status = 409, body = ErrorBody, description = "Not connected, needs a login, or the server wants the person to open a page first (`url_required`: the message has the URLs)"),
+        (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
 pub async fn get_prompt(
     State(app): State<AppState>,
     Path((server, name)): Path<(String, String)>,

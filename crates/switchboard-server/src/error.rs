@@ -67,6 +67,8 @@ impl From<Error> for ApiError {
             Error::Rejected { code: -32602, .. } => (StatusCode::BAD_REQUEST, "invalid_params"),
             Error::Rejected { code: -32002, .. } => (StatusCode::NOT_FOUND, "unknown_resource"),
             Error::Rejected { code: -32601, .. } => (StatusCode::NOT_FOUND, "unsupported"),
+            // The person must open a page first (the message has the URLs), then call again.
+            Error::Rejected { code: -32042, .. } => (StatusCode::CONFLICT, "url_required"),
             Error::Rejected { .. } => (StatusCode::BAD_GATEWAY, "server_error"),
             _ => (StatusCode::BAD_GATEWAY, "server_error"),
         };

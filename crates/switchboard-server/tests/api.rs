@@ -621,6 +621,17 @@ async fn servers_questions_are_answered_through_the_api() {
     assert!(text.contains("completed the URL elicitation") && text.contains("example.com/consent"), "{text}");
     let (_, body) = url_call("javascript:alert(1)").await.unwrap();
     assert!(body["model"]["blocks"].to_string().contains("declined to open"), "{body}");
+    // The error path (-32042): the call is refused with the pages to open, then works.
+    let error_path = json!({"arguments": {"url": "https://example.com/other", "errorPath": true}});
+    let (status, body) =
+        send(s.post("/api/tools/mcp__everything__trigger-url-elicitation/call", error_path.clone())).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::CONFLICT, "url_required"), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("open https://modelcontextprotocol.io (Open this link"), "{message}");
+    let again = tokio::spawn(send(s.post("/api/tools/mcp__everything__trigger-url-elicitation/call", error_path)));
+    let id = next_event(&mut events, "elicitation_requested").await["id"].as_u64().unwrap();
+    assert_eq!(answer(id, json!({"action": "accept"})).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(again.await.unwrap().0, StatusCode::OK, "the call again goes through");
 
     // A question from a server that goes away is taken back.
     let asked = call("mcp__demo__ask");

@@ -534,8 +534,35 @@ async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, what: &str) 
         ServiceError::McpError(ref data) => Error::Rejected {
             server: slot.name.clone(),
             code: data.code.0,
-            message: format!("{what}: {}", describe_error(&e)),
+            message: format!("{what}: {}{}", describe_error(&e), urls_to_open(data)),
         },
         other => Error::Protocol { server: slot.name.clone(), message: format!("{what}: {}", describe_error(&other)) },
     }
 }
+
+/// For `-32042 URLElicitationRequired` (2025-11-25): the pages the server wants the person to
+/// open before the request can succeed, as a sentence for the error message (empty otherwise).
+fn urls_to_open(data: &rmcp::model::ErrorData) -> String {
+    if data.code.0 != URL_ELICITATION_REQUIRED {
+        return String::new();
+    }
+    let elicitations = data.data.as_ref().and_then(|d| d.get("elicitations")).and_then(|e| e.as_array());
+    let pages: Vec<String> = elicitations
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let url = e.get("url")?.as_str()?;
+            Some(match e.get("message").and_then(|m| m.as_str()) {
+                Some(message) => format!("{url} ({message})"),
+                None => url.to_string(),
+            })
+        })
+        .collect();
+    if pages.is_empty() {
+        return String::new();
+    }
+    format!("; open {} in a browser, then call again", pages.join(" and "))
+}
+
+/// The JSON-RPC code of a refusal that needs the person to open a page first.
+const URL_ELICITATION_REQUIRED: i32 = -32042;

@@ -1,6 +1,7 @@
-//! Asking the person at the terminal when a server requests input (`elicitation/create`, form
-//! mode): each field with its title, description, choices and default (Enter keeps the
-//! default), then whether to send. Only set up when stdin and stderr are terminals; otherwise
+//! Asking the person at the terminal when a server requests input (`elicitation/create`):
+//! form mode, each field with its title, description, choices and default (Enter keeps the
+//! default), then whether to send; URL mode, the whole URL and whether to open it (no unless
+//! they say yes; opened in the desktop's browser, or printed to open by hand). Only set up when stdin and stderr are terminals; otherwise
 //! the library declines for us.
 
 use std::io::{BufRead, Write};
@@ -50,19 +51,62 @@ impl Elicitor for TerminalElicitor {
                 let stdin = std::io::stdin();
                 let mut input = stdin.lock();
                 let mut err = std::io::stderr();
-                match bar {
+                let answer = match &bar {
                     Some(bar) => bar.suspend(|| ask(&request, &mut input, &mut err)),
                     None => ask(&request, &mut input, &mut err),
+                };
+                // URL mode: the person said yes to opening it.
+                if let (ElicitationAnswer::Accept(_), Some(url)) = (&answer, &request.url) {
+                    let opened = crate::login::has_display() && crate::login::open_browser(url);
+                    if !opened {
+                        let _ = writeln!(err, "  open it in a browser: {url}");
+                    }
                 }
+                answer
             })
             .await;
             asked.unwrap_or(ElicitationAnswer::Decline)
         })
     }
+
+    fn takes_urls(&self) -> bool {
+        true
+    }
+}
+
+/// URL mode: the whole URL, then whether to open it (no unless the person says yes). Only
+/// http(s) URLs are put to the person.
+fn ask_url(
+    request: &ElicitationRequest,
+    url: &str,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> ElicitationAnswer {
+    let server = console::style(&request.server).bold();
+    let _ = writeln!(out, "\n{server} asks you to open a page: {}", request.message);
+    let _ = writeln!(out, "  {url}");
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        let _ = writeln!(out, "  not a web address: declined");
+        return ElicitationAnswer::Decline;
+    }
+    let _ = write!(out, "  Open it? [y/N, c cancels] ");
+    let _ = out.flush();
+    let mut line = String::new();
+    if input.read_line(&mut line).unwrap_or(0) == 0 {
+        return ElicitationAnswer::Cancel;
+    }
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => ElicitationAnswer::Accept(Map::new()),
+        "c" | "cancel" => ElicitationAnswer::Cancel,
+        _ => ElicitationAnswer::Decline,
+    }
 }
 
 /// The questions and the answer, on `input`/`out` (a terminal; tests give buffers).
 pub fn ask(request: &ElicitationRequest, input: &mut impl BufRead, out: &mut impl Write) -> ElicitationAnswer {
+    if let Some(url) = &request.url {
+        return ask_url(request, url, input, out);
+    }
     let _ = writeln!(out, "\n{} asks: {}", console::style(&request.server).bold(), request.message);
     let required: Vec<&str> = request
         .schema
@@ -186,6 +230,26 @@ mod tests {
             shown.contains("Your name") && shown.contains("a whole number") && shown.contains("(needed)"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn a_page_to_open_is_shown_whole_and_opened_only_on_yes() {
+        let request = ElicitationRequest::url("srv", "Approve it", "https://example.com/ok?x=1", "e1");
+        let mut out = Vec::new();
+        let answer = ask(&request, &mut std::io::Cursor::new("y\n"), &mut out);
+        assert_eq!(answer, ElicitationAnswer::Accept(Map::new()));
+        let shown = String::from_utf8_lossy(&out);
+        assert!(shown.contains("https://example.com/ok?x=1") && shown.contains("Approve it"), "{shown}");
+        assert_eq!(
+            ask(&request, &mut std::io::Cursor::new("\n"), &mut out),
+            ElicitationAnswer::Decline,
+            "no by default"
+        );
+        assert_eq!(ask(&request, &mut std::io::Cursor::new("c\n"), &mut out), ElicitationAnswer::Cancel);
+        let sneaky = ElicitationRequest::url("srv", "Click", "javascript:alert(1)", "e2");
+        let mut out = Vec::new();
+        assert_eq!(ask(&sneaky, &mut std::io::Cursor::new("y\n"), &mut out), ElicitationAnswer::Decline);
+        assert!(String::from_utf8_lossy(&out).contains("not a web address"));
     }
 
     #[test]

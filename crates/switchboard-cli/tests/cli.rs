@@ -239,6 +239,9 @@ fn on_terminal_typing(home: &Path, args: &[&str], sized: bool, typed: &str) -> S
         .env("SWITCHBOARD_DATA_DIR", home.join("data"))
         .env_remove("RUST_LOG")
         .env_remove("NO_COLOR")
+        // No desktop: nothing a test does opens a browser.
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
         .current_dir(home)
         .output()
         .expect("util-linux `script` is needed for the terminal tests");
@@ -296,6 +299,37 @@ fn a_server_asking_for_input_gets_the_person_on_a_terminal_and_a_decline_elsewhe
     let out = sb(home.path(), home.path()).args(["--config", cfg, "call", "demo/ask"]).output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(!said.contains("accept"), "{said}");
+}
+
+/// URL mode on a terminal: server-everything asks the person to open a page; the whole URL
+/// is shown, nothing opens without a yes, and with no desktop the URL is printed to open.
+#[test]
+fn a_server_asking_to_open_a_page_gets_the_url_and_a_question_on_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = home.path().join("everything.json");
+    let everything = json!({"command": "node", "args": [switchboard_testkit::node_peer("server-everything"), "stdio"]});
+    std::fs::write(&cfg, json!({"servers": {"everything": everything}}).to_string()).unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let call = |typed: &str| {
+        let args = [
+            "--config",
+            cfg,
+            "call",
+            "everything/trigger-url-elicitation",
+            "--arg",
+            "url=https://example.com/approve?id=7",
+        ];
+        on_terminal_typing(home.path(), &args, true, typed)
+    };
+    let drawn = call("y\n");
+    assert!(
+        drawn.contains("asks you to open a page") && drawn.contains("https://example.com/approve?id=7"),
+        "{drawn:?}"
+    );
+    assert!(drawn.contains("open it in a browser: https://example.com/approve?id=7"), "{drawn:?}");
+    assert!(drawn.contains("completed the URL elicitation"), "{drawn:?}");
+    let drawn = call("\n");
+    assert!(drawn.contains("declined to open the URL"), "no unless yes: {drawn:?}");
 }
 
 /// `switchboard serve`: answers on loopback with the token from the data folder, refuses

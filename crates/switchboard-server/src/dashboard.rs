@@ -33,7 +33,10 @@ macro_rules! asset {
 const ASSETS: &[Asset] = &[
     Asset { path: "/", content_type: "text/html; charset=utf-8", body: include_str!("../assets/index.html") },
     asset!("app.js", "text/javascript; charset=utf-8"),
+    asset!("calls.js", "text/javascript; charset=utf-8"),
+    asset!("core.js", "text/javascript; charset=utf-8"),
     asset!("dom.js", "text/javascript; charset=utf-8"),
+    asset!("library.js", "text/javascript; charset=utf-8"),
     asset!("questions.js", "text/javascript; charset=utf-8"),
     asset!("schema.js", "text/javascript; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
@@ -89,7 +92,8 @@ mod tests {
             }
             assert!(!script.body.contains("innerHTML"), "{}: server data must be shown as text", script.path);
         }
-        let app = ASSETS.iter().find(|a| a.path == "/assets/app.js").map(|a| a.body).unwrap_or_default();
-        assert!(app.contains("from \"./schema.js\"") && app.contains("from \"./questions.js\""));
+        let body = |path: &str| ASSETS.iter().find(|a| a.path == path).map(|a| a.body).unwrap_or_default();
+        assert!(body("/assets/app.js").contains("from \"./calls.js\""));
+        assert!(body("/assets/calls.js").contains("from \"./schema.js\""), "arguments are checked");
     }
 }

@@ -8,8 +8,9 @@ use std::io::{BufRead, Write};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use serde_json::json;
 use serde_json::{Map, Value};
-use switchboard::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
+use switchboard::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor, check_answer};
 
 /// The spinner or progress bar on screen, if any, so a question is not drawn over.
 #[derive(Clone, Default)]
@@ -123,19 +124,18 @@ pub fn ask(request: &ElicitationRequest, input: &mut impl BufRead, out: &mut imp
         if let Some(d) = prop.get("description").and_then(Value::as_str) {
             let _ = writeln!(out, "  {}", console::style(d).dim());
         }
-        let choices: Vec<String> = prop
-            .get("enum")
-            .and_then(Value::as_array)
-            .map(|e| e.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect())
-            .unwrap_or_default();
+        let many = prop.get("type").and_then(Value::as_str) == Some("array");
+        let choices = choices_of(if many { prop.get("items").unwrap_or(&Value::Null) } else { prop });
         let default = prop.get("default");
         for _attempt in 0..3 {
             let mut hint = String::new();
             if !choices.is_empty() {
-                hint.push_str(&format!(" ({})", choices.join("/")));
+                let labels: Vec<&str> = choices.iter().map(|c| c.label.as_str()).collect();
+                let sep = if many { ", " } else { "/" };
+                hint.push_str(&format!(" ({}{})", labels.join(sep), if many { "; several with commas" } else { "" }));
             }
             if let Some(d) = default {
-                hint.push_str(&format!(" [{}]", d.as_str().map_or_else(|| d.to_string(), str::to_string)));
+                hint.push_str(&format!(" [{}]", shown(d, &choices)));
             }
             let _ = write!(out, "  {title}{hint}: ");
             let _ = out.flush();
@@ -157,7 +157,14 @@ pub fn ask(request: &ElicitationRequest, input: &mut impl BufRead, out: &mut imp
                     }
                 }
             }
-            match parse(prop, line, &choices) {
+            // Typed, then checked against the property's bounds (what the server would refuse).
+            let checked = parse(prop, line, &choices).and_then(|v| {
+                let one = json!({"properties": {name.as_str(): prop}});
+                let answer = Map::from_iter([(name.clone(), v.clone())]);
+                let problems = check_answer(&one, &answer);
+                if problems.is_empty() { Ok(v) } else { Err(problems.join("; ")) }
+            });
+            match checked {
                 Ok(v) => {
                     values.insert(name.clone(), v);
                     break;
@@ -186,12 +193,81 @@ pub fn ask(request: &ElicitationRequest, input: &mut impl BufRead, out: &mut imp
     }
 }
 
-/// A typed value for the property, or why the text is not one.
-fn parse(prop: &Value, text: &str, choices: &[String]) -> Result<Value, String> {
-    if !choices.is_empty() && !choices.iter().any(|c| c == text) {
-        return Err(format!("one of: {}", choices.join(", ")));
+/// One value a property offers, and what the person sees (its title, or the value).
+struct Choice {
+    value: Value,
+    label: String,
+}
+
+/// The choices of a property (or of an array's items): `enum` (with legacy `enumNames`), or
+/// the `const`s of `oneOf`/`anyOf` with their titles.
+fn choices_of(prop: &Value) -> Vec<Choice> {
+    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    if let Some(values) = prop.get("enum").and_then(Value::as_array) {
+        let names = prop.get("enumNames").and_then(Value::as_array);
+        return values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Choice {
+                value: v.clone(),
+                label: names.and_then(|n| n.get(i)).map_or_else(|| text(v), text),
+            })
+            .collect();
     }
-    match prop.get("type").and_then(Value::as_str) {
+    let options = prop.get("oneOf").or_else(|| prop.get("anyOf")).and_then(Value::as_array);
+    options
+        .into_iter()
+        .flatten()
+        .filter_map(|o| {
+            let value = o.get("const")?.clone();
+            let label = o.get("title").map_or_else(|| text(&value), text);
+            Some(Choice { value, label })
+        })
+        .collect()
+}
+
+/// A value as the person would type it (a choice by its label).
+fn shown(value: &Value, choices: &[Choice]) -> String {
+    let one = |v: &Value| {
+        choices
+            .iter()
+            .find(|c| &c.value == v)
+            .map_or_else(|| v.as_str().map_or_else(|| v.to_string(), str::to_string), |c| c.label.clone())
+    };
+    match value.as_array() {
+        Some(items) => items.iter().map(one).collect::<Vec<_>>().join(", "),
+        None => one(value),
+    }
+}
+
+/// The choice `text` names (its label, any case, or its value).
+fn pick(text: &str, choices: &[Choice]) -> Result<Value, String> {
+    choices
+        .iter()
+        .find(|c| {
+            c.label.eq_ignore_ascii_case(text)
+                || c.value
+                    .as_str()
+                    .map_or_else(|| serde_json::from_str::<Value>(text).is_ok_and(|v| v == c.value), |v| v == text)
+        })
+        .map(|c| c.value.clone())
+        .ok_or_else(|| format!("one of: {}", choices.iter().map(|c| c.label.as_str()).collect::<Vec<_>>().join(", ")))
+}
+
+/// A typed value for the property, or why the text is not one.
+fn parse(prop: &Value, text: &str, choices: &[Choice]) -> Result<Value, String> {
+    let kind = prop.get("type").and_then(Value::as_str);
+    if kind == Some("array") {
+        let items = text.split(',').map(str::trim).filter(|t| !t.is_empty());
+        return match choices.is_empty() {
+            true => Ok(Value::Array(items.map(|t| Value::String(t.to_string())).collect())),
+            false => items.map(|t| pick(t, choices)).collect::<Result<Vec<_>, _>>().map(Value::Array),
+        };
+    }
+    if !choices.is_empty() {
+        return pick(text, choices);
+    }
+    match kind {
         Some("integer") => text.parse::<i64>().map(Value::from).map_err(|_| "a whole number, please".into()),
         Some("number") => text.parse::<f64>().map(Value::from).map_err(|_| "a number, please".into()),
         Some("boolean") => match text.to_ascii_lowercase().as_str() {
@@ -230,6 +306,34 @@ mod tests {
             shown.contains("Your name") && shown.contains("a whole number") && shown.contains("(needed)"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn choices_by_title_several_with_commas_and_bounds_checked() {
+        // The field kinds of server-everything's `trigger-elicitation-request`.
+        let schema = json!({"type": "object", "properties": {
+            "hero": {"type": "string", "title": "Hero", "oneOf": [
+                {"const": "hero-1", "title": "Superman"}, {"const": "hero-3", "title": "Wonder Woman"}],
+                "default": "hero-1"},
+            "fish": {"type": "array", "title": "Fish", "minItems": 1, "maxItems": 2,
+                "items": {"anyOf": [{"const": "fish-1", "title": "Tuna"}, {"const": "fish-2", "title": "Salmon"}]}},
+            "pet": {"type": "string", "enum": ["pet-1", "pet-2"], "enumNames": ["Cats", "Dogs"]},
+            "integer": {"type": "integer", "minimum": 1, "maximum": 100},
+        }});
+        let request = ElicitationRequest::new("srv", "Tell me", schema);
+        let mut out = Vec::new();
+        // hero: "batman" (refused), then "wonder woman"; fish: "Tuna, Salmon, Tuna" (too many),
+        // then "salmon"; pet: "Dogs"; integer: 1000 (out of bounds), then 7; send.
+        let typed = "batman\nwonder woman\nTuna, Salmon, Tuna\nsalmon\nDogs\n1000\n7\n\n";
+        let answer = ask(&request, &mut std::io::Cursor::new(typed), &mut out);
+        let expected = json!({"hero": "hero-3", "fish": ["fish-2"], "pet": "pet-2", "integer": 7});
+        assert_eq!(answer, ElicitationAnswer::Accept(expected.as_object().cloned().unwrap_or_default()));
+        let shown = String::from_utf8_lossy(&out);
+        assert!(shown.contains("Hero (Superman/Wonder Woman) [Superman]"), "{shown}");
+        assert!(shown.contains("Fish (Tuna, Salmon; several with commas)"), "{shown}");
+        assert!(shown.contains("one of: Superman, Wonder Woman"), "{shown}");
+        assert!(shown.contains("`fish` must have 1 to 2 items"), "{shown}");
+        assert!(shown.contains("`integer` must be within 1 and 100"), "{shown}");
     }
 
     #[test]

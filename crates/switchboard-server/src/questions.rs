@@ -122,12 +122,6 @@ impl Questions {
             tracing::info!(server = %request.server, "declined a question: nobody follows the events to answer it");
             return ElicitationAnswer::Decline;
         };
-        if let Some(url) = &request.url
-            && !(url.starts_with("https://") || url.starts_with("http://"))
-        {
-            tracing::warn!(server = %request.server, "declined a URL question: not an http(s) URL");
-            return ElicitationAnswer::Decline;
-        }
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let ElicitationRequest { server, message, schema, url, .. } = request;
         let question = Question { id, server, message, schema, url };
@@ -135,9 +129,8 @@ impl Questions {
         let mut event = serde_json::to_value(&question).unwrap_or_default();
         event["type"] = json!("elicitation_requested");
         self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Pending { question, answer: tx });
-        // If the server gives up (or the call ends) first, this future is dropped: the guard
-        // takes the question back and says so.
-        // An answered question is gone already, so the guard then does nothing.
+        // If the server gives up (or goes away) first, this future is dropped and the guard
+        // takes the question back and says so; an answered question is gone already.
         let _guard = Withdraw { questions: self, id };
         log.publish_value(event);
         drop(log);

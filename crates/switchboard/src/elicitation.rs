@@ -22,8 +22,8 @@ pub struct ElicitationRequest {
     /// integers, booleans or enums, each possibly with `title`, `description` and `default`.
     /// URL mode: `null`.
     pub schema: Value,
-    /// URL mode: the URL the person is asked to open (show it whole; never open it without
-    /// their consent).
+    /// URL mode: the http(s) URL the person is asked to open (show it whole; never open it
+    /// without their consent). Other schemes are declined before any elicitor sees them.
     pub url: Option<String>,
     /// URL mode: the server's id for this elicitation.
     pub elicitation_id: Option<String>,

@@ -29,6 +29,13 @@ page.on("request", (r) => r.url().includes("/call") && callRequests++);
 
 const item = (name) => page.locator(`.server-item[data-name="${name}"]`);
 const tool = (name) => page.locator(`details.tool[data-tool="${name}"]`);
+/** Opens tool `name`, types `args` (JSON text) if given, presses Call; its result area. */
+const callTool = async (name, args) => {
+  await tool(name).locator("summary").first().click();
+  if (args !== undefined) await tool(name).locator("textarea").fill(args);
+  await tool(name).getByRole("button", { name: "Call" }).click();
+  return tool(name).locator("[data-testid=result]");
+};
 
 try {
   step("without a session the page asks for a login");
@@ -61,14 +68,11 @@ try {
   await facts.getByText(/^20\d\d-\d\d-\d\d$/).first().waitFor();
 
   step("call a tool and see its result as the model sees it");
-  await tool("mcp__demo__echo").locator("summary").first().click();
-  await tool("mcp__demo__echo").locator("textarea").fill('{"text": "hello from the browser"}');
-  await tool("mcp__demo__echo").getByRole("button", { name: "Call" }).click();
+  await callTool("mcp__demo__echo", '{"text": "hello from the browser"}');
   await tool("mcp__demo__echo").locator("[data-testid=result] .block-text").getByText("hello from the browser").waitFor();
 
   step("an image result is rendered");
-  await tool("mcp__demo__image").locator("summary").first().click();
-  await tool("mcp__demo__image").getByRole("button", { name: "Call" }).click();
+  await callTool("mcp__demo__image");
   const img = tool("mcp__demo__image").locator("[data-testid=result] img");
   await img.waitFor();
   assert.ok(await img.evaluate((i) => i.complete && i.naturalWidth > 0), "the image decoded");
@@ -92,9 +96,7 @@ try {
   await greet.locator("[data-testid=result]").getByText(/Ada/).first().waitFor();
 
   step("output over the model's budget is cut, and the page says so");
-  await tool("mcp__demo__big").locator("summary").first().click();
-  await tool("mcp__demo__big").locator("textarea").fill('{"bytes": 200000}');
-  await tool("mcp__demo__big").getByRole("button", { name: "Call" }).click();
+  await callTool("mcp__demo__big", '{"bytes": 200000}');
   await tool("mcp__demo__big").locator("[data-testid=result] .notes").getByText(/Cut to fit/).waitFor();
   await tool("mcp__demo__big").locator("[data-testid=result] .notes").getByText(/Full output kept in/).waitFor();
 
@@ -132,8 +134,7 @@ try {
 
   step("the official server-everything: an image result from a server no one here wrote");
   await item("everything").click();
-  await tool("mcp__everything__get-tiny-image").locator("summary").first().click();
-  await tool("mcp__everything__get-tiny-image").getByRole("button", { name: "Call" }).click();
+  await callTool("mcp__everything__get-tiny-image");
   const tiny = tool("mcp__everything__get-tiny-image").locator("[data-testid=result] img");
   await tiny.waitFor();
   assert.ok(await tiny.evaluate((i) => i.complete && i.naturalWidth > 0), "the image decoded");
@@ -141,8 +142,7 @@ try {
   step("a server's question (elicitation) becomes a form, checked against its schema before it is sent");
   let answers = 0;
   page.on("request", (r) => r.method() === "POST" && r.url().includes("/api/elicitations/") && answers++);
-  await tool("mcp__everything__trigger-elicitation-request").locator("summary").first().click();
-  await tool("mcp__everything__trigger-elicitation-request").getByRole("button", { name: "Call" }).click();
+  await callTool("mcp__everything__trigger-elicitation-request");
   const question = page.locator("#questions .question");
   await question.getByText("Please provide inputs for the following fields:").waitFor();
   await question.getByText("everything", { exact: true }).waitFor();
@@ -176,9 +176,7 @@ try {
 
   step("a server asking to open a page shows the whole URL and opens nothing without consent");
   const urlTool = tool("mcp__everything__trigger-url-elicitation");
-  await urlTool.locator("summary").first().click();
-  await urlTool.locator("textarea").fill('{"url": "https://example.com/consent?step=2", "message": "Approve the deployment"}');
-  await urlTool.getByRole("button", { name: "Call" }).click();
+  await callTool("mcp__everything__trigger-url-elicitation", '{"url": "https://example.com/consent?step=2", "message": "Approve the deployment"}');
   const urlQuestion = page.locator("#questions .question");
   await urlQuestion.getByText("Approve the deployment").waitFor();
   await urlQuestion.locator(".q-url").getByText("https://example.com/consent?step=2", { exact: true }).waitFor();
@@ -223,8 +221,7 @@ try {
   await popup.getByText("Logged in").waitFor({ timeout: 20000 });
   await item("secure").and(page.locator('[data-state="connected"]')).waitFor({ timeout: 20000 });
   await popup.close();
-  await tool("mcp__secure__whoami").locator("summary").first().click();
-  await tool("mcp__secure__whoami").getByRole("button", { name: "Call" }).click();
+  await callTool("mcp__secure__whoami");
   await tool("mcp__secure__whoami").locator("[data-testid=result]").waitFor();
   await notReloaded();
 

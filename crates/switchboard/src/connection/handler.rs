@@ -222,7 +222,8 @@ impl Handler {
         ListRootsResult::new(roots)
     }
 
-    /// Asks the elicitor: form mode, or URL mode if it takes URLs; declines otherwise.
+    /// Asks the elicitor: form mode, or URL mode (an http(s) URL) if it takes URLs; declines
+    /// otherwise.
     pub(crate) async fn elicit(&self, request: ElicitRequestParams) -> ElicitResult {
         let Some(elicitor) = &self.elicitor else {
             // No one to ask (the capability was not declared): decline, so the server goes on.
@@ -233,7 +234,10 @@ impl Handler {
                 let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
                 ElicitationRequest::new(self.server.clone(), message, schema)
             }
-            ElicitRequestParams::UrlElicitationParams { message, url, elicitation_id, .. } if elicitor.takes_urls() => {
+            // Only a web address is ever put to the person (not `javascript:`, `file:`...).
+            ElicitRequestParams::UrlElicitationParams { message, url, elicitation_id, .. }
+                if elicitor.takes_urls() && (url.starts_with("https://") || url.starts_with("http://")) =>
+            {
                 ElicitationRequest::url(self.server.clone(), message, url, elicitation_id)
             }
             _ => return ElicitResult::new(ElicitationAction::Decline),

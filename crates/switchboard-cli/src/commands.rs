@@ -23,8 +23,10 @@ use crate::{Cli, Command, ConfigAction};
 pub async fn run(cli: Cli) -> u8 {
     match dispatch(cli).await {
         Ok(code) => code,
+        // `switchboard tools | head -1`: the reader has what it wanted.
+        Err(e) if crate::out::is_broken_pipe(&e) => 0,
         Err(e) => {
-            eprintln!(
+            note!(
                 "{} {e:#}",
                 if render::stderr_tty() { console::style("error:").red().bold().to_string() } else { "error:".into() }
             );
@@ -50,7 +52,8 @@ fn load(cli: &Cli) -> Result<Ctx> {
 }
 
 /// Starts the hub (only `only`, when given), with a spinner while servers connect, and runs
-/// `body`; Ctrl-C at any point shuts the hub down (ending every server tree) and exits 130.
+/// `body`; SIGINT, SIGTERM, SIGHUP or SIGQUIT at any point shut the hub down (ending every
+/// server tree) and exit with 128 + the signal.
 async fn with_hub<F, Fut>(ctx: &Ctx, only: Option<BTreeSet<String>>, body: F) -> Result<u8>
 where
     F: FnOnce(Hub, CancellationToken) -> Fut,
@@ -81,17 +84,25 @@ where
         body(hub.clone(), cancel.clone()).await
     };
     tokio::pin!(work);
+    let mut stop = crate::signals::Stop::listen();
     let result = tokio::select! {
         r = &mut work => r,
-        _ = tokio::signal::ctrl_c() => {
+        signal = stop.next() => {
             cancel.cancel();
             // Give a call in flight a moment to send its cancellation.
             let _ = tokio::time::timeout(Duration::from_millis(300), &mut work).await;
-            eprintln!("interrupted");
-            Ok(130)
+            if signal == crate::signals::SIGINT {
+                note!("interrupted");
+            }
+            Ok(crate::signals::exit_code(signal))
         }
     };
-    hub.shutdown().await;
+    // A second signal while the servers are being closed ends the wait; their supervisors
+    // finish the job.
+    tokio::select! {
+        () = hub.shutdown() => {}
+        _ = stop.next() => {}
+    }
     result
 }
 
@@ -128,7 +139,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         .iter()
         .filter(|d| !matches!(cli.command, Command::Config { .. }) && d.severity == config::Severity::Error)
     {
-        eprintln!("{d}");
+        note!("{d}");
     }
     match cli.command {
         Command::List { json } => with_hub(ctx, None, |hub, _| async move { list(ctx, &hub, json) }).await,
@@ -162,7 +173,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                     for tool in &tools {
                         t.add_row(vec![tool.name.clone(), tool.server.clone(), short(tool.tool.description.as_deref().unwrap_or(""), 70)]);
                     }
-                    println!("{t}");
+                    out!("{t}");
                     warn_not_connected(&hub);
                 }
                 Ok(0)
@@ -198,7 +209,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                             r.template.mime_type.clone().unwrap_or_default(),
                         ]);
                     }
-                    println!("{t}");
+                    out!("{t}");
                     warn_not_connected(&hub);
                 }
                 Ok(0)
@@ -214,13 +225,13 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                 } else {
                     for c in serde_json::to_value(&result.contents)?.as_array().into_iter().flatten() {
                         match (c.get("text").and_then(Value::as_str), c.get("blob").and_then(Value::as_str)) {
-                            (Some(text), _) => println!("{text}"),
-                            (None, Some(blob)) => println!(
+                            (Some(text), _) => out!("{text}"),
+                            (None, Some(blob)) => out!(
                                 "[binary {}, {} bytes of base64; use --json]",
                                 c.get("mimeType").and_then(Value::as_str).unwrap_or("?"),
                                 blob.len()
                             ),
-                            _ => println!("{c}"),
+                            _ => out!("{c}"),
                         }
                     }
                 }
@@ -259,7 +270,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                             short(p.prompt.description.as_deref().unwrap_or(""), 60),
                         ]);
                     }
-                    println!("{t}");
+                    out!("{t}");
                     warn_not_connected(&hub);
                 }
                 Ok(0)
@@ -282,7 +293,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                             .and_then(Value::as_str)
                             .map(str::to_string)
                             .unwrap_or_else(|| content.to_string());
-                        println!("[{role}] {text}");
+                        out!("[{role}] {text}");
                     }
                 }
                 Ok(0)
@@ -324,7 +335,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             let mut store = TrustStore::open(&ctx.paths.data_dir)?;
             if store.untrust(&ctx.loaded.project_root, server) {
                 store.save()?;
-                println!("Server `{server}` is no longer trusted in {}.", ctx.loaded.project_root.display());
+                out!("Server `{server}` is no longer trusted in {}.", ctx.loaded.project_root.display());
                 Ok(0)
             } else {
                 bail!("server `{server}` was not trusted in {}", ctx.loaded.project_root.display())
@@ -337,14 +348,14 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                 )?;
             } else if ctx.loaded.diagnostics.is_empty() {
                 let found = ctx.loaded.files.iter().filter(|f| f.found).count();
-                println!(
+                out!(
                     "No problems in {found} config file{} ({} servers).",
                     if found == 1 { "" } else { "s" },
                     ctx.loaded.servers.len()
                 );
             } else {
                 for d in &ctx.loaded.diagnostics {
-                    println!("{d}");
+                    out!("{d}");
                 }
             }
             Ok(u8::from(ctx.loaded.has_errors()))
@@ -355,8 +366,8 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                     &json!({"project_root": ctx.loaded.project_root, "data_dir": ctx.paths.data_dir, "files": ctx.loaded.files}),
                 )?;
             } else {
-                println!("project root: {}", ctx.loaded.project_root.display());
-                println!("data folder:  {}", ctx.paths.data_dir.display());
+                out!("project root: {}", ctx.loaded.project_root.display());
+                out!("data folder:  {}", ctx.paths.data_dir.display());
                 let mut t = table(&["FILE", "SCOPE", "FOUND"]);
                 for f in &ctx.loaded.files {
                     t.add_row(vec![
@@ -365,7 +376,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                         if f.found { "yes".into() } else { "no".into() },
                     ]);
                 }
-                println!("{t}");
+                out!("{t}");
             }
             Ok(0)
         }
@@ -386,7 +397,7 @@ fn warn_not_connected(hub: &Hub) {
         .map(|s| format!("{} ({})", s.name, s.status.state()))
         .collect();
     if !down.is_empty() {
-        eprintln!("note: not included: {} (see `switchboard list`)", down.join(", "));
+        note!("note: not included: {} (see `switchboard list`)", down.join(", "));
     }
 }
 
@@ -399,7 +410,7 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
         return Ok(0);
     }
     if servers.is_empty() {
-        println!("No MCP servers configured.");
+        out!("No MCP servers configured.");
     } else {
         let mut t = table(&["SERVER", "SCOPE", "STATUS", "TOOLS", "DETAIL"]);
         for s in &servers {
@@ -415,22 +426,22 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
                 short(&s.status.summary(), 90),
             ]);
         }
-        println!("{t}");
+        out!("{t}");
     }
     if servers.iter().any(|s| matches!(s.status, ServerStatus::Untrusted)) {
-        println!("\nProject servers wait for trust: `switchboard trust <server>` shows what would run.");
+        out!("\nProject servers wait for trust: `switchboard trust <server>` shows what would run.");
     }
     for s in &servers {
         if let ServerStatus::Failed { kind: FailureKind::NeedsAuth | FailureKind::NeedsClientRegistration, .. } =
             s.status
         {
-            println!("\n`{}` needs a login: switchboard auth {}", s.name, s.name);
+            out!("\n`{}` needs a login: switchboard auth {}", s.name, s.name);
         }
     }
     if servers.iter().any(|s| matches!(s.status, ServerStatus::Failed { .. })) {
-        println!("\n`switchboard get <server>` shows why a server failed.");
+        out!("\n`switchboard get <server>` shows why a server failed.");
     }
-    println!("\nAdd a server: switchboard add NAME -- COMMAND ARGS...   or   switchboard add NAME --url URL");
+    out!("\nAdd a server: switchboard add NAME -- COMMAND ARGS...   or   switchboard add NAME --url URL");
     Ok(0)
 }
 
@@ -453,55 +464,51 @@ fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool, checked: Option<(bool, st
         }))?;
         return Ok(if checked.is_some_and(|(ok, _)| !ok) { 1 } else { 0 });
     }
-    println!("{}  {}", console::style(&info.name).bold(), status_word(&info.status));
-    println!("  source   {} ({})", info.source.display(), info.scope);
+    out!("{}  {}", console::style(&info.name).bold(), status_word(&info.status));
+    out!("  source   {} ({})", info.source.display(), info.scope);
     if let ServerEntry::Valid(c) = entry {
         for line in render::launch_lines(c).iter().skip(1) {
-            println!("  {line}");
+            out!("  {line}");
         }
     }
     match &info.status {
         ServerStatus::Connected { protocol_version, server_name, server_version, instructions, .. } => {
-            println!("  server   {server_name} {server_version}");
-            println!("  protocol {protocol_version}");
+            out!("  server   {server_name} {server_version}");
+            out!("  protocol {protocol_version}");
             if let Some(i) = instructions {
-                println!("  instructions: {}", short(i, 100));
+                out!("  instructions: {}", short(i, 100));
             }
         }
         ServerStatus::Failed { kind, message, .. } => {
-            println!("  failure  {}", serde_json::to_value(kind)?.as_str().unwrap_or("?"));
+            out!("  failure  {}", serde_json::to_value(kind)?.as_str().unwrap_or("?"));
             for line in message.lines() {
-                println!("    {line}");
+                out!("    {line}");
             }
         }
-        other => println!("  {}", other.summary()),
+        other => out!("  {}", other.summary()),
     }
     if !tools.is_empty() {
-        println!("\n  tools ({}):", tools.len());
+        out!("\n  tools ({}):", tools.len());
         for t in &tools {
-            println!(
-                "    {}  {}",
-                t.name,
-                console::style(short(t.tool.description.as_deref().unwrap_or(""), 70)).dim()
-            );
+            out!("    {}  {}", t.name, console::style(short(t.tool.description.as_deref().unwrap_or(""), 70)).dim());
         }
     }
     if !resources.is_empty() {
-        println!("\n  resources ({}):", resources.len());
+        out!("\n  resources ({}):", resources.len());
         for r in &resources {
-            println!("    {}", r.resource.uri);
+            out!("    {}", r.resource.uri);
         }
     }
     if !prompts.is_empty() {
-        println!("\n  prompts ({}):", prompts.len());
+        out!("\n  prompts ({}):", prompts.len());
         for p in &prompts {
-            println!("    {}", p.prompt.name);
+            out!("    {}", p.prompt.name);
         }
     }
     match checked {
-        Some((true, took)) => println!("\n  check    alive (answered a ping; {} ms in all)", took.as_millis()),
+        Some((true, took)) => out!("\n  check    alive (answered a ping; {} ms in all)", took.as_millis()),
         Some((false, _)) => {
-            println!("\n  check    not alive: {}", info.status.summary());
+            out!("\n  check    not alive: {}", info.status.summary());
             return Ok(1);
         }
         None => {}
@@ -577,9 +584,9 @@ async fn call(
         } else {
             let text = output.model.text();
             if output.is_error() {
-                eprintln!("{text}");
+                note!("{text}");
             } else {
-                println!("{text}");
+                out!("{text}");
             }
         }
         Ok(u8::from(output.is_error()))

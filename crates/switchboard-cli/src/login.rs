@@ -51,16 +51,16 @@ async fn browser_login(hub: &Hub, server: &str, port: u16, no_browser: bool, pri
     let url = login.authorization_url().to_string();
     let can_paste = std::io::stdin().is_terminal() || no_browser;
     if print_url {
-        println!("{url}");
+        out!("{url}");
         std::io::stdout().flush()?;
     } else {
-        eprintln!("Log in to `{server}` in a browser:\n\n  {url}\n");
+        note!("Log in to `{server}` in a browser:\n\n  {url}\n");
         if !no_browser && has_display() && open_browser(&url) {
-            eprintln!("(opened in your browser)");
+            note!("(opened in your browser)");
         }
-        eprintln!("Waiting for the browser to come back to {redirect} (5 minutes; Ctrl-C cancels).");
+        note!("Waiting for the browser to come back to {redirect} (5 minutes; Ctrl-C cancels).");
         if can_paste {
-            eprintln!(
+            note!(
                 "If the browser runs on another machine (SSH), paste here the address it ended on (it starts with \
                  {redirect}) and press Enter."
             );
@@ -75,7 +75,7 @@ async fn browser_login(hub: &Hub, server: &str, port: u16, no_browser: bool, pri
             match lines.next_line().await {
                 Ok(Some(line)) if line.trim().starts_with("http") => return line.trim().to_string(),
                 Ok(Some(line)) if !line.trim().is_empty() => {
-                    eprintln!("That is not the address the browser ended on (it starts with {redirect}); try again.")
+                    note!("That is not the address the browser ended on (it starts with {redirect}); try again.")
                 }
                 Ok(Some(_)) => {}
                 // End of input: the callback may still come.
@@ -110,7 +110,7 @@ fn report(server: &str, status: &ServerStatus, quiet: bool) -> Result<u8> {
     match status {
         ServerStatus::Connected { counts, .. } => {
             if !quiet {
-                println!("Logged in to `{server}`: connected, {} tools.", counts.tools);
+                out!("Logged in to `{server}`: connected, {} tools.", counts.tools);
             }
             Ok(0)
         }
@@ -158,15 +158,15 @@ pub fn list(loaded: &LoadedConfig, store: &TokenStore, json: bool) -> Result<u8>
         return Ok(0);
     }
     if logins.is_empty() {
-        println!("No stored logins ({}).", store.path().display());
+        out!("No stored logins ({}).", store.path().display());
         return Ok(0);
     }
     let mut t = table(&["SERVER", "URL", "EXPIRES", "SCOPES", "REFRESH"]);
     for l in &logins {
         t.add_row(vec![l.servers.join(", "), l.url.clone(), expiry(l), l.scopes.join(" "), yes_no(l.refreshable)]);
     }
-    println!("{t}");
-    println!("\nTokens are in {} (never shown).", store.path().display());
+    out!("{t}");
+    out!("\nTokens are in {} (never shown).", store.path().display());
     Ok(0)
 }
 
@@ -192,11 +192,9 @@ fn expiry(l: &LoginInfo) -> String {
 pub async fn logout(loaded: &LoadedConfig, store: &TokenStore, server: &str) -> Result<u8> {
     let (url, _) = remote(loaded, server)?;
     if switchboard::auth::logout(store, &url, server).await? {
-        println!(
-            "Logged out of `{server}` (its tokens are deleted; the registered client is kept for the next login)."
-        );
+        out!("Logged out of `{server}` (its tokens are deleted; the registered client is kept for the next login).");
     } else {
-        println!("No stored login for `{server}` ({url}).");
+        out!("No stored login for `{server}` ({url}).");
     }
     Ok(0)
 }

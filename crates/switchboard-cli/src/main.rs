@@ -1,15 +1,20 @@
 //! `switchboard`: the command line over the switchboard library.
 //!
 //! Reading commands start only the servers they need, show a spinner while they connect, and
-//! have `--json` (stable shapes documented in README.md; no secret is ever printed). Ctrl-C on
-//! any command shuts the hub down, which ends every server's process tree, before exiting.
+//! have `--json` (stable shapes documented in README.md; no secret is ever printed). SIGINT,
+//! SIGTERM, SIGHUP or SIGQUIT on any command shut the hub down, which ends every server's
+//! process tree, before exiting with 128 + the signal; whatever else ends this process (SIGKILL,
+//! a panic), each server's supervisor ends its tree. A closed stdout ends a command quietly.
 
+#[macro_use]
+mod out;
 mod ask;
 mod commands;
 mod login;
 mod manage;
 mod render;
 mod serve;
+mod signals;
 
 use std::path::PathBuf;
 
@@ -276,13 +281,16 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logs(cli.verbose);
     if let Command::Completions { shell } = &cli.command {
-        clap_complete::generate(*shell, &mut Cli::command(), "switchboard", &mut std::io::stdout());
+        // clap_complete panics on a closed pipe: write to a buffer first.
+        let mut script = Vec::new();
+        clap_complete::generate(*shell, &mut Cli::command(), "switchboard", &mut script);
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &script);
         return std::process::ExitCode::SUCCESS;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            note!("error: cannot start the async runtime: {e}");
             return std::process::ExitCode::FAILURE;
         }
     };

@@ -60,18 +60,18 @@ pub(crate) fn add(
         ctx.paths.config_file.clone()
     };
     config::write_server(&path, &NewServer::new(name, entry))?;
-    println!("Added server `{name}` to {}.", path.display());
+    out!("Added server `{name}` to {}.", path.display());
     if let Some(existing) = ctx.loaded.servers.get(name) {
         let wins = match (scope, existing.scope()) {
             ("project", Scope::User | Scope::Cli) => Some(existing.source().display().to_string()),
             _ => None,
         };
         if let Some(file) = wins {
-            eprintln!("note: `{name}` is also defined in {file}, which wins over project files");
+            note!("note: `{name}` is also defined in {file}, which wins over project files");
         }
     }
     if scope == "project" {
-        println!("Project servers start once trusted: switchboard trust {name}");
+        out!("Project servers start once trusted: switchboard trust {name}");
     }
     Ok(0)
 }
@@ -86,7 +86,7 @@ pub(crate) fn edit(
         ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}` (see `switchboard list`)"))?;
     let path = entry.source().to_path_buf();
     f(&path)?;
-    println!("{verb} server `{name}` in {}.", path.display());
+    out!("{verb} server `{name}` in {}.", path.display());
     Ok(0)
 }
 
@@ -113,17 +113,17 @@ pub(crate) fn trust(ctx: &Ctx, server: Option<&str>, all: bool, yes: bool) -> Re
             }
             Some(s) => bail!("no server named `{s}`"),
             None if all => {
-                println!("Every project server is already trusted.");
+                out!("Every project server is already trusted.");
                 return Ok(0);
             }
             None => bail!("name a server, or use --all"),
         }
     }
-    println!("Project: {}", root.display());
+    out!("Project: {}", root.display());
     for c in &candidates {
-        println!("\n{}", console::style(&c.name).bold());
+        out!("\n{}", console::style(&c.name).bold());
         for line in render::launch_lines(c) {
-            println!("  {line}");
+            out!("  {line}");
         }
     }
     if !yes {
@@ -135,7 +135,7 @@ pub(crate) fn trust(ctx: &Ctx, server: Option<&str>, all: bool, yes: bool) -> Re
         let mut answer = String::new();
         std::io::stdin().read_line(&mut answer)?;
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            println!("Not trusted.");
+            out!("Not trusted.");
             return Ok(1);
         }
     }
@@ -143,6 +143,6 @@ pub(crate) fn trust(ctx: &Ctx, server: Option<&str>, all: bool, yes: bool) -> Re
         store.trust(root, c);
     }
     store.save()?;
-    println!("Trusted {} server{}.", candidates.len(), if candidates.len() == 1 { "" } else { "s" });
+    out!("Trusted {} server{}.", candidates.len(), if candidates.len() == 1 { "" } else { "s" });
     Ok(0)
 }

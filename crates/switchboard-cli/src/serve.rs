@@ -30,7 +30,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     options.hosts = listen.hosts;
     options.cors_origins = listen.origins;
     if !listen.bind.is_loopback() {
-        eprintln!(
+        note!(
             "warning: answering the network over plain HTTP: the token and session cookie cross it unencrypted \
              (put a TLS proxy in front, or use an SSH tunnel to the loopback default)"
         );
@@ -42,10 +42,10 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
             return Err(e.into());
         }
     };
-    println!("switchboard is serving on http://{}", bound.addr);
-    println!("  dashboard login (works once): {}", bound.login_url);
-    println!("  API: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());
-    println!("  OpenAPI: http://{}/api/openapi.json", bound.addr);
+    out!("switchboard is serving on http://{}", bound.addr);
+    out!("  dashboard login (works once): {}", bound.login_url);
+    out!("  API: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());
+    out!("  OpenAPI: http://{}/api/openapi.json", bound.addr);
     let stop = async {
         let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(s) => s,
@@ -57,7 +57,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
         }
     };
     let served = bound.serve(stop).await;
-    eprintln!("stopping: closing every server");
+    note!("stopping: closing every server");
     hub.shutdown().await;
     served?;
     Ok(0)
@@ -91,10 +91,10 @@ pub async fn dashboard(ctx: &Ctx, print_url: bool) -> Result<u8> {
     let link: serde_json::Value = response.json().await?;
     let url = link["login_url"].as_str().ok_or_else(|| anyhow!("{base} answered without a link"))?;
     if !print_url && crate::login::has_display() && crate::login::open_browser(url) {
-        println!("Opened the dashboard in your browser. If nothing opened, this link works once within 10 minutes:");
+        out!("Opened the dashboard in your browser. If nothing opened, this link works once within 10 minutes:");
     } else {
-        println!("Open this link in a browser (it works once, within 10 minutes):");
+        out!("Open this link in a browser (it works once, within 10 minutes):");
     }
-    println!("  {url}");
+    out!("  {url}");
     Ok(0)
 }

@@ -3,11 +3,14 @@
 //! Real servers (`server-everything`, the Python SDK) cover the protocol's happy paths; this
 //! binary covers what they cannot be asked to do: start slowly, crash mid-call, leave a
 //! grandchild in a new session, flood stderr, print garbage on stdout, return huge results,
-//! change its tool list at run time, ignore SIGTERM. Every behaviour is chosen with a flag so
+//! change its tool list at run time, ignore SIGTERM, start process trees that try to escape
+//! (`--forks plain|hostile --marker M`, see `forks.rs`). Every behaviour is chosen with a flag so
 //! that tests stay readable: `switchboard-fixture --init-delay-ms 500 --tools 100`.
 //!
 //! It serves through `rmcp::transport::stdio_pipes()`, the non-blocking pipe transport, so that
 //! the benchmark measures the host and not this server.
+
+mod forks;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -42,6 +45,8 @@ struct Options {
     protocol_version: Option<String>,
     initialize_error: Option<String>,
     fail_list_tools: bool,
+    forks: Option<forks::Forks>,
+    marker: String,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -65,6 +70,8 @@ fn parse_args() -> Result<Options, String> {
             "--protocol-version" => opts.protocol_version = Some(value("--protocol-version")?),
             "--initialize-error" => opts.initialize_error = Some(value("--initialize-error")?),
             "--fail-list-tools" => opts.fail_list_tools = true,
+            "--forks" => opts.forks = Some(value("--forks")?.parse()?),
+            "--marker" => opts.marker = value("--marker")?,
             "--sleep-forever" => sleep_forever(),
             other => return Err(format!("unknown flag {other}")),
         }
@@ -500,6 +507,10 @@ fn spawn_grandchild(pid_file: Option<&str>) {
 }
 
 fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).is_some_and(|a| a == "--sleeper") {
+        forks::sleeper_main(&argv[2..]);
+    }
     let opts = match parse_args() {
         Ok(o) => o,
         Err(e) => {
@@ -517,6 +528,9 @@ fn main() {
             let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGTERM, nix::sys::signal::SigHandler::SigIgn);
             let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGINT, nix::sys::signal::SigHandler::SigIgn);
         }
+    }
+    if let Some(kind) = opts.forks {
+        forks::start(kind, &opts.marker);
     }
     if opts.grandchild {
         spawn_grandchild(opts.pid_file.as_deref());

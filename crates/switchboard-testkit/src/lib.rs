@@ -178,6 +178,73 @@ pub fn python_oauth_peer(ttl: u64, extra: &[&str]) -> (Peer, u16) {
     (python_script("py_oauth_server.py", &args, port), port)
 }
 
+/// Live processes (zombies count as dead) with `arg` as one of their command-line arguments:
+/// how tests count what a server started, whatever it did to its environment or session.
+pub fn pids_with_arg(arg: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return found };
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        if cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) && alive(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits up to `limit` until no live process has `arg` in its command line; returns those
+/// still alive then (empty: all gone).
+pub fn wait_gone(arg: &str, limit: Duration) -> Vec<i32> {
+    let started = std::time::Instant::now();
+    loop {
+        let left = pids_with_arg(arg);
+        if left.is_empty() || started.elapsed() >= limit {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Waits up to `limit` until at least `n` live processes have `arg` in their command line.
+pub fn wait_count(arg: &str, n: usize, limit: Duration) -> Vec<i32> {
+    let started = std::time::Instant::now();
+    loop {
+        let found = pids_with_arg(arg);
+        if found.len() >= n || started.elapsed() >= limit {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// A marker unique to this test process and call, for `--marker`.
+pub fn unique_marker(what: &str) -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("sbmark-{what}-{}-{n}", std::process::id())
+}
+
+/// An example program of a workspace package, built once per test binary.
+pub fn workspace_example(package: &str, example: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let key = format!("{package}/{example}");
+    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !built.contains(&key) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-q", "-p", package, "--example", example])
+            .current_dir(workspace())
+            .status()
+            .expect("cargo build --example");
+        assert!(status.success(), "building example {key} failed");
+        built.push(key);
+    }
+    let path = target_dir().join("examples").join(example);
+    assert!(path.exists(), "no example at {}", path.display());
+    path
+}
+
 /// Whether a process is alive (zombies count as dead).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -7,6 +7,15 @@ use std::path::Path;
 /// synced, then renamed over the target. With `mode`, the file gets that Unix mode before any
 /// byte is written (so a secret is never readable by others, even briefly).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+    write_atomic_with(path, bytes, mode, true)
+}
+
+/// [`write_atomic`] without the sync: for state that only matters while the machine runs.
+pub(crate) fn write_atomic_unsynced(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    write_atomic_with(path, bytes, Some(mode), false)
+}
+
+fn write_atomic_with(path: &Path, bytes: &[u8], mode: Option<u32>, sync: bool) -> std::io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new().prefix(".switchboard-").tempfile_in(dir)?;
@@ -15,7 +24,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> std:
         tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if sync {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

@@ -39,6 +39,7 @@ pub mod policy;
 pub mod process;
 pub mod sampling;
 pub mod status;
+pub mod text;
 pub mod transport;
 
 pub use connection::handler::Progress;

@@ -144,6 +144,7 @@ mod tests {
             enabled: true,
             startup_timeout: crate::config::DEFAULT_STARTUP_TIMEOUT,
             tool_timeout: crate::config::DEFAULT_TOOL_TIMEOUT,
+            shutdown_grace: crate::config::DEFAULT_SHUTDOWN_GRACE,
             tools: ToolFilter::default(),
             scope,
             source: PathBuf::from("/p/switchboard.json"),

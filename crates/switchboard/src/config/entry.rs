@@ -14,8 +14,9 @@ use serde_json::{Map, Value};
 use super::expand::expand;
 use super::jsonc::line_of_key;
 use super::{
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Diagnostic, HttpConfig, HttpTransport, InvalidServer, OAuthConfig,
-    Scope, ServerConfig, ServerEntry, Severity, StdioConfig, ToolFilter, TransportConfig,
+    DEFAULT_SHUTDOWN_GRACE, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Diagnostic, HttpConfig, HttpTransport,
+    InvalidServer, MAX_SHUTDOWN_GRACE, MAX_TIMEOUT, OAuthConfig, Scope, ServerConfig, ServerEntry, Severity,
+    StdioConfig, ToolFilter, TransportConfig,
 };
 
 /// Context for parsing one file.
@@ -170,10 +171,25 @@ fn as_bool(field: &str, v: Value) -> Result<bool, FieldError> {
 }
 
 fn as_ms(field: &str, v: Value) -> Result<Duration, FieldError> {
+    let max = MAX_TIMEOUT.as_millis();
     match v.as_u64() {
-        Some(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
-        _ => err(field, format!("must be a positive number of milliseconds, found {v}")),
+        Some(ms) if ms > 0 && u128::from(ms) <= max => Ok(Duration::from_millis(ms)),
+        Some(0) | None => err(field, format!("must be a positive number of milliseconds, found {}", excerpt_value(&v))),
+        Some(_) => err(field, format!("must be at most {max} milliseconds (7 days), found {}", excerpt_value(&v))),
     }
+}
+
+fn as_grace(field: &str, v: Value) -> Result<Duration, FieldError> {
+    let max = MAX_SHUTDOWN_GRACE.as_millis();
+    match v.as_u64() {
+        Some(ms) if u128::from(ms) <= max => Ok(Duration::from_millis(ms)),
+        _ => err(field, format!("must be 0 to {max} milliseconds, found {}", excerpt_value(&v))),
+    }
+}
+
+/// A value for a message: its JSON, cut to a short excerpt.
+fn excerpt_value(v: &Value) -> String {
+    crate::text::excerpt(&v.to_string(), 40)
 }
 
 fn as_strings(field: &str, v: Value) -> Result<Vec<String>, FieldError> {
@@ -239,6 +255,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     let startup =
         take(&mut obj, &["startup_timeout_ms", "timeout", "timeoutMs"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
     let tool_timeout = take(&mut obj, &["tool_timeout_ms"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
+    let shutdown_grace = take(&mut obj, &["shutdown_grace_ms"])?.map(|(f, v)| as_grace(&f, v)).transpose()?;
     let passthrough = take(&mut obj, &["env_passthrough"])?.map(|(f, v)| as_strings(&f, v)).transpose()?;
     let inherit_env = take(&mut obj, &["inherit_env"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let tools = take(&mut obj, &["tools"])?.map(|(_, v)| parse_filter(v)).transpose()?;
@@ -412,6 +429,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         enabled,
         startup_timeout: startup.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
         tool_timeout: tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT),
+        shutdown_grace: shutdown_grace.unwrap_or(DEFAULT_SHUTDOWN_GRACE),
         tools: tools.unwrap_or_default(),
         scope: ctx.scope,
         source: PathBuf::from(ctx.path),

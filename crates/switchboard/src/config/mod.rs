@@ -45,6 +45,13 @@ pub fn parse_server(
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(30_000);
 /// Default time a tool call may go without a response or progress.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_millis(300_000);
+/// Default time a server has to exit after its stdin closes, before SIGINT (then 250 ms to
+/// SIGTERM, 750 ms to SIGKILL).
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+/// The longest `startup_timeout_ms` and `tool_timeout_ms` may be (7 days).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The longest `shutdown_grace_ms` may be (one minute).
+pub const MAX_SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 
 /// Where a server's definition came from; decides precedence and trust.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -175,6 +182,9 @@ pub struct ServerConfig {
     /// Default time a tool call may go without response or progress.
     #[serde(serialize_with = "ser_ms")]
     pub tool_timeout: Duration,
+    /// Time a stdio server has to exit after its stdin closes, before SIGINT.
+    #[serde(serialize_with = "ser_ms")]
+    pub shutdown_grace: Duration,
     /// Tool name filters.
     pub tools: ToolFilter,
     /// Which kind of file it came from.

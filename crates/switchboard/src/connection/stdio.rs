@@ -22,14 +22,18 @@ pub(super) async fn start(
     handler: Handler,
     deadline: Instant,
 ) -> Result<(RunningService<RoleClient, Handler>, Arc<ProcessTree>), StartFailure> {
-    let spawned = process::spawn(&config.name, stdio, &ctx.project_root, &ctx.host_env, ctx.marker.clone())
+    let spawn_ctx = process::SpawnCtx {
+        server: &config.name,
+        default_cwd: &ctx.project_root,
+        host_env: &ctx.host_env,
+        marker: &ctx.marker,
+        shutdown: process::Shutdown { grace: config.shutdown_grace },
+        record: ctx.record.as_ref(),
+    };
+    let spawned = process::spawn(stdio, spawn_ctx)
         .map_err(|e| StartFailure::new(FailureKind::ProcessStartFailed, e.to_string()))?;
     let tree = spawned.tree.clone();
-    {
-        let mut trees = ctx.trees.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        trees.retain(|t| t.exit_info().is_none());
-        trees.push(tree.clone());
-    }
+    ctx.trees.push(tree.clone());
     let outcome = tokio::time::timeout_at(deadline, {
         // Over stdio `initialize` unless a version is pinned: a legacy server may not answer a
         // `server/discover` probe at all (rmcp's fallback waits 10 s), and every server that

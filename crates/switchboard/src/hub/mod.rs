@@ -149,7 +149,9 @@ pub(crate) struct Inner {
     watchdog: Watchdog,
     events: broadcast::Sender<Event>,
     changed: watch::Sender<u64>,
-    trees: Arc<Mutex<Vec<Arc<ProcessTree>>>>,
+    trees: Arc<crate::process::Trees>,
+    /// Where this hub's running supervisors are recorded.
+    record: Option<Arc<crate::process::record::Record>>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
     shutting_down: AtomicBool,
     id: String,
@@ -193,6 +195,11 @@ impl Hub {
             slots.insert(name.clone(), Arc::new(Slot::new(entry.clone(), trusted)));
         }
         let n = HUB_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{}-{n}", std::process::id());
+        for line in crate::process::record::sweep_stale(&options.paths.data_dir) {
+            tracing::warn!("{line}");
+        }
+        let record = crate::process::record::Record::new(&options.paths.data_dir, &id);
         let inner = Arc::new(Inner {
             host_env: Arc::new(options.host_env.clone()),
             options,
@@ -204,9 +211,10 @@ impl Hub {
             events,
             changed,
             trees: Arc::default(),
+            record,
             tasks: Mutex::new(Vec::new()),
             shutting_down: AtomicBool::new(false),
-            id: format!("{}-{n}", std::process::id()),
+            id,
             calls: AtomicU64::new(0),
         });
         for slot in inner.all_slots() {
@@ -322,11 +330,13 @@ impl Hub {
             task.abort();
         }
         let conns: Vec<Arc<Connection>> = self.inner.all_slots().iter().filter_map(|s| s.state().conn.take()).collect();
-        let trees: Vec<Arc<ProcessTree>> =
-            self.inner.trees.lock().unwrap_or_else(PoisonError::into_inner).drain(..).collect();
+        let trees: Vec<Arc<ProcessTree>> = self.inner.trees.take();
+        let bound = self.inner.all_slots().iter().filter_map(|s| s.config()).map(|c| c.shutdown_grace).max();
+        let bound = crate::process::Shutdown { grace: bound.unwrap_or_default() }.bound() + Duration::from_millis(200);
         let closes = futures::future::join_all(conns.iter().map(|c| c.close()));
         let kills = futures::future::join_all(trees.iter().map(|t| t.terminate()));
-        let _ = tokio::time::timeout(Duration::from_millis(1900), futures::future::join(closes, kills)).await;
+        // Past the bound the supervisors finish on their own (they see this process go).
+        let _ = tokio::time::timeout(bound, futures::future::join(closes, kills)).await;
     }
 }
 
@@ -459,6 +469,7 @@ async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>
         events: inner.events.clone(),
         marker: format!("{}-{}-{epoch}", inner.id, slot.name),
         trees: inner.trees.clone(),
+        record: inner.record.clone(),
         elicitor: inner.options.elicitor.clone(),
         sampler: inner.options.sampler.clone(),
         tokens: crate::auth::TokenStore::in_dir(&inner.options.paths.data_dir),

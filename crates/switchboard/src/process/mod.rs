@@ -1,34 +1,52 @@
-//! Child processes for stdio servers: spawn with a minimal environment in a new process group,
-//! drain stderr into a bounded tail, and end the whole tree on close.
+//! Child processes for stdio servers: spawn with a minimal environment, drain stderr into a
+//! bounded tail, and end the whole tree however the host ends.
 //!
-//! The shutdown sequence ([`ProcessTree::terminate`]): stdin is already closed by the caller,
-//! then the process gets a short grace to exit, then SIGTERM goes to its group and to every
-//! descendant found through `/proc` (by parent links, and by a marker variable that survives
-//! `setsid` and re-parenting), then SIGKILL to all of them. Bounded: it returns within about
-//! 1.5 s whatever the children do.
+//! On Linux every server runs under a supervisor of its own ([`shim`]): a child subreaper
+//! forked from the host that no descendant of the server can escape (`setsid`, a cleared
+//! environment, a double fork), which ends the tree when the host asks, when the server exits
+//! (its leftovers), and when the host dies by any means, SIGKILL included (it sees the host's
+//! end of a socket close). The ending sequence is ZCode's: stdin closed, `shutdown_grace_ms`,
+//! SIGINT, 250 ms, SIGTERM, 750 ms, SIGKILL. The host learns the server's pid and exit status
+//! from the supervisor. A supervisor that is itself killed takes the server with it
+//! (`PR_SET_PDEATHSIG`); what the server had started is then found by the [`record`] of
+//! running supervisors kept in the data folder (pid plus start time), at once if the host
+//! still runs, or at the next start.
+//!
+//! Elsewhere (other Unix systems) the server runs in a process group of its own and the same
+//! sequence is sent to the group: descendants that leave the group can escape there (see
+//! docs/ARCHITECTURE.md for what macOS and Windows need).
 
 mod env;
+#[cfg(target_os = "linux")]
 mod reap;
+pub mod record;
+#[cfg(target_os = "linux")]
+mod shim;
 mod stderr;
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 pub use env::{DEFAULT_ENV_VARS, child_env};
-pub use reap::{descendants, pids_with_marker};
 pub use stderr::StderrTail;
 
 use crate::config::StdioConfig;
 
-/// Name of the marker variable set in every server's environment, so its descendants can be
-/// found even after they leave the process group and are re-parented.
+/// Name of the marker variable set in every server's environment: the last resort for finding
+/// what a server started when its supervisor was killed.
 pub const MARKER_VAR: &str = "SWITCHBOARD_SERVER_ID";
+
+/// Wait between SIGINT and SIGTERM, and between SIGTERM and SIGKILL (ZCode's).
+const INT_GRACE: Duration = Duration::from_millis(250);
+const TERM_GRACE: Duration = Duration::from_millis(750);
+/// What a server that exited left behind gets between SIGTERM and SIGKILL.
+const LEFTOVER_GRACE: Duration = Duration::from_millis(300);
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -38,6 +56,18 @@ pub struct ExitInfo {
     pub code: Option<i32>,
     /// Signal number, if it was killed by one.
     pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    fn from_wait_status(st: i32) -> ExitInfo {
+        if libc::WIFEXITED(st) {
+            ExitInfo { code: Some(libc::WEXITSTATUS(st)), signal: None }
+        } else if libc::WIFSIGNALED(st) {
+            ExitInfo { code: None, signal: Some(libc::WTERMSIG(st)) }
+        } else {
+            ExitInfo { code: None, signal: None }
+        }
+    }
 }
 
 impl std::fmt::Display for ExitInfo {
@@ -75,6 +105,27 @@ pub enum SpawnError {
     },
 }
 
+/// How a server's tree is ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Shutdown {
+    /// Time after the server's stdin is closed before SIGINT (`shutdown_grace_ms`).
+    pub grace: Duration,
+}
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Shutdown { grace: crate::config::DEFAULT_SHUTDOWN_GRACE }
+    }
+}
+
+impl Shutdown {
+    /// The longest the whole sequence takes (grace, SIGINT, SIGTERM, SIGKILL), with a margin.
+    pub fn bound(&self) -> Duration {
+        self.grace + INT_GRACE + TERM_GRACE + Duration::from_millis(300)
+    }
+}
+
 /// A spawned server process: its pipes, and a handle that watches and ends its tree.
 #[derive(Debug)]
 pub struct Spawned {
@@ -86,28 +137,50 @@ pub struct Spawned {
     pub tree: Arc<ProcessTree>,
 }
 
-/// A child process and everything it starts.
+/// A server process and everything it starts.
 #[derive(Debug)]
 pub struct ProcessTree {
+    /// The server's pid.
     pid: i32,
-    marker: String,
+    /// The supervisor's pid (Linux), or the server's.
+    supervisor: i32,
+    /// How the server ended (from the supervisor), once it has.
     exit: watch::Receiver<Option<ExitInfo>>,
+    /// True once the supervisor (and so the whole tree) is gone.
+    finished: watch::Receiver<bool>,
+    /// Commands to the supervisor; dropping it (with the tree) tells the supervisor to end
+    /// everything, as the host's death does.
+    #[cfg(target_os = "linux")]
+    control: tokio::sync::Mutex<Option<tokio::net::unix::OwnedWriteHalf>>,
+    shutdown: Shutdown,
     /// The last lines of stderr.
     pub stderr: Arc<StderrTail>,
 }
 
-/// Starts `config` as a child in a new process group, with stdin/stdout piped for the
-/// transport and stderr drained continuously into a [`StderrTail`].
-pub fn spawn(
-    server: &str,
-    config: &StdioConfig,
-    default_cwd: &Path,
-    host_env: &HashMap<String, String>,
-    marker: String,
-) -> Result<Spawned, SpawnError> {
-    let mut env = child_env(config, host_env);
-    env.insert(MARKER_VAR.to_string(), marker.clone());
-    let cwd = config.cwd.clone().unwrap_or_else(|| default_cwd.to_path_buf());
+/// Where a server is started from: its name, its folder, the host's environment, the marker
+/// for its descendants, how it is ended, and the record of running supervisors.
+#[derive(Debug, Clone, Copy)]
+pub struct SpawnCtx<'a> {
+    /// The server's name (for logs and the record).
+    pub server: &'a str,
+    /// The folder a server without `cwd` runs in.
+    pub default_cwd: &'a Path,
+    /// The host environment the child's is drawn from.
+    pub host_env: &'a HashMap<String, String>,
+    /// The value of [`MARKER_VAR`] in the child's environment.
+    pub marker: &'a str,
+    /// How the tree is ended.
+    pub shutdown: Shutdown,
+    /// Where running supervisors are recorded.
+    pub record: Option<&'a Arc<record::Record>>,
+}
+
+/// Starts `config` with stdin/stdout piped for the transport and stderr drained continuously
+/// into a [`StderrTail`] (on Linux under its supervisor).
+pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnError> {
+    let mut env = child_env(config, ctx.host_env);
+    env.insert(MARKER_VAR.to_string(), ctx.marker.to_string());
+    let cwd = config.cwd.clone().unwrap_or_else(|| ctx.default_cwd.to_path_buf());
     if !cwd.is_dir() {
         return Err(SpawnError::NoCwd(cwd.display().to_string()));
     }
@@ -119,8 +192,28 @@ pub fn spawn(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
+    let io = |source: std::io::Error| SpawnError::Io { command: config.command.clone(), source };
+    #[cfg(target_os = "linux")]
+    let (host_end, shim_end) = std::os::unix::net::UnixStream::pair().map_err(io)?;
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let fd = shim_end.as_raw_fd();
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let graces = shim::Graces {
+            stdin: ms(ctx.shutdown.grace),
+            int: ms(INT_GRACE),
+            term: ms(TERM_GRACE),
+            leftovers: ms(LEFTOVER_GRACE),
+        };
+        // SAFETY: `enter` makes only async-signal-safe calls (see `shim`).
+        unsafe {
+            cmd.pre_exec(move || shim::enter(fd, graces));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    cmd.kill_on_drop(true);
     let mut child: Child = cmd.spawn().map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound if !config.command.contains('/') => {
             SpawnError::NotFound { command: config.command.clone(), path: env.get("PATH").cloned().unwrap_or_default() }
@@ -129,44 +222,74 @@ pub fn spawn(
             command: config.command.clone(),
             path: "(not searched: the command is a path)".into(),
         },
-        _ => SpawnError::Io { command: config.command.clone(), source },
+        _ => io(source),
     })?;
-    let io_err = |what: &str| SpawnError::Io {
-        command: config.command.clone(),
-        source: std::io::Error::other(format!("no {what} pipe")),
-    };
-    let stdin = child.stdin.take().ok_or_else(|| io_err("stdin"))?;
-    let stdout = child.stdout.take().ok_or_else(|| io_err("stdout"))?;
-    let stderr_pipe = child.stderr.take().ok_or_else(|| io_err("stderr"))?;
-    let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+    let missing = |what: &str| io(std::io::Error::other(format!("no {what} pipe")));
+    let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
+    let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
+    let stderr_pipe = child.stderr.take().ok_or_else(|| missing("stderr"))?;
+    let supervisor = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
     let tail = Arc::new(StderrTail::new(50));
-    tokio::spawn(stderr::drain(server.to_string(), stderr_pipe, tail.clone()));
+    tokio::spawn(stderr::drain(ctx.server.to_string(), stderr_pipe, tail.clone()));
     let (exit_tx, exit_rx) = watch::channel(None);
-    tokio::spawn(async move {
-        let info = match child.wait().await {
-            Ok(status) => {
-                use std::os::unix::process::ExitStatusExt;
-                ExitInfo { code: status.code(), signal: status.signal() }
-            }
-            Err(_) => ExitInfo { code: None, signal: None },
-        };
-        let _ = exit_tx.send(Some(info));
-    });
-    Ok(Spawned { stdin, stdout, tree: Arc::new(ProcessTree { pid, marker, exit: exit_rx, stderr: tail }) })
+    let (finished_tx, finished_rx) = watch::channel(false);
+
+    #[cfg(target_os = "linux")]
+    let tree = {
+        drop(shim_end);
+        let (pid, control) = linux::handshake(host_end, child, ctx, supervisor, exit_tx, finished_tx).map_err(io)?;
+        ProcessTree {
+            pid,
+            supervisor,
+            exit: exit_rx,
+            finished: finished_rx,
+            control: tokio::sync::Mutex::new(Some(control)),
+            shutdown: ctx.shutdown,
+            stderr: tail,
+        }
+    };
+    #[cfg(not(target_os = "linux"))]
+    let tree = {
+        tokio::spawn(async move {
+            let info = match child.wait().await {
+                Ok(status) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    ExitInfo { code: status.code(), signal: status.signal() }
+                }
+                Err(_) => ExitInfo { code: None, signal: None },
+            };
+            let _ = exit_tx.send(Some(info));
+            let _ = finished_tx.send(true);
+        });
+        ProcessTree {
+            pid: supervisor,
+            supervisor,
+            exit: exit_rx,
+            finished: finished_rx,
+            shutdown: ctx.shutdown,
+            stderr: tail,
+        }
+    };
+    Ok(Spawned { stdin, stdout, tree: Arc::new(tree) })
 }
 
 impl ProcessTree {
-    /// The child's process id (also its process group id).
+    /// The server's process id.
     pub fn pid(&self) -> i32 {
         self.pid
     }
 
-    /// How the child ended, if it has.
+    /// The supervisor's process id (on Linux; elsewhere the server's).
+    pub fn supervisor_pid(&self) -> i32 {
+        self.supervisor
+    }
+
+    /// How the server ended, if it has.
     pub fn exit_info(&self) -> Option<ExitInfo> {
         *self.exit.borrow()
     }
 
-    /// Waits until the child has exited (returns at once if it has).
+    /// Waits until the server has exited (returns at once if it has).
     pub async fn exited(&self) -> Option<ExitInfo> {
         let mut rx = self.exit.clone();
         match rx.wait_for(Option::is_some).await {
@@ -175,7 +298,7 @@ impl ProcessTree {
         }
     }
 
-    /// Waits at most `d` for the child to exit; on exit, also lets stderr drain (≤ 500 ms).
+    /// Waits at most `d` for the server to exit; on exit, also lets stderr drain (≤ 500 ms).
     pub async fn exited_within(&self, d: Duration) -> Option<ExitInfo> {
         let info = tokio::time::timeout(d, self.exited()).await.ok().flatten();
         if info.is_some() {
@@ -184,29 +307,147 @@ impl ProcessTree {
         info
     }
 
-    /// Ends the child and every descendant. Call after stdin is closed. Bounded in time.
+    /// Whether everything the server started is gone.
+    pub fn is_finished(&self) -> bool {
+        *self.finished.borrow()
+    }
+
+    /// Waits until the whole tree is gone.
+    pub async fn finished(&self) {
+        let mut rx = self.finished.clone();
+        let _ = rx.wait_for(|done| *done).await;
+    }
+
+    /// Ends the server and everything it started: call after its stdin is closed. Runs the
+    /// ending sequence (grace, SIGINT, SIGTERM, SIGKILL) and returns once the tree is gone, or
+    /// after [`Shutdown::bound`]; a server that already exited with nothing left costs nothing.
     pub async fn terminate(&self) {
-        const GRACE: Duration = Duration::from_millis(300);
-        const TERM_GRACE: Duration = Duration::from_millis(700);
-        if self.pid <= 0 {
+        if self.pid <= 0 || self.is_finished() {
             return;
         }
-        // Take the tree while the child still links it together.
-        let mut known = reap::tree_pids(self.pid, &self.marker);
-        if self.exited_within(GRACE).await.is_none() || !known.is_empty() {
-            known.extend(reap::tree_pids(self.pid, &self.marker));
-            reap::signal_all(self.pid, &known, nix::sys::signal::Signal::SIGTERM);
-            let deadline = tokio::time::Instant::now() + TERM_GRACE;
-            loop {
-                let alive = self.exit_info().is_none() || reap::any_alive(&known);
-                if !alive || tokio::time::Instant::now() >= deadline {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+        #[cfg(target_os = "linux")]
+        {
+            use tokio::io::AsyncWriteExt;
+            if let Some(control) = self.control.lock().await.as_mut() {
+                let _ = control.write_all(&[shim::CMD_END]).await;
+            }
+            if tokio::time::timeout(self.shutdown.bound(), self.finished()).await.is_err() {
+                // The supervisor is stuck (it never should be): end it and sweep by hand.
+                tracing::warn!(pid = self.supervisor, "the supervisor did not end its tree in time; killing it");
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.supervisor), nix::sys::signal::SIGKILL);
             }
         }
-        known.extend(reap::tree_pids(self.pid, &self.marker));
-        reap::signal_all(self.pid, &known, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.exited_within(Duration::from_millis(300)).await;
+        #[cfg(not(target_os = "linux"))]
+        {
+            use nix::sys::signal::{Signal, killpg};
+            use nix::unistd::Pid;
+            let group = Pid::from_raw(self.pid);
+            let steps =
+                [(None, self.shutdown.grace), (Some(Signal::SIGINT), INT_GRACE), (Some(Signal::SIGTERM), TERM_GRACE)];
+            for (signal, wait) in steps {
+                if let Some(signal) = signal {
+                    let _ = killpg(group, signal);
+                }
+                if tokio::time::timeout(wait, self.finished()).await.is_ok() {
+                    return;
+                }
+            }
+            let _ = killpg(group, Signal::SIGKILL);
+            let _ = tokio::time::timeout(Duration::from_millis(300), self.finished()).await;
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    //! The host's side of the supervisor's socket.
+
+    use std::io::Read;
+
+    use tokio::io::AsyncReadExt;
+    use tokio::process::Child;
+    use tokio::sync::watch;
+
+    use super::{ExitInfo, SpawnCtx, record, shim};
+
+    /// Reads the server's pid, records the supervisor, and starts the task that follows it.
+    pub(super) fn handshake(
+        host_end: std::os::unix::net::UnixStream,
+        mut child: Child,
+        ctx: SpawnCtx<'_>,
+        supervisor: i32,
+        exit_tx: watch::Sender<Option<ExitInfo>>,
+        finished_tx: watch::Sender<bool>,
+    ) -> std::io::Result<(i32, tokio::net::unix::OwnedWriteHalf)> {
+        let mut first = [0u8; 5];
+        host_end.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+        let read = (&host_end).read_exact(&mut first);
+        if read.is_err() || first[0] != shim::MSG_PID {
+            let _ = child.start_kill();
+            return Err(std::io::Error::other("the supervisor did not report the server's pid"));
+        }
+        let pid = i32::from_ne_bytes([first[1], first[2], first[3], first[4]]);
+        host_end.set_nonblocking(true)?;
+        let stream = tokio::net::UnixStream::from_std(host_end)?;
+        let (mut reader, writer) = stream.into_split();
+        let entry = record::Entry::new(ctx.server, supervisor, pid, ctx.marker);
+        let record = ctx.record.cloned();
+        if let (Some(r), Some(e)) = (&record, &entry) {
+            r.add(e.clone());
+        }
+        let server = ctx.server.to_string();
+        tokio::spawn(async move {
+            let mut told = false;
+            let mut msg = [0u8; 5];
+            while reader.read_exact(&mut msg).await.is_ok() {
+                let value = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
+                match msg[0] {
+                    shim::MSG_EXIT => {
+                        told = true;
+                        let _ = exit_tx.send(Some(ExitInfo::from_wait_status(value)));
+                    }
+                    shim::MSG_LEFTOVERS => {
+                        tracing::info!(server = %server, "ended {value} process(es) the server left behind");
+                    }
+                    _ => {}
+                }
+            }
+            let status = child.wait().await;
+            if !told {
+                // The supervisor died before the server did (it was killed): the server died
+                // with it; sweep what the server had started.
+                use std::os::unix::process::ExitStatusExt;
+                let signal = status.ok().and_then(|s| s.signal());
+                tracing::warn!(server = %server, "the supervisor of this server was killed (signal {signal:?}); ending what is left");
+                if let Some(e) = &entry {
+                    let ended = e.sweep();
+                    if ended > 0 {
+                        tracing::warn!(server = %server, "ended {ended} process(es) left by the server");
+                    }
+                }
+                let _ = exit_tx.send(Some(ExitInfo { code: None, signal: Some(signal.unwrap_or(libc::SIGKILL)) }));
+            }
+            if let (Some(r), Some(e)) = (&record, &entry) {
+                r.remove(e);
+            }
+            let _ = finished_tx.send(true);
+        });
+        Ok((pid, writer))
+    }
+}
+
+/// Trees to end at shutdown, oldest first (finished ones are dropped as new ones come).
+#[derive(Debug, Default)]
+pub(crate) struct Trees(Mutex<Vec<Arc<ProcessTree>>>);
+
+impl Trees {
+    pub(crate) fn push(&self, tree: Arc<ProcessTree>) {
+        let mut trees = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        trees.retain(|t| !t.is_finished());
+        trees.push(tree);
+    }
+
+    pub(crate) fn take(&self) -> Vec<Arc<ProcessTree>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).drain(..).collect()
     }
 }

@@ -1,0 +1,78 @@
+//! Text from elsewhere, made safe to show: short excerpts of values for messages (never a
+//! whole 13 MB value), and control characters escaped before anything a server sent reaches
+//! a terminal (an OSC sequence can retitle the window or write the clipboard, a CSI sequence
+//! can move the cursor over what the person reads).
+
+use std::borrow::Cow;
+
+/// `s` cut to at most `max` characters, with `…` and the full size when it was cut.
+pub fn excerpt(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((cut, _)) => format!("{}… ({} bytes)", &s[..cut], s.len()),
+    }
+}
+
+/// Whether `c` must not reach a terminal raw: C0 and C1 controls, DEL, and the bidirectional
+/// overrides and isolates (which reorder what is shown).
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+}
+
+/// One line for a terminal: every control character (newlines and tabs included) escaped as
+/// `\n`, `\t`, `\x1b`, `\u{202e}`.
+pub fn for_terminal(s: &str) -> Cow<'_, str> {
+    escape(s, false)
+}
+
+/// Text of several lines for a terminal: newlines and tabs kept, every other control
+/// character escaped.
+pub fn for_terminal_lines(s: &str) -> Cow<'_, str> {
+    escape(s, true)
+}
+
+fn escape(s: &str, keep_lines: bool) -> Cow<'_, str> {
+    let keep = |c: char| keep_lines && matches!(c, '\n' | '\t');
+    if !s.chars().any(|c| is_unsafe(c) && !keep(c)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if !is_unsafe(c) || keep(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_are_short_and_say_the_size() {
+        assert_eq!(excerpt("short", 10), "short");
+        let long = "é".repeat(100);
+        let e = excerpt(&long, 5);
+        assert_eq!(e, format!("{}… (200 bytes)", "é".repeat(5)));
+    }
+
+    #[test]
+    fn escapes_reach_no_terminal() {
+        let hostile = "ok\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}evil\r\nnext\tx";
+        let one = for_terminal(hostile);
+        assert!(!one.chars().any(is_unsafe), "{one}");
+        assert_eq!(one, "ok\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\u{202e}evil\\r\\nnext\\tx");
+        let lines = for_terminal_lines(hostile);
+        assert!(lines.contains("\nnext\tx") && lines.contains("\\x1b") && !lines.contains('\r'));
+        assert!(matches!(for_terminal("plain text"), Cow::Borrowed(_)));
+    }
+}

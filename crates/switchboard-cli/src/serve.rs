@@ -1,5 +1,7 @@
-//! `switchboard serve`: the hub with every configured server, over HTTP, until SIGINT or
-//! SIGTERM, which close every server (and their process trees) before the process ends.
+//! `switchboard serve`: the hub with every configured server, over HTTP, until SIGINT,
+//! SIGTERM, SIGHUP or SIGQUIT, which end every stream and call, then close every server (and
+//! their process trees) before the process ends; a second signal stops waiting for them
+//! (their supervisors finish the job).
 
 use std::net::IpAddr;
 
@@ -46,19 +48,26 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     out!("  dashboard login (works once): {}", bound.login_url);
     out!("  API: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());
     out!("  OpenAPI: http://{}/api/openapi.json", bound.addr);
-    let stop = async {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+    let mut stop = crate::signals::Stop::listen();
+    let (signals_tx, mut signals) = tokio::sync::watch::channel(0u32);
+    tokio::spawn(async move {
+        loop {
+            stop.next().await;
+            signals_tx.send_modify(|n| *n += 1);
+        }
+    });
+    let first = {
+        let mut signals = signals.clone();
+        async move {
+            let _ = signals.wait_for(|n| *n >= 1).await;
         }
     };
-    let served = bound.serve(stop).await;
+    let served = bound.serve(first).await;
     note!("stopping: closing every server");
-    hub.shutdown().await;
+    tokio::select! {
+        () = hub.shutdown() => {}
+        _ = signals.wait_for(|n| *n >= 2) => note!("stopped waiting for the servers: their supervisors end them"),
+    }
     served?;
     Ok(0)
 }

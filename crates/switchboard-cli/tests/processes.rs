@@ -160,3 +160,92 @@ fn two_hundred_lists_with_three_servers_leave_no_process() {
     let records: Vec<_> = std::fs::read_dir(&run).map(|d| d.flatten().collect()).unwrap_or_default();
     assert!(records.is_empty(), "records left in {}: {records:?}", run.display());
 }
+
+/// `serve` on a free port: the child, its address and its token.
+fn serve(home: &Path, cfg: &Path, n: usize, marker: &str) -> (Child, String, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child =
+        sb(home).arg("--config").arg(cfg).args(["serve", "--port", "0"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let addr = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
+        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on http://") {
+            break rest.to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let token = std::fs::read_to_string(home.join("data/serve-token")).unwrap().trim().to_string();
+    assert_eq!(wait_count(marker, n, Duration::from_secs(30)).len(), n, "the tree did not start whole");
+    (child, addr, token)
+}
+
+/// Sends one HTTP/1.1 request and reads the whole answer on a thread (streams end when the
+/// server closes them).
+fn request(addr: &str, token: &str, line: &str, body: Option<&str>, accept: &str) -> std::thread::JoinHandle<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let body = body.unwrap_or("");
+    write!(
+        stream,
+        "{line} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: {accept}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stream.read_to_string(&mut text);
+        text
+    })
+}
+
+#[test]
+fn serve_stops_within_two_seconds_of_sigterm_with_a_stream_a_call_and_a_question_open() {
+    let home = tempfile::tempdir().unwrap();
+    let marker = unique_marker("serve-open");
+    let cfg = config(home.path(), "hostile", &marker, &[]);
+    let (mut child, addr, token) = serve(home.path(), &cfg, HOSTILE, &marker);
+    let events = request(&addr, &token, "GET /api/events", None, "text/event-stream");
+    // The server connects in the background: wait for its tools.
+    let started = std::time::Instant::now();
+    while !request(&addr, &token, "GET /api/tools", None, "application/json").join().unwrap().contains("mcp__f__slow") {
+        assert!(started.elapsed() < Duration::from_secs(20), "the server did not connect");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let call = request(
+        &addr,
+        &token,
+        "POST /api/tools/mcp__f__slow/call",
+        Some(r#"{"arguments":{"ms":60000}}"#),
+        "text/event-stream",
+    );
+    let question =
+        request(&addr, &token, "POST /api/tools/mcp__f__ask/call", Some(r#"{"arguments":{}}"#), "application/json");
+    while !request(&addr, &token, "GET /api/elicitations", None, "application/json")
+        .join()
+        .unwrap()
+        .contains("Who is calling?")
+    {
+        assert!(started.elapsed() < Duration::from_secs(20), "the question was not asked");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stopped = std::time::Instant::now();
+    signal(&child, Signal::SIGTERM);
+    let status = child.wait().unwrap();
+    let took = stopped.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(2), "serve took {took:?} to stop");
+    let events = events.join().unwrap();
+    assert!(events.contains("event: shutdown"), "the event stream got no last event: {events}");
+    let call = call.join().unwrap();
+    assert!(
+        call.contains("event: error") && call.contains("switchboard is stopping"),
+        "the call was not ended: {call}"
+    );
+    let question = question.join().unwrap();
+    assert!(
+        question.starts_with("HTTP/1.1 503") && question.contains("\"stopping\""),
+        "the question's call was not ended: {question}"
+    );
+    assert_all_gone(&marker, "after serve stopped");
+}

@@ -380,6 +380,14 @@ function connectEvents() {
       }
     }
   };
+  // The server stops: its last event. Try again now and then (it may be restarted).
+  source.addEventListener("shutdown", () => {
+    source.close();
+    live.dataset.state = "stopped";
+    live.textContent = "switchboard stopped";
+    activity("status", "switchboard stopped");
+    setTimeout(connectEvents, 5000);
+  });
   const on = (type, handler) =>
     source.addEventListener(type, (e) => {
       try {

@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use switchboard::catalog::export::{ToolFormat, tools_json};
 use switchboard::{CallOptions, Hub, ServerInfo};
-use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ErrorBody};
@@ -270,7 +269,9 @@ fn wants_stream(headers: &HeaderMap) -> bool {
             content((CallResult = "application/json"), (String = "text/event-stream"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "Not connected, needs a login, or the server wants the person to open a page first (`url_required`: the message has the URLs)"),
-        (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
+        (status = 502, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "switchboard is stopping: the call was cancelled (`stopping`)"),
+        (status = 504, body = ErrorBody)))]
 pub async fn call_tool(
     State(app): State<AppState>,
     Path(name): Path<String>,
@@ -281,7 +282,8 @@ pub async fn call_tool(
     if request.timeout_ms == Some(0) {
         return Err(ApiError::bad_request("`timeout_ms` must be at least 1"));
     }
-    let mut options = CallOptions::new();
+    // A call still running when the server stops is cancelled (the server is told).
+    let mut options = CallOptions::new().cancel(app.events.stopping().child_token());
     if let Some(ms) = request.timeout_ms {
         options = options.timeout(Duration::from_millis(ms));
     }
@@ -290,13 +292,14 @@ pub async fn call_tool(
         return Err(app.hub.missing_tool(&name).into());
     }
     if !wants_stream(&headers) {
-        let out = app.hub.call_tool(&name, request.arguments, options).await?;
+        let out = app.hub.call_tool(&name, request.arguments, options).await.map_err(|e| stopped(&app, e))?;
         return Ok(Json(result_view(out)).into_response());
     }
     let (tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
-    let cancel = CancellationToken::new();
+    let cancel = app.events.stopping().child_token();
     let options = options.progress(tx).cancel(cancel.clone());
     let hub = app.hub.clone();
+    let app2 = app.clone();
     let stream = async_stream(move |events| async move {
         // The client going away drops this task, which cancels the call.
         let _cancel_on_drop = cancel.drop_guard();
@@ -327,13 +330,26 @@ pub async fn call_tool(
                 .event("result")
                 .data(serde_json::to_string(&result_view(out)).unwrap_or_default()),
             Err(e) => {
-                let body = serde_json::to_string(&json!({"error": {"message": e.to_string()}})).unwrap_or_default();
+                let e = stopped(&app2, e);
+                let body = serde_json::to_string(&e.body()).unwrap_or_default();
                 axum::response::sse::Event::default().event("error").data(body)
             }
         };
         let _ = events.send(event).await;
     });
     Ok(axum::response::sse::Sse::new(stream).into_response())
+}
+
+/// A call cancelled because the server stops says so (503 `stopping`).
+fn stopped(app: &AppState, e: switchboard::Error) -> ApiError {
+    if matches!(e, switchboard::Error::Cancelled) && app.events.stopping().is_cancelled() {
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "stopping",
+            "switchboard is stopping: the call was cancelled (its server was told)",
+        );
+    }
+    e.into()
 }
 
 fn result_view(out: switchboard::ToolOutput) -> CallResult {

@@ -31,6 +31,11 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// The JSON body (`{"error": {"code", "message"}}`).
+    pub fn body(&self) -> &ErrorBody {
+        &self.body
+    }
+
     /// An error with a status, a code and a message.
     pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
         ApiError { status, body: ErrorBody { error: ErrorDetail { code: code.into(), message: message.into() } } }

@@ -12,6 +12,7 @@ use futures::Stream;
 use switchboard::Hub;
 use switchboard::events::Event;
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 /// How many past events are kept for clients that reconnect.
 const KEPT: usize = 1024;
@@ -29,6 +30,8 @@ pub struct Published {
 pub struct EventLog {
     kept: Mutex<VecDeque<Published>>,
     live: broadcast::Sender<Published>,
+    /// Cancelled when the server stops: every stream gets a last `shutdown` event and ends.
+    stopping: CancellationToken,
 }
 
 impl EventLog {
@@ -36,7 +39,7 @@ impl EventLog {
     /// server's question for the person: [`EventLog::publish_value`]).
     pub fn start(hub: &Hub) -> Arc<EventLog> {
         let (live, _) = broadcast::channel(KEPT);
-        let log = Arc::new(EventLog { kept: Mutex::default(), live });
+        let log = Arc::new(EventLog { kept: Mutex::default(), live, stopping: CancellationToken::new() });
         let mut events = hub.subscribe();
         let weak = Arc::downgrade(&log);
         tokio::spawn(async move {
@@ -76,6 +79,11 @@ impl EventLog {
         let _ = self.live.send(published);
     }
 
+    /// Cancelled when the server stops (streams end, calls are cancelled, questions go).
+    pub fn stopping(&self) -> &CancellationToken {
+        &self.stopping
+    }
+
     /// How many clients follow the events now.
     pub fn watchers(&self) -> usize {
         self.live.receiver_count()
@@ -95,6 +103,7 @@ impl EventLog {
             };
             (backlog, live, reset)
         };
+        let stopping = self.stopping.clone();
         let stream = async_stream(move |tx| async move {
             if reset {
                 let _ = tx.send(SseEvent::default().event("reset").data("events were missed; reload the state")).await;
@@ -105,7 +114,14 @@ impl EventLog {
                 }
             }
             loop {
-                match live.recv().await {
+                let next = tokio::select! {
+                    next = live.recv() => next,
+                    () = stopping.cancelled() => {
+                        let _ = tx.send(SseEvent::default().event("shutdown").data("switchboard is stopping")).await;
+                        return;
+                    }
+                };
+                match next {
                     Ok(p) => {
                         if tx.send(to_sse(&p)).await.is_err() {
                             return;

@@ -169,6 +169,7 @@ pub struct Bound {
     pub login_url: String,
     /// The API token (for clients: `Authorization: Bearer <token>`).
     pub token: String,
+    stopping: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for Bound {
@@ -259,6 +260,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     };
     let login_url = format!("http://{host}/login?code={code}");
     let state = state(hub, access.clone(), options.questions.clone());
+    let stopping = state.events.stopping().clone();
     let callback =
         Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());
     let (api_router, openapi) = api(state);
@@ -289,12 +291,35 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     let router = router.layer(axum::middleware::from_fn_with_state(access, security::check_host));
     let info = serde_json::json!({"url": format!("http://{host}"), "port": addr.port(), "pid": std::process::id()});
     switchboard::write_private(&options.data_dir.join("serve.json"), info.to_string().as_bytes())?;
-    Ok(Bound { listener, router, addr, login_url, token })
+    Ok(Bound { listener, router, addr, login_url, token, stopping })
 }
 
+/// How long open requests get to finish once the server stops.
+const DRAIN: std::time::Duration = std::time::Duration::from_millis(1000);
+
 impl Bound {
-    /// Serves until `shutdown` resolves.
+    /// Serves until `shutdown` resolves. Then it stops taking connections, every event stream
+    /// gets a last `shutdown` event and ends, calls in flight are cancelled (their servers are
+    /// told), questions waiting are cancelled; what is still open after a second is dropped.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await
+        let stopping = self.stopping.clone();
+        let signal = {
+            let stopping = stopping.clone();
+            async move {
+                shutdown.await;
+                stopping.cancel();
+            }
+        };
+        let serving = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        tokio::select! {
+            served = serving => served,
+            () = async {
+                stopping.cancelled().await;
+                tokio::time::sleep(DRAIN).await;
+            } => {
+                tracing::info!("connections still open after {DRAIN:?}: closed");
+                Ok(())
+            }
+        }
     }
 }

@@ -133,11 +133,16 @@ impl Questions {
         // takes the question back and says so; an answered question is gone already.
         let _guard = Withdraw { questions: self, id };
         log.publish_value(event);
+        let stopping = log.stopping().clone();
         drop(log);
-        match tokio::time::timeout(WAIT, rx).await {
-            Ok(Ok(answer)) => answer,
-            // Nobody answered in time.
-            _ => ElicitationAnswer::Cancel,
+        tokio::select! {
+            answer = tokio::time::timeout(WAIT, rx) => match answer {
+                Ok(Ok(answer)) => answer,
+                // Nobody answered in time.
+                _ => ElicitationAnswer::Cancel,
+            },
+            // The server stops: nobody will answer.
+            () = stopping.cancelled() => ElicitationAnswer::Cancel,
         }
     }
 }

@@ -59,7 +59,9 @@ where
     F: FnOnce(Hub, CancellationToken) -> Fut,
     Fut: std::future::Future<Output = Result<u8>>,
 {
-    let mut options = HubOptions::new(ctx.paths.clone());
+    // One command is a short-lived host: servers that went away are tried again when a call
+    // needs them, not on timers.
+    let mut options = HubOptions::new(ctx.paths.clone()).short_lived();
     options.only = only;
     // A server's request for input is put to the person only when there is one at a terminal.
     if std::io::stdin().is_terminal() && render::stderr_tty() {

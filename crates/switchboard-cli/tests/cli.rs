@@ -42,7 +42,7 @@ fn list_get_tools_and_call_with_the_demo_config() {
     assert_eq!(code, 0);
     assert_eq!(v["servers"][0]["name"], "demo");
     assert_eq!(v["servers"][0]["status"]["state"], "connected");
-    assert_eq!(v["servers"][0]["status"]["counts"]["tools"], 12);
+    assert_eq!(v["servers"][0]["status"]["counts"]["tools"], 14);
 
     let (v, _) = json_out(sb(home.path(), home.path()).args([
         "--config",

@@ -11,6 +11,7 @@
 //! the benchmark measures the host and not this server.
 
 mod forks;
+mod misbehave;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -47,6 +48,15 @@ struct Options {
     fail_list_tools: bool,
     forks: Option<forks::Forks>,
     marker: String,
+    /// Exit at start (code 4) while the count in `count_file` is below this.
+    fail_starts: u32,
+    count_file: Option<String>,
+    /// Append each tool call's name to this file.
+    call_log: Option<String>,
+    /// Print this many MiB on stderr with no newline, at start.
+    stderr_line_mb: usize,
+    /// Send log notifications as fast as it can, once connected.
+    notify_flood: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -72,6 +82,11 @@ fn parse_args() -> Result<Options, String> {
             "--fail-list-tools" => opts.fail_list_tools = true,
             "--forks" => opts.forks = Some(value("--forks")?.parse()?),
             "--marker" => opts.marker = value("--marker")?,
+            "--fail-starts" => opts.fail_starts = num(&value("--fail-starts")?)?,
+            "--count-file" => opts.count_file = Some(value("--count-file")?),
+            "--call-log" => opts.call_log = Some(value("--call-log")?),
+            "--stderr-line-mb" => opts.stderr_line_mb = num(&value("--stderr-line-mb")?)?,
+            "--notify-flood" => opts.notify_flood = true,
             "--sleep-forever" => sleep_forever(),
             other => return Err(format!("unknown flag {other}")),
         }
@@ -133,6 +148,13 @@ impl Fixture {
                 &[],
             ),
             tool("mixed", "Returns text, image, audio, an embedded resource and structured content.", json!({}), &[]),
+            tool("hangup", "Closes stdout after answering, and keeps running.", json!({}), &[]),
+            tool(
+                "bad_answer",
+                "Answers with something no client can decode (kind: utf8, deep, shape), then nothing.",
+                json!({"kind": {"type": "string"}}),
+                &[],
+            ),
             tool("fail", "Returns a result with isError set.", json!({}), &[]),
             tool("crash", "Exits the process with code 3 in the middle of the call.", json!({}), &[]),
             tool("stderr", "Writes `lines` lines to stderr.", json!({"lines": {"type": "integer"}}), &[]),
@@ -270,6 +292,12 @@ impl ServerHandler for Fixture {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.clone();
+        if let Some(log) = &self.opts.call_log {
+            use std::io::Write as _;
+            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+                let _ = writeln!(f, "{}", request.name);
+            }
+        }
         let text = |s: String| -> Result<CallToolResponse, ErrorData> {
             Ok(CallToolResponse::Complete(from(json!({"content": [{"type": "text", "text": s}]}))?))
         };
@@ -341,6 +369,17 @@ impl ServerHandler for Fixture {
                 "content": [{"type": "text", "text": "the fixture failed on purpose"}],
                 "isError": true,
             }))?)),
+            "bad_answer" => {
+                let kind = args.as_ref().and_then(|a| a.get("kind")).and_then(Value::as_str).unwrap_or("utf8");
+                misbehave::write_bad_answer(kind, &context.id);
+                // No other answer follows.
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                text("unreachable".into())
+            }
+            "hangup" => {
+                misbehave::close_stdout_soon();
+                text("hanging up".into())
+            }
             "crash" => {
                 eprintln!("fixture: crashing in the middle of a call");
                 let _ = std::io::stderr().flush();
@@ -518,6 +557,15 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(file) = &opts.count_file {
+        // Every start is counted; the first `--fail-starts` ones fail.
+        let starts: u32 = std::fs::read_to_string(file).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+        let _ = std::fs::write(file, (starts + 1).to_string());
+        if starts < opts.fail_starts {
+            eprintln!("fixture: failing start {} of {}", starts + 1, opts.fail_starts);
+            std::process::exit(4);
+        }
+    }
     if let Some(code) = opts.exit_at_start {
         eprintln!("fixture: refusing to start (exit code {code})");
         std::process::exit(code);
@@ -536,6 +584,9 @@ fn main() {
         spawn_grandchild(opts.pid_file.as_deref());
     } else if let Some(path) = &opts.pid_file {
         let _ = std::fs::write(path, format!("{}\n", std::process::id()));
+    }
+    if opts.stderr_line_mb > 0 {
+        misbehave::long_stderr_line(opts.stderr_line_mb);
     }
     if opts.stderr_flood_lines > 0 {
         let mut err = std::io::stderr().lock();
@@ -565,8 +616,12 @@ fn main() {
             added_prompts: Arc::default(),
             failing_lists: Arc::default(),
         };
+        let flood = server.opts.notify_flood;
         match server.serve(rmcp::transport::stdio_pipes()).await {
             Ok(running) => {
+                if flood {
+                    misbehave::flood(running.peer().clone());
+                }
                 let _ = running.waiting().await;
                 0
             }

@@ -42,13 +42,24 @@ function toolCount(server) {
 
 function lastError(server) {
   const s = server.status || {};
-  if (s.state === "failed") return s.message;
+  if (s.state === "failed") return (s.message || "").split("\n")[0] + retryText(s.retry);
   if (s.state === "disconnected") {
-    if (s.exit_code !== undefined && s.exit_code !== null) return `exited with code ${s.exit_code}`;
-    if (s.signal !== undefined && s.signal !== null) return `killed by signal ${s.signal}`;
-    return "disconnected";
+    let what = "disconnected";
+    if (s.exit_code !== undefined && s.exit_code !== null) what = `exited with code ${s.exit_code}`;
+    else if (s.signal !== undefined && s.signal !== null) what = `killed by signal ${s.signal}`;
+    else if (s.reason) what = s.reason;
+    return what + retryText(s.retry);
   }
   return null;
+}
+
+// When a server that went away is tried again (the hub's own timer, or the next call).
+function retryText(retry) {
+  if (!retry) return "";
+  if (retry.at_ms === undefined || retry.at_ms === null) return "; reconnects on the next call";
+  const secs = Math.ceil((retry.at_ms - Date.now()) / 1000);
+  const when = secs < 1 ? "retrying now" : `retrying in ${secs} s`;
+  return `; ${when}` + (retry.attempt > 0 ? ` (attempt ${retry.attempt + 1})` : "");
 }
 
 // ---------------------------------------------------------------- server list

@@ -218,7 +218,7 @@ async fn servers_tools_resources_and_prompts_with_their_errors() {
     assert_eq!(names.len(), 2, "{body}");
     let (status, body) = send(s.get("/api/servers/demo")).await;
     assert_eq!((status, body["status"]["state"].as_str()), (StatusCode::OK, Some("connected")));
-    assert_eq!(body["tools"].as_array().unwrap().len(), 12);
+    assert_eq!(body["tools"].as_array().unwrap().len(), 14);
     let (status, body) = send(s.get("/api/servers/broken")).await;
     assert_eq!((status, body["status"]["kind"].as_str()), (StatusCode::OK, Some("process_start_failed")));
     let (status, body) = send(s.get("/api/servers/nope")).await;
@@ -226,7 +226,7 @@ async fn servers_tools_resources_and_prompts_with_their_errors() {
 
     // Tools in each format; a bad format or server is refused.
     let (status, body) = send(s.get("/api/tools?server=demo")).await;
-    assert_eq!((status, body["tools"].as_array().unwrap().len()), (StatusCode::OK, 12));
+    assert_eq!((status, body["tools"].as_array().unwrap().len()), (StatusCode::OK, 14));
     assert_eq!(body["tools"][0]["server"], "demo");
     let (_, body) = send(s.get("/api/tools?format=openai")).await;
     assert_eq!(body["tools"][0]["type"], "function");
@@ -425,7 +425,7 @@ async fn servers_are_added_removed_and_trusted_at_run_time() {
         "{body}"
     );
     let (_, body) = send(s.get("/api/tools?server=extra")).await;
-    assert_eq!(body["tools"].as_array().unwrap().len(), 12);
+    assert_eq!(body["tools"].as_array().unwrap().len(), 14);
     let (status, body) = send(s.post("/api/servers", json!({"name": "extra", "config": fixture_entry("extra")}))).await;
     assert_eq!((status, error_code(&body)), (StatusCode::CONFLICT, "exists"));
     let (status, body) = send(s.post("/api/servers", json!({"name": "bad", "config": {"command": 5}}))).await;

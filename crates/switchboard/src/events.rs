@@ -74,6 +74,15 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// A server sent something the hub did not take: a message over `max_message_bytes`, an
+    /// answer that could not be decoded, notifications beyond the rate limit. At most one a
+    /// second per server, saying how many.
+    Dropped {
+        /// The server.
+        server: String,
+        /// What was not taken, and why.
+        reason: String,
+    },
     /// A server asks for a login: it became `needs_auth`, or refused a call for want of a
     /// scope (`insufficient_scope`). [`crate::Hub::begin_login`] starts one.
     AuthNeeded {

@@ -145,6 +145,7 @@ mod tests {
             startup_timeout: crate::config::DEFAULT_STARTUP_TIMEOUT,
             tool_timeout: crate::config::DEFAULT_TOOL_TIMEOUT,
             shutdown_grace: crate::config::DEFAULT_SHUTDOWN_GRACE,
+            max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
             tools: ToolFilter::default(),
             scope,
             source: PathBuf::from("/p/switchboard.json"),

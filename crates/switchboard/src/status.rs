@@ -32,6 +32,62 @@ pub enum FailureKind {
     /// A remote server asks for authorisation, but its authorisation server offers no way for
     /// switchboard to register and no `oauth.client_id` is configured.
     NeedsClientRegistration,
+    /// It went away (exited, failed to start, stopped answering) too often in a short time:
+    /// no longer tried again by itself (connect it by hand).
+    CrashLoop,
+}
+
+impl FailureKind {
+    /// Whether trying again later may help (not for a broken config, a login the person must
+    /// do, a transport this build lacks, or a crash loop).
+    pub fn is_retryable(self) -> bool {
+        !matches!(
+            self,
+            FailureKind::ConfigInvalid
+                | FailureKind::Unsupported
+                | FailureKind::NeedsAuth
+                | FailureKind::NeedsClientRegistration
+                | FailureKind::CrashLoop
+        )
+    }
+}
+
+/// When a server that is not connected is tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Retry {
+    /// Attempts that failed in a row so far.
+    pub attempt: u32,
+    /// When the next attempt is made (Unix milliseconds); `None`: at the next call (a
+    /// short-lived host, such as one CLI command, retries no earlier).
+    pub at_ms: Option<u64>,
+}
+
+impl Retry {
+    /// `retrying in 4 s (attempt 2)`, `reconnects on the next call`.
+    pub fn describe(&self) -> String {
+        match self.at_ms {
+            None => "reconnects on the next call".into(),
+            Some(at) => {
+                let now = now_ms();
+                let wait = at.saturating_sub(now);
+                let when = if wait < 1000 {
+                    "retrying now".to_string()
+                } else {
+                    format!("retrying in {} s", wait.div_ceil(1000))
+                };
+                if self.attempt > 0 { format!("{when} (attempt {})", self.attempt + 1) } else { when }
+            }
+        }
+    }
+}
+
+/// Now, in Unix milliseconds.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }
 
 /// Counts of what a connected server offers (after filters).
@@ -85,8 +141,12 @@ pub enum ServerStatus {
         /// The server's `WWW-Authenticate` challenge, for `needs_auth`.
         #[serde(skip_serializing_if = "Option::is_none")]
         auth_challenge: Option<String>,
+        /// When it is tried again (none: not by itself).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry: Option<Retry>,
     },
-    /// Was connected, then the process exited unexpectedly. The next call reconnects.
+    /// Was connected, then went away: its process exited, or a remote server stopped
+    /// answering. Tried again by itself (see `retry`).
     Disconnected {
         /// Exit code, if it exited.
         exit_code: Option<i32>,
@@ -95,6 +155,12 @@ pub enum ServerStatus {
         signal: Option<i32>,
         /// The last lines the server wrote on stderr.
         stderr_tail: Vec<String>,
+        /// What happened to a remote server (no exit code to say it).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// When it is tried again.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry: Option<Retry>,
     },
     /// Disconnected on request ([`Hub::disconnect`](crate::Hub::disconnect)); it stays so
     /// until connected again.
@@ -124,12 +190,22 @@ impl ServerStatus {
             ServerStatus::Connected { server_name, server_version, protocol_version, .. } => {
                 format!("{server_name} {server_version} (protocol {protocol_version})")
             }
+            ServerStatus::Failed { message, retry: Some(retry), .. } => {
+                format!("{}; {}", message.lines().next().unwrap_or_default(), retry.describe())
+            }
             ServerStatus::Failed { message, .. } => message.clone(),
-            ServerStatus::Disconnected { exit_code, signal, .. } => match (exit_code, signal) {
-                (Some(c), _) => format!("exited with code {c}; reconnects on next call"),
-                (None, Some(s)) => format!("killed by signal {s}; reconnects on next call"),
-                _ => "disconnected; reconnects on next call".into(),
-            },
+            ServerStatus::Disconnected { exit_code, signal, reason, retry, .. } => {
+                let what = match (exit_code, signal, reason) {
+                    (Some(c), _, _) => format!("exited with code {c}"),
+                    (None, Some(s), _) => format!("killed by signal {s}"),
+                    (None, None, Some(r)) => r.clone(),
+                    _ => "disconnected".into(),
+                };
+                match retry {
+                    Some(r) => format!("{what}; {}", r.describe()),
+                    None => what,
+                }
+            }
             ServerStatus::Stopped => "disconnected on request; connect it to use it again".into(),
         }
     }

@@ -28,7 +28,7 @@ async fn ten_slow_servers_start_in_parallel() {
     assert!(hub.servers().iter().all(|s| s.status.state() == "connected"), "{:?}", hub.servers());
     // Sequential start would take at least 10 x 500 ms.
     assert!(elapsed < Duration::from_millis(4000), "took {elapsed:?}");
-    assert_eq!(hub.catalog().tools().len(), 10 * 12);
+    assert_eq!(hub.catalog().tools().len(), 10 * 14);
     hub.shutdown().await;
 }
 
@@ -138,12 +138,12 @@ async fn list_changed_refreshes_the_catalog() {
     let mut events = hub.subscribe();
     assert!(hub.catalog().tool("mcp__m__added_0").is_none());
     hub.call_tool("mcp__m__mutate", None, CallOptions::new()).await.unwrap();
-    wait_event(&mut events, |e| matches!(e, Event::CatalogChanged { server, tools: 13, .. } if server == "m")).await;
+    wait_event(&mut events, |e| matches!(e, Event::CatalogChanged { server, tools: 15, .. } if server == "m")).await;
     assert!(hub.catalog().tool("mcp__m__added_0").is_some());
     let out = hub.call_tool("mcp__m__added_0", None, CallOptions::new()).await.unwrap();
     assert_eq!(text(&out), "called added_0");
     match hub.status("m") {
-        Some(ServerStatus::Connected { counts, .. }) => assert_eq!(counts.tools, 13),
+        Some(ServerStatus::Connected { counts, .. }) => assert_eq!(counts.tools, 15),
         other => panic!("{other:?}"),
     }
 
@@ -155,10 +155,10 @@ async fn list_changed_refreshes_the_catalog() {
     wait_event(&mut events, |e| matches!(e, Event::CatalogChanged { prompts: 2, .. })).await;
     assert!(hub.catalog().prompts().iter().any(|p| p.prompt.name == "added_0"));
 
-    // A refresh that fails keeps the last good list (now 13 tools, though the server has 14).
+    // A refresh that fails keeps the last good list (now 15 tools, though the server has 16).
     hub.call_tool("mcp__m__mutate", args(json!({"fail_next_lists": 1})), CallOptions::new()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(hub.catalog().tools_of("m").count(), 13);
+    assert_eq!(hub.catalog().tools_of("m").count(), 15);
     assert!(hub.catalog().tool("mcp__m__added_0").is_some());
     assert_eq!(hub.status("m").map(|s| s.state()), Some("connected"));
 
@@ -166,9 +166,9 @@ async fn list_changed_refreshes_the_catalog() {
     for _ in 0..5 {
         hub.call_tool("mcp__m__mutate", None, CallOptions::new()).await.unwrap();
     }
-    wait_event(&mut events, |e| matches!(e, Event::CatalogChanged { tools: 19, .. })).await;
+    wait_event(&mut events, |e| matches!(e, Event::CatalogChanged { tools: 21, .. })).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(hub.catalog().tools_of("m").count(), 19);
+    assert_eq!(hub.catalog().tools_of("m").count(), 21);
     assert!(hub.catalog().tool("mcp__m__added_5").is_some());
     hub.shutdown().await;
 }
@@ -319,7 +319,7 @@ async fn pages_are_followed_and_filters_apply() {
         }}))
         .await;
     let catalog = hub.catalog();
-    assert_eq!(catalog.tools_of("paged").count(), 42);
+    assert_eq!(catalog.tools_of("paged").count(), 44);
     assert_eq!(catalog.resources().iter().filter(|r| r.server == "paged").count(), 2);
     assert_eq!(catalog.prompts().iter().filter(|p| p.server == "paged").count(), 1);
     let filtered: Vec<&str> = catalog.tools_of("filtered").map(|t| t.tool.name.as_ref()).collect();

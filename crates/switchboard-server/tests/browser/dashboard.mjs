@@ -197,17 +197,17 @@ try {
   await tool("mcp__demo__echo").locator("[data-testid=result] .block-text").getByText("hello from the browser").waitFor();
   assert.equal(await tool("mcp__demo__slow").locator("textarea").inputValue(), '{"ms": 300, "steps": 4}');
 
-  step("killing the fixture's process shows on the page without a reload");
+  step("killing the fixture's process shows on the page without a reload, and the hub starts it again");
   const pid = Number(readFileSync(PID_FILE, "utf8").trim());
   process.kill(pid, "SIGKILL");
-  await item("demo").and(page.locator('[data-state="disconnected"]')).waitFor({ timeout: 15000 });
-  await page.locator("#detail [data-testid=status-line]").getByText(/killed by signal 9/).waitFor();
-  await page.locator("#activity").getByText(/demo: connected → disconnected/).waitFor();
+  await page.locator("#activity").getByText(/demo: connected → disconnected \(killed by signal 9; retrying now\)/).waitFor({ timeout: 15000 });
+  await page.locator("#activity").getByText(/demo: connecting → connected/).last().waitFor({ timeout: 15000 });
+  await item("demo").and(page.locator('[data-state="connected"]')).waitFor();
+  const again = Number(readFileSync(PID_FILE, "utf8").trim());
+  assert.notEqual(again, pid, "a new process");
   await notReloaded();
 
   step("disconnect and connect buttons");
-  await page.locator("#detail").getByRole("button", { name: "Connect", exact: true }).click();
-  await item("demo").and(page.locator('[data-state="connected"]')).waitFor();
   await page.locator("#detail").getByRole("button", { name: "Disconnect" }).click();
   await item("demo").and(page.locator('[data-state="stopped"]')).waitFor();
   await page.locator("#detail").getByRole("button", { name: "Connect", exact: true }).click();

@@ -14,9 +14,9 @@ use serde_json::{Map, Value};
 use super::expand::expand;
 use super::jsonc::line_of_key;
 use super::{
-    DEFAULT_SHUTDOWN_GRACE, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Diagnostic, HttpConfig, HttpTransport,
-    InvalidServer, MAX_SHUTDOWN_GRACE, MAX_TIMEOUT, OAuthConfig, Scope, ServerConfig, ServerEntry, Severity,
-    StdioConfig, ToolFilter, TransportConfig,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Diagnostic,
+    HttpConfig, HttpTransport, InvalidServer, MAX_SHUTDOWN_GRACE, MAX_TIMEOUT, MESSAGE_BYTES_RANGE, OAuthConfig, Scope,
+    ServerConfig, ServerEntry, Severity, StdioConfig, ToolFilter, TransportConfig,
 };
 
 /// Context for parsing one file.
@@ -187,6 +187,21 @@ fn as_grace(field: &str, v: Value) -> Result<Duration, FieldError> {
     }
 }
 
+fn as_bytes(field: &str, v: Value) -> Result<usize, FieldError> {
+    match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
+        Some(n) if MESSAGE_BYTES_RANGE.contains(&n) => Ok(n),
+        _ => err(
+            field,
+            format!(
+                "must be {} to {} bytes, found {}",
+                MESSAGE_BYTES_RANGE.start(),
+                MESSAGE_BYTES_RANGE.end(),
+                excerpt_value(&v)
+            ),
+        ),
+    }
+}
+
 /// A value for a message: its JSON, cut to a short excerpt.
 fn excerpt_value(v: &Value) -> String {
     crate::text::excerpt(&v.to_string(), 40)
@@ -256,6 +271,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         take(&mut obj, &["startup_timeout_ms", "timeout", "timeoutMs"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
     let tool_timeout = take(&mut obj, &["tool_timeout_ms"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
     let shutdown_grace = take(&mut obj, &["shutdown_grace_ms"])?.map(|(f, v)| as_grace(&f, v)).transpose()?;
+    let max_message = take(&mut obj, &["max_message_bytes"])?.map(|(f, v)| as_bytes(&f, v)).transpose()?;
     let passthrough = take(&mut obj, &["env_passthrough"])?.map(|(f, v)| as_strings(&f, v)).transpose()?;
     let inherit_env = take(&mut obj, &["inherit_env"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let tools = take(&mut obj, &["tools"])?.map(|(_, v)| parse_filter(v)).transpose()?;
@@ -430,6 +446,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         startup_timeout: startup.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
         tool_timeout: tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT),
         shutdown_grace: shutdown_grace.unwrap_or(DEFAULT_SHUTDOWN_GRACE),
+        max_message_bytes: max_message.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
         tools: tools.unwrap_or_default(),
         scope: ctx.scope,
         source: PathBuf::from(ctx.path),

@@ -50,6 +50,10 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_millis(300_000);
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 /// The longest `startup_timeout_ms` and `tool_timeout_ms` may be (7 days).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Default largest message taken from a server (16 MiB, as rmcp's stdio framing).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// The range `max_message_bytes` may take (1 KiB to 1 GiB).
+pub const MESSAGE_BYTES_RANGE: std::ops::RangeInclusive<usize> = 1024..=1024 * 1024 * 1024;
 /// The longest `shutdown_grace_ms` may be (one minute).
 pub const MAX_SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 
@@ -185,6 +189,9 @@ pub struct ServerConfig {
     /// Time a stdio server has to exit after its stdin closes, before SIGINT.
     #[serde(serialize_with = "ser_ms")]
     pub shutdown_grace: Duration,
+    /// The largest JSON-RPC message taken from the server (a line on stdio, a response body
+    /// or event over HTTP); larger ones are refused, and said.
+    pub max_message_bytes: usize,
     /// Tool name filters.
     pub tools: ToolFilter,
     /// Which kind of file it came from.

@@ -182,9 +182,65 @@ pub(crate) struct Handler {
     /// The protocol version `initialize` asks for (`protocol_version` in config); `None`: the
     /// newest with a handshake.
     pub(crate) protocol_version: Option<ProtocolVersion>,
+    /// Progress, log and resource-update notifications beyond the rate are dropped.
+    pub(crate) flood: Arc<Mutex<Flood>>,
+}
+
+/// A token bucket over a server's notifications: a burst of [`Flood::BURST`], then
+/// [`Flood::RATE`] a second; beyond that they are dropped, with one [`Event::Dropped`] a
+/// second saying how many. `list_changed` is never dropped (the refresh worker coalesces it).
+#[derive(Debug)]
+pub(crate) struct Flood {
+    tokens: f64,
+    at: Instant,
+    dropped: u64,
+    noted: Option<Instant>,
+}
+
+impl Default for Flood {
+    fn default() -> Self {
+        Flood { tokens: Flood::BURST, at: Instant::now(), dropped: 0, noted: None }
+    }
+}
+
+impl Flood {
+    /// Notifications a second, sustained.
+    pub(crate) const RATE: f64 = 1000.0;
+    /// Notifications at once.
+    pub(crate) const BURST: f64 = 2000.0;
+
+    /// Whether one more notification is taken; `Some(n)` as the second value when a note
+    /// about `n` dropped ones is due.
+    fn admit(&mut self) -> (bool, Option<u64>) {
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * Self::RATE).min(Self::BURST);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return (true, None);
+        }
+        self.dropped += 1;
+        let due = self.noted.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1));
+        if due {
+            self.noted = Some(now);
+            return (false, Some(std::mem::take(&mut self.dropped)));
+        }
+        (false, None)
+    }
 }
 
 impl Handler {
+    /// Whether a notification is taken (see [`Flood`]).
+    fn admit(&self) -> bool {
+        let (taken, note) = self.flood.lock().unwrap_or_else(PoisonError::into_inner).admit();
+        if let Some(n) = note {
+            let reason = format!("notifications beyond {} a second: {n} dropped", Flood::RATE);
+            tracing::warn!(server = %self.server, "{reason}");
+            let _ = self.events.send(Event::Dropped { server: self.server.clone(), reason });
+        }
+        taken
+    }
+
     /// How the session starts. A pinned version decides: 2026-07-28 and later have no
     /// handshake (`server/discover`, then self-contained requests), earlier ones use
     /// `initialize`. Unpinned, `probe` sends `server/discover` first and falls back to
@@ -332,11 +388,15 @@ impl ClientHandler for Handler {
         params: ResourceUpdatedNotificationParam,
         _ctx: NotificationContext<RoleClient>,
     ) {
-        let _ = self.events.send(Event::ResourceUpdated { server: self.server.clone(), uri: params.uri });
+        if self.admit() {
+            let _ = self.events.send(Event::ResourceUpdated { server: self.server.clone(), uri: params.uri });
+        }
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _ctx: NotificationContext<RoleClient>) {
-        self.progress.dispatch(params);
+        if self.admit() {
+            self.progress.dispatch(params);
+        }
     }
 
     #[allow(deprecated)]
@@ -345,6 +405,9 @@ impl ClientHandler for Handler {
         params: rmcp::model::LoggingMessageNotificationParam,
         _ctx: NotificationContext<RoleClient>,
     ) {
+        if !self.admit() {
+            return;
+        }
         let level =
             serde_json::to_value(params.level).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         tracing::debug!(server = %self.server, level = %level, "server log: {}", params.data);
@@ -371,6 +434,23 @@ fn file_uri(path: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_is_cut_to_the_rate_with_one_note_a_second() {
+        let mut f = Flood::default();
+        let taken = (0..3000).filter(|_| f.admit().0).count();
+        // The burst, and what trickled in while counting.
+        assert!((2000..2100).contains(&taken), "{taken}");
+        f.noted = Some(Instant::now() - Duration::from_secs(2));
+        f.tokens = 0.0;
+        f.at = Instant::now();
+        let (taken, note) = f.admit();
+        assert!(!taken);
+        assert!(note.is_some_and(|n| n >= 900), "{note:?}");
+        assert_eq!(f.admit().1, None, "at most one note a second");
+    }
+
     #[test]
     fn file_uris_are_encoded() {
         assert_eq!(super::file_uri(std::path::Path::new("/home/me/my project")), "file:///home/me/my%20project");

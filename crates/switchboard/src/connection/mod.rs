@@ -103,6 +103,8 @@ pub(crate) struct Connection {
     /// Over Streamable HTTP: changes each time the transport renewed its session (the
     /// server forgot it), after which per-session state (subscriptions) is gone.
     pub session_renewals: Option<tokio::sync::watch::Receiver<u64>>,
+    /// Over stdio: becomes true when the server's stdout ends.
+    pub stdout_closed: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 fn tail(tree: &ProcessTree) -> Vec<String> {
@@ -160,16 +162,17 @@ impl Connection {
                 .protocol_version
                 .as_ref()
                 .and_then(|v| ProtocolVersion::KNOWN_VERSIONS.iter().find(|k| k.as_str() == v.as_str()).cloned()),
+            flood: Arc::default(),
         };
         let answers = handler.clone();
-        let (service, tree, session_renewals) = match &config.transport {
+        let (service, tree, session_renewals, stdout_closed) = match &config.transport {
             TransportConfig::Stdio(stdio) => {
-                let (service, tree) = stdio::start(config, stdio, ctx, handler, deadline).await?;
-                (service, Some(tree), None)
+                let (service, tree, closed) = stdio::start(config, stdio, ctx, handler, deadline).await?;
+                (service, Some(tree), None, Some(closed))
             }
             TransportConfig::Http(http) => {
                 let (service, renewals) = remote::start(config, http, ctx, handler, deadline).await?;
-                (service, None, renewals)
+                (service, None, renewals, None)
             }
         };
         let peer = service.peer().clone();
@@ -235,6 +238,7 @@ impl Connection {
             handler: answers,
             listener,
             session_renewals,
+            stdout_closed,
         };
         let outcome = tokio::time::timeout_at(deadline, conn.list_all(&config.name)).await;
         let (kind, message) = match outcome {

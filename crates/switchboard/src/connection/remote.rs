@@ -62,7 +62,8 @@ pub(super) async fn start(
     };
     let oauth = manager.is_some();
     let client = HttpClient::new()
-        .map_err(|e| StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("no HTTP client: {e}")))?;
+        .map_err(|e| StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("no HTTP client: {e}")))?
+        .with_max_message_bytes(config.max_message_bytes);
     let authorised = manager.map(|m| AuthClient::new(client.clone(), m));
     // The legacy SSE transport takes the current token as a header (refreshed at the next
     // connection, not mid-session).
@@ -121,7 +122,11 @@ pub(super) async fn start(
             .map_err(|e| StartFailure::new(FailureKind::ConfigInvalid, format!("field `url`: {e}")))?;
         let transport = match tokio::time::timeout_at(
             deadline,
-            SseClientTransport::connect(sse_url, sse_headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+            SseClientTransport::connect(
+                sse_url,
+                sse_headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                config.max_message_bytes,
+            ),
         )
         .await
         {

@@ -12,6 +12,7 @@ use super::{ConnectCtx, StartFailure, end_with, human};
 use crate::config::{ServerConfig, StdioConfig};
 use crate::process::{self, ProcessTree};
 use crate::status::FailureKind;
+use crate::transport::StdioTransport;
 
 /// Spawns the server and runs `initialize` before `deadline`. On failure the process tree is
 /// already ended.
@@ -21,7 +22,7 @@ pub(super) async fn start(
     ctx: &ConnectCtx,
     handler: Handler,
     deadline: Instant,
-) -> Result<(RunningService<RoleClient, Handler>, Arc<ProcessTree>), StartFailure> {
+) -> Result<(RunningService<RoleClient, Handler>, Arc<ProcessTree>, tokio::sync::watch::Receiver<bool>), StartFailure> {
     let spawn_ctx = process::SpawnCtx {
         server: &config.name,
         default_cwd: &ctx.project_root,
@@ -34,16 +35,19 @@ pub(super) async fn start(
         .map_err(|e| StartFailure::new(FailureKind::ProcessStartFailed, e.to_string()))?;
     let tree = spawned.tree.clone();
     ctx.trees.push(tree.clone());
+    let transport =
+        StdioTransport::new(&config.name, spawned.stdout, spawned.stdin, config.max_message_bytes, ctx.events.clone());
+    let closed = transport.closed();
     let outcome = tokio::time::timeout_at(deadline, {
         // Over stdio `initialize` unless a version is pinned: a legacy server may not answer a
         // `server/discover` probe at all (rmcp's fallback waits 10 s), and every server that
         // speaks 2026-07-28 is asked to keep the handshake for older clients.
         let lifecycle = handler.lifecycle(false);
-        handler.serve_with_lifecycle((spawned.stdout, spawned.stdin), lifecycle)
+        handler.serve_with_lifecycle(transport, lifecycle)
     })
     .await;
     let (kind, message) = match outcome {
-        Ok(Ok(service)) => return Ok((service, tree)),
+        Ok(Ok(service)) => return Ok((service, tree, closed)),
         Ok(Err(e)) => {
             // The server answered, but not with a handshake we can use: it may exit right
             // after, yet the answer is the cause.

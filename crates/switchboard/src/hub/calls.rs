@@ -15,7 +15,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Hub, Inner, Slot, connect};
+use super::{Hub, Inner, Slot, connect, retry};
 use crate::connection::handler::{Progress, Publish, ROUTE_GRACE};
 use crate::connection::{Connection, describe_error};
 use crate::deadline::Expired;
@@ -91,9 +91,11 @@ impl ToolOutput {
 }
 
 impl Hub {
-    /// Calls a tool by model-visible name (or `server/tool`). A server that exited since the
-    /// last call is reconnected once first. A call in flight when the server exits fails with
-    /// [`Error::ServerExited`] and is not retried (the tool may have run).
+    /// Calls a tool by model-visible name (or `server/tool`). A server being reconnected is
+    /// waited for (within the call's timeout); one that went away is connected again first.
+    /// A request that provably never reached the server (its transport was closed when it was
+    /// sent) is sent once more after reconnecting; a call in flight when the server goes away
+    /// fails with [`Error::ServerExited`] and is not retried (the tool may have run).
     pub async fn call_tool(
         &self,
         name: &str,
@@ -103,9 +105,10 @@ impl Hub {
         let catalog = self.catalog();
         let entry = catalog.tool(name).ok_or_else(|| self.missing_tool(name))?;
         let slot = self.inner.slot(&entry.server)?.clone();
-        let conn = ensure_connected(&self.inner, &slot).await?;
         let timeout =
             options.timeout.or(slot.config().map(|c| c.tool_timeout)).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
+        let mut conn = ensure_connected(&self.inner, &slot, timeout).await?;
+        let mut resent = false;
         let max_total = options.max_total.unwrap_or(self.inner.options.max_call_time).max(timeout);
         let mut params = CallToolRequestParams::new(entry.tool.name.to_string());
         if let Some(args) = arguments {
@@ -122,7 +125,15 @@ impl Hub {
             let sent = send(&self.inner, &slot, &conn, request, limits, progress, options.cancel.clone(), &what).await;
             let result = match sent {
                 Ok(r) => r,
-                Err(e) => {
+                Err(Failure { sent: false, error }) if !resent => {
+                    // It never left: connect again and send it once more.
+                    resent = true;
+                    tracing::info!(server = %slot.name, "`{what}` was not sent (the connection was closed): reconnecting to send it again ({error})");
+                    super::health::drop_connection(&slot, &conn).await;
+                    conn = ensure_connected(&self.inner, &slot, timeout).await?;
+                    continue;
+                }
+                Err(Failure { error: e, .. }) => {
                     if let Error::AuthRequired { challenge: Some(c), .. } = &e
                         && c.contains("insufficient_scope")
                     {
@@ -145,7 +156,7 @@ impl Hub {
                 _ => {
                     return Err(Error::Protocol {
                         server: slot.name.clone(),
-                        message: format!("{what}: unexpected result type"),
+                        message: format!("{what}: the server's answer is not a tool result"),
                     });
                 }
             }
@@ -222,8 +233,8 @@ impl Hub {
         Fut: std::future::Future<Output = Result<Option<Result<R, InputRequiredResult>>, ServiceError>>,
     {
         let slot = self.inner.slot(server)?.clone();
-        let conn = ensure_connected(&self.inner, &slot).await?;
         let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
+        let conn = ensure_connected(&self.inner, &slot, timeout).await?;
         let (mut round, mut state_only) = (0, 0);
         loop {
             let asked = match tokio::time::timeout(timeout, once(conn.peer.clone(), params.clone())).await {
@@ -233,7 +244,14 @@ impl Hub {
                     let message = format!("{what}: unexpected result type");
                     return Err(Error::Protocol { server: server.into(), message });
                 }
-                Ok(Err(e)) => return Err(Box::pin(map_error(&slot, &conn, e, &what)).await),
+                Ok(Err(e)) => {
+                    let error = Box::pin(map_error(&slot, &conn, e, &what)).await;
+                    if conn.tree.is_none() && conn.is_closed() {
+                        retry::remote_gone(&self.inner, &slot, &conn, format!("closed the connection during `{what}`"))
+                            .await;
+                    }
+                    return Err(error);
+                }
                 Err(_) => return Err(Error::Timeout { server: server.into(), what, after: timeout }),
             };
             let retry = next_round(&slot, &conn, asked, &mut round, &mut state_only, &what).await?;
@@ -289,7 +307,7 @@ impl Hub {
 
     async fn resource_subscription(&self, server: &str, uri: &str, on: bool) -> Result<(), Error> {
         let slot = self.inner.slot(server)?.clone();
-        let conn = ensure_connected(&self.inner, &slot).await?;
+        let conn = ensure_connected(&self.inner, &slot, Duration::from_secs(30)).await?;
         send_subscription(&slot, &conn, uri, on).await?;
         let mut st = slot.state();
         if on {
@@ -361,25 +379,54 @@ async fn next_round(
         .map_err(|e| Error::Protocol { server: slot.name.clone(), message: format!("{what}: {e}") })
 }
 
-/// The slot's live connection, reconnecting once if the server exited since.
-async fn ensure_connected(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>, Error> {
-    let status = {
-        let st = slot.state();
-        if let Some(conn) = st.conn.as_ref().filter(|c| !c.is_closed()) {
-            return Ok(conn.clone());
+/// The slot's live connection. A server being connected is waited for, and so is one whose
+/// next attempt is due within [`retry::WAIT_FOR_DUE`], at most `wait` in all; one that went away
+/// is connected now when no timer will (a short-lived host, or no attempt scheduled); anything
+/// else fails at once, saying why and when the next attempt is.
+async fn ensure_connected(inner: &Arc<Inner>, slot: &Arc<Slot>, wait: Duration) -> Result<Arc<Connection>, Error> {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut changed = inner.changed.subscribe();
+    loop {
+        let status = {
+            let st = slot.state();
+            if let Some(conn) = st.conn.as_ref().filter(|c| !c.is_closed()) {
+                return Ok(conn.clone());
+            }
+            st.status.clone()
+        };
+        let not_connected =
+            |status: &ServerStatus| Error::NotConnected { server: slot.name.clone(), reason: status.summary() };
+        let due = slot.backoff().due();
+        let wait_now = match &status {
+            ServerStatus::Connecting => true,
+            ServerStatus::Disconnected { .. } | ServerStatus::Failed { .. } if due.is_some() => {
+                let soon = due.is_some_and(|d| d <= std::time::Instant::now() + retry::WAIT_FOR_DUE);
+                if !soon {
+                    return Err(not_connected(&status));
+                }
+                true
+            }
+            ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } => false,
+            ServerStatus::Failed { kind, .. } if kind.is_retryable() => false,
+            other => return Err(not_connected(other)),
+        };
+        if wait_now {
+            // The attempt under way (or due) changes the status when it ends.
+            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
+                let status = slot.state().status.clone();
+                return Err(Error::NotConnected {
+                    server: slot.name.clone(),
+                    reason: format!("{} (waited {})", status.summary(), crate::connection::human(wait)),
+                });
+            }
+            continue;
         }
-        st.status.clone()
-    };
-    match status {
         // Boxed: a connect future is large, and it would otherwise make every call's future
         // (which callers move around) that large too.
-        ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } => {
-            Box::pin(connect(inner, slot)).await.map_err(|f| Error::NotConnected {
-                server: slot.name.clone(),
-                reason: format!("reconnecting failed: {}", f.message),
-            })
-        }
-        other => Err(Error::NotConnected { server: slot.name.clone(), reason: other.summary() }),
+        return Box::pin(connect(inner, slot)).await.map_err(|f| Error::NotConnected {
+            server: slot.name.clone(),
+            reason: format!("reconnecting failed: {}", f.message),
+        });
     }
 }
 
@@ -403,6 +450,39 @@ struct ProgressTo {
 /// `notifications/cancelled`, as the spec asks.
 #[allow(clippy::too_many_arguments)]
 async fn send(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    conn: &Arc<Connection>,
+    request: ClientRequest,
+    limits: Limits,
+    progress: ProgressTo,
+    cancel: Option<CancellationToken>,
+    what: &str,
+) -> Result<ServerResult, Failure> {
+    let result = send_once(inner, slot, conn, request, limits, progress, cancel, what).await;
+    if result.is_err() && conn.tree.is_none() && conn.is_closed() {
+        // A remote server's transport closed under this request: the status says so at once.
+        let reason = format!("closed the connection during `{what}`");
+        retry::remote_gone(inner, slot, conn, reason).await;
+    }
+    result
+}
+
+/// Why a request failed, and whether it may have reached the server.
+struct Failure {
+    error: Error,
+    /// False only when the transport was closed before the request could leave.
+    sent: bool,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure { error, sent: true }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn send_once(
     inner: &Inner,
     slot: &Slot,
     conn: &Connection,
@@ -411,7 +491,7 @@ async fn send(
     progress: ProgressTo,
     cancel: Option<CancellationToken>,
     what: &str,
-) -> Result<ServerResult, Error> {
+) -> Result<ServerResult, Failure> {
     let mut watched = inner.watchdog.watch(limits.idle, limits.total);
     // Sending can itself wait (a transport renewing its session, a full queue): the deadline
     // and the caller's cancellation hold from here, not only once the request is out.
@@ -423,15 +503,19 @@ async fn send(
     };
     let handle = match sending {
         Ok(Ok(h)) => h,
-        Ok(Err(e)) => return Err(Box::pin(map_error(slot, conn, e, what)).await),
+        Ok(Err(e)) => {
+            let sent = !matches!(e, ServiceError::TransportClosed);
+            return Err(Failure { error: Box::pin(map_error(slot, conn, e, what)).await, sent });
+        }
         Err(Some(why)) => {
             return Err(Error::Timeout {
                 server: slot.name.clone(),
                 what: format!("{what} (sending)"),
                 after: why.after(),
-            });
+            }
+            .into());
         }
-        Err(None) => return Err(Error::Cancelled),
+        Err(None) => return Err(Error::Cancelled.into()),
     };
     let token = handle.progress_token.clone();
     let id = handle.id.clone();
@@ -476,10 +560,10 @@ async fn send(
     };
     match outcome {
         Outcome::Response(Ok(r)) => Ok(r),
-        Outcome::Response(Err(e)) => Err(Box::pin(map_error(slot, conn, e, what)).await),
+        Outcome::Response(Err(e)) => Err(Box::pin(map_error(slot, conn, e, what)).await.into()),
         Outcome::Cancelled => {
             let _ = tell("cancelled by the user").await;
-            Err(Error::Cancelled)
+            Err(Error::Cancelled.into())
         }
         Outcome::Expired(why) => {
             let reason = match why {
@@ -487,7 +571,7 @@ async fn send(
                 Expired::Total(_) => "maximum total timeout exceeded",
             };
             let _ = tell(reason).await;
-            Err(Error::Timeout { server: slot.name.clone(), what: what.into(), after: why.after() })
+            Err(Error::Timeout { server: slot.name.clone(), what: what.into(), after: why.after() }.into())
         }
     }
 }
@@ -530,6 +614,13 @@ async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, what: &str) 
             };
             let message = crate::connection::with_tail(message, &tail);
             Error::ServerExited { server: slot.name.clone(), message }
+        }
+        // The answer came but was not taken (too large, undecodable): not the server's refusal.
+        ServiceError::McpError(ref data)
+            if data.code.0 == crate::transport::stdio::REFUSED
+                && data.message.starts_with("switchboard did not take") =>
+        {
+            Error::Protocol { server: slot.name.clone(), message: format!("{what}: {}", data.message) }
         }
         ServiceError::McpError(ref data) => Error::Rejected {
             server: slot.name.clone(),

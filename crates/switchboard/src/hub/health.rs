@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use super::{Hub, connect};
+use super::{Hub, connect, retry};
 use crate::error::Error;
 use crate::status::ServerStatus;
 
 /// How long a health check waits for the server's answer.
-const PING_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const PING_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Hub {
     /// Checks that a server's session is alive with a `ping` (on 2026-07-28, which has none,
@@ -38,6 +38,7 @@ impl Hub {
             return Ok(status);
         }
         // Whatever the outcome, the slot's status now says it.
+        retry::reset(&slot);
         let _ = connect(&self.inner, &slot).await;
         Ok(slot.state().status.clone())
     }

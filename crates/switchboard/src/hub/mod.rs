@@ -5,16 +5,16 @@
 //! so one slow or broken server never delays another beyond that. Every change to a slot's
 //! lists rebuilds the [`Catalog`] snapshot, which readers get as an `Arc` without locking.
 //!
-//! Per connection, two tasks run: an exit watcher (an unexpected exit marks the server
-//! `disconnected`, reaps what is left of its tree and publishes an event; the next call
-//! reconnects once) and a refresh worker for `list_changed` notifications (sequential per
-//! server, with a sequence number so a refresh from an older connection can never overwrite a
-//! newer list).
+//! A server that goes away (its process exits, it fails to start, a remote one stops
+//! answering) is tried again with backoff ([`retry`]); what watches a live connection is in
+//! [`connect`].
 
 mod auth;
 mod calls;
+mod connect;
 mod health;
 mod manage;
+mod retry;
 mod slot;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -24,14 +24,15 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, watch};
 
 pub use calls::{CallOptions, ToolOutput};
+pub use retry::Reconnect;
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};
 use crate::config::{LoadedConfig, Scope, ServerConfig, TransportConfig};
-use crate::connection::handler::{ListChange, Publish};
-use crate::connection::{ConnectCtx, Connection, StartFailure};
+use crate::connection::Connection;
+use crate::connection::handler::Publish;
 use crate::deadline::Watchdog;
 use crate::elicitation::Elicitor;
 use crate::error::Error;
@@ -42,6 +43,7 @@ use crate::policy::TrustStore;
 use crate::process::ProcessTree;
 use crate::sampling::Sampler;
 use crate::status::{Counts, FailureKind, ServerStatus};
+use connect::connect;
 use slot::Slot;
 
 /// How the hub runs.
@@ -66,6 +68,8 @@ pub struct HubOptions {
     pub sampler: Option<Arc<dyn Sampler>>,
     /// The folders offered to servers as roots; `None`: the project root.
     pub roots: Option<Vec<PathBuf>>,
+    /// How servers that go away are tried again (default: on timers, for a long-running host).
+    pub reconnect: Reconnect,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -78,6 +82,7 @@ impl std::fmt::Debug for HubOptions {
             .field("elicitor", &self.elicitor.is_some())
             .field("sampler", &self.sampler.is_some())
             .field("roots", &self.roots)
+            .field("reconnect", &self.reconnect)
             .finish_non_exhaustive()
     }
 }
@@ -94,7 +99,21 @@ impl HubOptions {
             elicitor: None,
             sampler: None,
             roots: None,
+            reconnect: Reconnect::default(),
         }
+    }
+
+    /// For a short-lived host (one command): servers that went away are tried again only when
+    /// a call needs them, with no timer and no health checks.
+    pub fn short_lived(mut self) -> Self {
+        self.reconnect.background = false;
+        self
+    }
+
+    /// With this reconnection policy.
+    pub fn reconnect(mut self, reconnect: Reconnect) -> Self {
+        self.reconnect = reconnect;
+        self
     }
 
     /// With someone to answer servers' requests for input.
@@ -258,6 +277,12 @@ impl Hub {
         conn.and_then(|c| c.tree.as_ref().map(|t| t.stderr.lines())).unwrap_or_default()
     }
 
+    /// The process id of a connected stdio server (its supervisor's child), if it has one.
+    pub fn server_pid(&self, name: &str) -> Option<i32> {
+        let conn = self.inner.slot(name).ok().and_then(|s| s.state().conn.clone())?;
+        conn.tree.as_ref().map(|t| t.pid())
+    }
+
     /// The current catalog snapshot.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.inner.catalog.read().unwrap_or_else(PoisonError::into_inner).clone()
@@ -286,6 +311,7 @@ impl Hub {
     /// Closes a server's connection (if any) and connects it again.
     pub async fn reconnect(&self, name: &str) -> Result<(), Error> {
         let slot = self.inner.slot(name)?;
+        retry::reset(&slot);
         let old = slot.state().conn.take();
         if let Some(conn) = old {
             conn.close().await;
@@ -300,6 +326,7 @@ impl Hub {
     /// status is `stopped` and calls fail until [`Hub::connect`] or [`Hub::reconnect`].
     pub async fn disconnect(&self, name: &str) -> Result<(), Error> {
         let slot = self.inner.slot(name)?.clone();
+        retry::reset(&slot);
         let _guard = slot.connect_lock.lock().await;
         let conn = slot.state().conn.take();
         if let Some(conn) = conn {
@@ -311,13 +338,15 @@ impl Hub {
         Ok(())
     }
 
-    /// Connects a server that is not connected (stopped, disconnected, failed); a connected
-    /// one is left as it is. Returns its status afterwards.
+    /// Connects a server that is not connected (stopped, disconnected, failed, in a crash
+    /// loop: the count starts again); a connected one is left as it is. Returns its status
+    /// afterwards.
     pub async fn connect(&self, name: &str) -> Result<ServerStatus, Error> {
         let slot = self.inner.slot(name)?.clone();
         if slot.config().is_none() {
             return Err(Error::NotConnected { server: name.into(), reason: slot.state().status.summary() });
         }
+        retry::reset(&slot);
         let _ = connect(&self.inner, &slot).await;
         Ok(slot.state().status.clone())
     }
@@ -450,189 +479,4 @@ fn connected_status(conn: &Connection, lists: &ServerLists, filter: &CompiledFil
         instructions: id.instructions.clone(),
         counts: counts(lists, filter),
     }
-}
-
-/// Connects a slot (no-op when it already has a live connection).
-async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<Connection>, StartFailure> {
-    let _guard = slot.connect_lock.lock().await;
-    if let Some(conn) = slot.state().conn.clone().filter(|c| !c.is_closed()) {
-        return Ok(conn);
-    }
-    let Some(config) = slot.config() else {
-        return Err(StartFailure::new(FailureKind::ConfigInvalid, slot.state().status.summary()));
-    };
-    inner.set_status(slot, ServerStatus::Connecting);
-    let epoch = slot.epoch.fetch_add(1, Ordering::SeqCst) + 1;
-    let ctx = ConnectCtx {
-        project_root: inner.project_root.clone(),
-        host_env: inner.host_env.clone(),
-        events: inner.events.clone(),
-        marker: format!("{}-{}-{epoch}", inner.id, slot.name),
-        trees: inner.trees.clone(),
-        record: inner.record.clone(),
-        elicitor: inner.options.elicitor.clone(),
-        sampler: inner.options.sampler.clone(),
-        tokens: crate::auth::TokenStore::in_dir(&inner.options.paths.data_dir),
-        roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),
-    };
-    match Connection::start(config, &ctx).await {
-        Ok((conn, changes, lists)) => {
-            let conn = Arc::new(conn);
-            let status = connected_status(&conn, &lists, &slot.filter);
-            {
-                let mut st = slot.state();
-                st.conn = Some(conn.clone());
-                st.lists = Arc::new(lists);
-                let seq = slot.list_seq.load(Ordering::SeqCst);
-                st.applied = [ListChange::Tools, ListChange::Resources, ListChange::Prompts]
-                    .into_iter()
-                    .map(|k| (k, seq))
-                    .collect();
-            }
-            inner.rebuild_catalog();
-            inner.set_status(slot, status);
-            inner.publish_catalog(slot);
-            spawn_watchers(inner, slot, &conn, changes, epoch);
-            if !slot.state().subscribed.is_empty() {
-                let (slot2, conn2) = (slot.clone(), conn.clone());
-                let handle = tokio::spawn(async move { calls::resubscribe(&slot2, &conn2).await });
-                inner.track(handle.abort_handle());
-            }
-            if inner.shutting_down.load(Ordering::SeqCst) {
-                conn.close().await;
-            }
-            Ok(conn)
-        }
-        Err(failure) => {
-            slot.state().lists = Arc::default();
-            inner.rebuild_catalog();
-            inner.set_status(
-                slot,
-                ServerStatus::Failed {
-                    kind: failure.kind,
-                    message: failure.message.clone(),
-                    stderr_tail: failure.stderr_tail.clone(),
-                    auth_challenge: failure.auth_challenge.clone(),
-                },
-            );
-            Err(failure)
-        }
-    }
-}
-
-fn spawn_watchers(
-    inner: &Arc<Inner>,
-    slot: &Arc<Slot>,
-    conn: &Arc<Connection>,
-    mut changes: mpsc::UnboundedReceiver<ListChange>,
-    epoch: u64,
-) {
-    if let Some(tree) = conn.tree.clone() {
-        let (inner2, slot2, conn2) = (inner.clone(), slot.clone(), Arc::downgrade(conn));
-        let h = tokio::spawn(async move {
-            let exit = tree.exited().await;
-            if inner2.shutting_down.load(Ordering::SeqCst) || slot2.epoch.load(Ordering::SeqCst) != epoch {
-                return;
-            }
-            let is_current = {
-                let mut st = slot2.state();
-                let current = st.conn.as_ref().zip(conn2.upgrade()).is_some_and(|(a, b)| Arc::ptr_eq(a, &b));
-                if current {
-                    st.conn = None;
-                }
-                current
-            };
-            if !is_current {
-                return;
-            }
-            // Reap whatever the server left behind (grandchildren) before reporting.
-            tree.terminate().await;
-            tree.stderr.settled(Duration::from_millis(500)).await;
-            let tail = tree.stderr.lines();
-            tracing::warn!(server = %slot2.name, "server exited unexpectedly ({})", exit.map(|e| e.to_string()).unwrap_or_default());
-            inner2.set_status(
-                &slot2,
-                ServerStatus::Disconnected {
-                    exit_code: exit.and_then(|e| e.code),
-                    signal: exit.and_then(|e| e.signal),
-                    stderr_tail: tail,
-                },
-            );
-        });
-        inner.track(h.abort_handle());
-    }
-    if let Some(mut renewals) = conn.session_renewals.clone() {
-        // A renewed session starts with nothing: list again (lists may be per session) and
-        // subscribe again.
-        let (inner2, slot2, conn2) = (inner.clone(), slot.clone(), Arc::downgrade(conn));
-        let h = tokio::spawn(async move {
-            while renewals.changed().await.is_ok() {
-                let Some(conn) = conn2.upgrade() else { return };
-                if slot2.epoch.load(Ordering::SeqCst) != epoch {
-                    return;
-                }
-                tracing::info!(server = %slot2.name, "the server started a new session: listing and subscribing again");
-                for kind in [ListChange::Tools, ListChange::Resources, ListChange::Prompts] {
-                    refresh(&inner2, &slot2, &conn, kind, epoch).await;
-                }
-                calls::resubscribe(&slot2, &conn).await;
-            }
-        });
-        inner.track(h.abort_handle());
-    }
-    let (inner2, slot2, conn2) = (inner.clone(), slot.clone(), Arc::downgrade(conn));
-    let h = tokio::spawn(async move {
-        while let Some(first) = changes.recv().await {
-            let mut kinds = BTreeSet::from([first as u8]);
-            while let Ok(more) = changes.try_recv() {
-                kinds.insert(more as u8);
-            }
-            let Some(conn) = conn2.upgrade() else { return };
-            for kind in [ListChange::Tools, ListChange::Resources, ListChange::Prompts] {
-                if kinds.contains(&(kind as u8)) {
-                    refresh(&inner2, &slot2, &conn, kind, epoch).await;
-                }
-            }
-        }
-    });
-    inner.track(h.abort_handle());
-}
-
-async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connection, kind: ListChange, epoch: u64) {
-    let seq = slot.list_seq.fetch_add(1, Ordering::SeqCst) + 1;
-    let mut lists = (*slot.state().lists).clone();
-    if let Err(e) = conn.relist(kind, &mut lists).await {
-        if inner.shutting_down.load(Ordering::SeqCst) || conn.is_closed() {
-            return;
-        }
-        tracing::warn!(server = %slot.name, "refresh after list_changed failed, keeping the last good list: {e}");
-        return;
-    }
-    let status = {
-        let mut st = slot.state();
-        let applied = st.applied.get(&kind).copied().unwrap_or(0);
-        if slot.epoch.load(Ordering::SeqCst) != epoch || seq <= applied {
-            return;
-        }
-        let mut merged = (*st.lists).clone();
-        match kind {
-            ListChange::Tools => merged.tools = lists.tools,
-            ListChange::Resources => {
-                merged.resources = lists.resources;
-                merged.resource_templates = lists.resource_templates;
-            }
-            ListChange::Prompts => merged.prompts = lists.prompts,
-        }
-        st.applied.insert(kind, seq);
-        st.lists = Arc::new(merged);
-        match &st.status {
-            ServerStatus::Connected { .. } => Some(connected_status(conn, &st.lists, &slot.filter)),
-            _ => None,
-        }
-    };
-    inner.rebuild_catalog();
-    if let Some(status) = status {
-        inner.set_status(slot, status);
-    }
-    inner.publish_catalog(slot);
 }

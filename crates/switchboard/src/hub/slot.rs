@@ -31,6 +31,8 @@ pub(super) struct Slot {
     pub(super) connect_lock: tokio::sync::Mutex<()>,
     pub(super) epoch: AtomicU64,
     pub(super) list_seq: AtomicU64,
+    /// When it went away lately and when it is tried again.
+    backoff: Mutex<super::retry::Backoff>,
 }
 
 impl Slot {
@@ -43,6 +45,7 @@ impl Slot {
                 message: i.message.clone(),
                 stderr_tail: vec![],
                 auth_challenge: None,
+                retry: None,
             },
             ServerEntry::Valid(c) if !c.enabled => ServerStatus::Disabled,
             ServerEntry::Valid(c) if !trusted(c) => ServerStatus::Untrusted,
@@ -67,12 +70,17 @@ impl Slot {
             connect_lock: tokio::sync::Mutex::new(()),
             epoch: AtomicU64::new(0),
             list_seq: AtomicU64::new(0),
+            backoff: Mutex::default(),
         }
     }
 
     pub(super) fn state(&self) -> std::sync::MutexGuard<'_, SlotState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+    pub(super) fn backoff(&self) -> std::sync::MutexGuard<'_, super::retry::Backoff> {
+        self.backoff.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub(super) fn config(&self) -> Option<&ServerConfig> {
         match &self.entry {
             ServerEntry::Valid(c) => Some(c),

@@ -1,5 +1,7 @@
 //! A server's stderr: read continuously (a chatty server never blocks on a full pipe), logged
-//! at debug, and its last lines kept for error messages.
+//! at debug, and its last lines kept for error messages. A line is held to at most 4 KiB
+//! while it is read (the rest of a longer one is skipped as it comes, never buffered), so a
+//! server printing a gigabyte without a newline costs the host nothing.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -8,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 
 /// Longest line kept, in bytes; longer lines are cut (a server may print a megabyte of JSON).
-const MAX_LINE: usize = 2000;
+const MAX_LINE: usize = 4096;
 
 /// The last `capacity` lines of a server's stderr.
 #[derive(Debug)]
@@ -59,22 +61,44 @@ impl StderrTail {
 /// Reads `pipe` to its end, line by line (lossy UTF-8), into `tail`.
 pub(super) async fn drain(server: String, pipe: ChildStderr, tail: std::sync::Arc<StderrTail>) {
     let mut reader = BufReader::with_capacity(64 * 1024, pipe);
-    let mut buf = Vec::with_capacity(256);
+    let mut line: Vec<u8> = Vec::with_capacity(256);
+    let mut cut = false;
     loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => {
+        let (consumed, ended) = match reader.fill_buf().await {
+            Ok([]) | Err(_) => {
+                if !line.is_empty() {
+                    keep(&server, &tail, &line, cut);
+                }
                 tail.closed.store(true, std::sync::atomic::Ordering::Release);
-                break;
+                return;
             }
-            Ok(_) => {
-                let line = String::from_utf8_lossy(&buf);
-                let line = line.trim_end_matches(['\n', '\r']);
-                tracing::debug!(target: "switchboard::stderr", server = %server, "{line}");
-                tail.push(line.to_string());
+            Ok(available) => {
+                let newline = available.iter().position(|&b| b == b'\n');
+                let take = newline.map_or(available.len(), |i| i + 1);
+                let room = (MAX_LINE + 1).saturating_sub(line.len());
+                line.extend_from_slice(&available[..take.min(room)]);
+                cut |= take > room;
+                (take, newline.is_some())
             }
+        };
+        reader.consume(consumed);
+        if ended {
+            keep(&server, &tail, &line, cut);
+            line.clear();
+            cut = false;
         }
     }
+}
+
+fn keep(server: &str, tail: &StderrTail, bytes: &[u8], cut: bool) {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end_matches(['\n', '\r']);
+    tracing::debug!(target: "switchboard::stderr", server = %server, "{}", crate::text::for_terminal(text));
+    let mut text = text.to_string();
+    if cut && text.len() <= MAX_LINE {
+        text.push('…');
+    }
+    tail.push(text);
 }
 
 #[cfg(test)]

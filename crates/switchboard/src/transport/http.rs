@@ -31,6 +31,8 @@ const MAX_REDIRECTS: usize = 10;
 pub struct HttpClient {
     inner: reqwest::Client,
     session: Arc<SessionWatch>,
+    /// The largest response body or event taken (`max_message_bytes`).
+    max_message_bytes: usize,
 }
 
 /// The session the last request went out in, and a count of the changes.
@@ -69,7 +71,17 @@ impl HttpClient {
         });
         let inner = reqwest::Client::builder().pool_max_idle_per_host(0).redirect(redirects).build()?;
         let session = SessionWatch { last: Mutex::new(None), renewals: tokio::sync::watch::channel(0).0 };
-        Ok(HttpClient { inner, session: Arc::new(session) })
+        Ok(HttpClient {
+            inner,
+            session: Arc::new(session),
+            max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
+        })
+    }
+
+    /// Takes response bodies and events of at most `bytes` (rmcp refuses larger ones).
+    pub fn with_max_message_bytes(mut self, bytes: usize) -> HttpClient {
+        self.max_message_bytes = bytes;
+        self
     }
 
     /// Changes each time a request goes out in a session other than the previous request's:
@@ -140,8 +152,10 @@ impl StreamableHttpClient for HttpClient {
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-        limits: StreamableHttpResponseLimits,
+        mut limits: StreamableHttpResponseLimits,
     ) -> PostResult {
+        limits.max_json_response_size = limits.max_json_response_size.min(self.max_message_bytes);
+        limits.max_sse_event_size = limits.max_sse_event_size.min(self.max_message_bytes);
         let id = request_id(&message);
         let in_session = session_id.is_some();
         if let Some(session) = &session_id {
@@ -172,7 +186,10 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>> {
-        self.inner.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+        let max = self.max_message_bytes;
+        self.inner
+            .get_stream_with_max_sse_event_size(uri, session_id, last_event_id, auth_header, custom_headers, max)
+            .await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -184,6 +201,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>> {
+        let max_sse_event_size = max_sse_event_size.min(self.max_message_bytes);
         self.inner
             .get_stream_with_max_sse_event_size(
                 uri,

@@ -1,10 +1,12 @@
-//! Transports rmcp does not ship. rmcp speaks stdio (over our own spawned pipes) and
-//! Streamable HTTP; the legacy HTTP+SSE transport of protocol 2024-11-05 is here, and the
-//! HTTP client under Streamable HTTP (reqwest, with a fix for servers that refuse a session
-//! they forgot with an uncorrelated error).
+//! Transports, where rmcp's are not enough: stdio framed here (bounded messages, and every
+//! message not taken is said), the legacy HTTP+SSE transport of protocol 2024-11-05, and the
+//! HTTP client under rmcp's Streamable HTTP (reqwest, with a fix for servers that refuse a
+//! session they forgot with an uncorrelated error).
 
 pub mod http;
 pub mod sse;
+pub mod stdio;
 
 pub use http::HttpClient;
 pub use sse::{SseClientTransport, SseError};
+pub use stdio::StdioTransport;

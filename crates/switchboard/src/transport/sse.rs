@@ -69,8 +69,9 @@ struct Poster {
 
 impl SseClientTransport {
     /// Opens the event stream at `url` and waits for the server's `endpoint` event. `headers`
-    /// go with every request (the GET and each POST).
-    pub async fn connect(url: Url, headers: HeaderMap) -> Result<Self, SseError> {
+    /// go with every request (the GET and each POST). An event over `max_event_bytes` ends
+    /// the stream (it is never held whole).
+    pub async fn connect(url: Url, headers: HeaderMap, max_event_bytes: usize) -> Result<Self, SseError> {
         let client = Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
         let mut request = client.get(url.clone()).headers(headers.clone());
         request = request.header(ACCEPT, HeaderValue::from_static("text/event-stream"));
@@ -80,7 +81,7 @@ impl SseClientTransport {
         if !content_type.as_deref().is_some_and(|c| c.starts_with("text/event-stream")) {
             return Err(SseError::NotEventStream(content_type));
         }
-        let mut events = SseStream::from_bytes_stream(response.bytes_stream());
+        let mut events = SseStream::from_bytes_stream(bounded(response.bytes_stream(), max_event_bytes));
         // Everything before the endpoint is kept in order and delivered after it.
         let mut early = Vec::new();
         let endpoint = loop {
@@ -130,6 +131,41 @@ impl SseClientTransport {
         });
         Ok(SseClientTransport { incoming, poster: Poster { client, headers, endpoint: endpoint_rx }, stop })
     }
+}
+
+/// The body's bytes, ended with an error once one event (the bytes between blank lines) goes
+/// over `max`.
+fn bounded<D: AsRef<[u8]>>(
+    body: impl futures::Stream<Item = Result<D, reqwest::Error>>,
+    max: usize,
+) -> impl futures::Stream<Item = Result<D, std::io::Error>> {
+    // Bytes since the last blank line, and whether the last byte (CRs aside) ended a line.
+    let state = (0usize, false, false);
+    body.scan(state, move |(since, newline, over), chunk| {
+        if *over {
+            return futures::future::ready(None);
+        }
+        let item = chunk.map_err(std::io::Error::other).and_then(|bytes| {
+            for &b in bytes.as_ref() {
+                match b {
+                    b'\r' => {}
+                    b'\n' if *newline => *since = 0,
+                    b'\n' => *newline = true,
+                    _ => {
+                        *newline = false;
+                        *since += 1;
+                    }
+                }
+                if *since > max {
+                    tracing::warn!("an SSE event over max_message_bytes ({max}): closing the stream");
+                    return Err(std::io::Error::other(format!("an event over max_message_bytes ({max})")));
+                }
+            }
+            Ok(bytes)
+        });
+        *over = item.is_err();
+        futures::future::ready(Some(item))
+    })
 }
 
 /// Hands a `message` event (the default type) to the session; other events (pings...) are

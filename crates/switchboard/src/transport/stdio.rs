@@ -1,0 +1,369 @@
+//! A stdio server's JSON-RPC, framed here rather than by rmcp, so that nothing a server
+//! writes is taken without a bound or dropped without a word.
+//!
+//! One message is one line of at most `max_message_bytes`: a longer line is never held whole
+//! (its bytes are skipped as they come, keeping only its first kilobyte), and a line that
+//! cannot be decoded (not UTF-8, not JSON, nested past serde_json's 128 levels, not a
+//! JSON-RPC message) is not skipped in silence as rmcp does. Either way, when the line names
+//! the request it answers (its `id`, read from its first bytes), that request gets an error
+//! saying what came and why it was not taken, instead of waiting for its timeout; and the hub
+//! publishes [`Event::Dropped`] (at most one a second per server, with a count). Lines that
+//! are plainly not JSON (a server's banner on stdout) are skipped with a debug log.
+//!
+//! The transport also says when the server's stdout ends ([`StdioTransport::closed`]): a
+//! server that closes it and lives on is otherwise never noticed.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::RoleClient;
+use rmcp::model::{ErrorCode, ErrorData, NumberOrString, RequestId};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{Mutex, broadcast, watch};
+
+use crate::events::Event;
+
+/// The JSON-RPC error code of an answer switchboard did not take (in the range JSON-RPC
+/// leaves to implementations).
+pub const REFUSED: i32 = -32001;
+
+/// How much of a refused line is kept to find its `id`.
+const HEAD: usize = 1024;
+
+/// A stdio server's transport.
+pub struct StdioTransport {
+    server: Arc<str>,
+    reader: BufReader<ChildStdout>,
+    line: Vec<u8>,
+    max: usize,
+    /// Skipping the rest of a line over `max`: its first bytes and its size so far.
+    skipping: Option<(Vec<u8>, usize)>,
+    writer: Arc<Mutex<Option<ChildStdin>>>,
+    events: broadcast::Sender<Event>,
+    closed: watch::Sender<bool>,
+    dropped: RateNote,
+}
+
+impl StdioTransport {
+    /// The transport over a spawned server's pipes.
+    pub fn new(
+        server: &str,
+        stdout: ChildStdout,
+        stdin: ChildStdin,
+        max_message_bytes: usize,
+        events: broadcast::Sender<Event>,
+    ) -> StdioTransport {
+        StdioTransport {
+            server: server.into(),
+            reader: BufReader::with_capacity(64 * 1024, stdout),
+            line: Vec::new(),
+            max: max_message_bytes,
+            skipping: None,
+            writer: Arc::new(Mutex::new(Some(stdin))),
+            events,
+            closed: watch::channel(false).0,
+            dropped: RateNote::default(),
+        }
+    }
+
+    /// Becomes `true` when the server's stdout has ended (or failed).
+    pub fn closed(&self) -> watch::Receiver<bool> {
+        self.closed.subscribe()
+    }
+
+    /// Reads one line into `self.line`, skipping (not holding) lines over the limit. `None`
+    /// at the end of the stream.
+    async fn read_line(&mut self) -> Option<Line> {
+        loop {
+            let (consumed, done) = {
+                let available = match self.reader.fill_buf().await {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::debug!(server = %self.server, "reading the server's stdout failed: {e}");
+                        return None;
+                    }
+                };
+                if available.is_empty() {
+                    return None;
+                }
+                let newline = memchr(available);
+                let take = newline.map_or(available.len(), |i| i + 1);
+                if let Some((head, size)) = &mut self.skipping {
+                    *size += take;
+                    (take, newline.map(|_| Line::Oversized { head: std::mem::take(head), size: *size }))
+                } else if self.line.len() + take > self.max {
+                    // Over the limit: keep the first bytes (for the id), let go of the rest.
+                    let size = self.line.len() + take;
+                    let mut head = self.line[..self.line.len().min(HEAD)].to_vec();
+                    let more = HEAD.saturating_sub(head.len()).min(take);
+                    head.extend_from_slice(&available[..more]);
+                    self.line = Vec::new();
+                    match newline {
+                        Some(_) => (take, Some(Line::Oversized { head, size })),
+                        None => {
+                            self.skipping = Some((head, size));
+                            (take, None)
+                        }
+                    }
+                } else {
+                    self.line.extend_from_slice(&available[..take]);
+                    (take, newline.map(|_| Line::Whole))
+                }
+            };
+            self.reader.consume(consumed);
+            if let Some(line) = done {
+                if matches!(line, Line::Oversized { .. }) {
+                    self.skipping = None;
+                }
+                return Some(line);
+            }
+        }
+    }
+
+    /// A line that was not taken: an error answer for the request it names (if it names one),
+    /// and a note for people.
+    fn refuse(&mut self, head: &[u8], why: String) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let id = request_id(head);
+        tracing::warn!(server = %self.server, "{why}");
+        if let Some(count) = self.dropped.note() {
+            let reason =
+                if count > 1 { format!("{why} (and {} more in the last second)", count - 1) } else { why.clone() };
+            let _ = self.events.send(Event::Dropped { server: self.server.to_string(), reason });
+        }
+        let id = id?;
+        let error =
+            ErrorData::new(ErrorCode(REFUSED), format!("switchboard did not take the server's answer: {why}"), None);
+        Some(RxJsonRpcMessage::<RoleClient>::error(error, Some(id)))
+    }
+}
+
+enum Line {
+    /// `self.line` holds a whole line.
+    Whole,
+    /// A line over the limit: its first bytes and its size.
+    Oversized { head: Vec<u8>, size: usize },
+}
+
+fn memchr(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+impl rmcp::transport::Transport<RoleClient> for StdioTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = self.writer.clone();
+        async move {
+            let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            bytes.push(b'\n');
+            let mut guard = writer.lock().await;
+            let stdin =
+                guard.as_mut().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotConnected, "closed"))?;
+            stdin.write_all(&bytes).await?;
+            stdin.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let Some(line) = self.read_line().await else {
+                self.closed.send_replace(true);
+                return None;
+            };
+            match line {
+                Line::Oversized { head, size } => {
+                    let why = format!("a message of {size} bytes, over max_message_bytes ({})", self.max);
+                    if let Some(answer) = self.refuse(&head, why) {
+                        return Some(answer);
+                    }
+                }
+                Line::Whole => {
+                    let parsed = parse(&self.line);
+                    let size = self.line.len();
+                    let head = match parsed {
+                        Parsed::Undecodable(_) => self.line[..size.min(HEAD)].to_vec(),
+                        _ => Vec::new(),
+                    };
+                    self.line.clear();
+                    // Keep the buffer for the next line, unless a big message made it big.
+                    if self.line.capacity() > 1024 * 1024 {
+                        self.line = Vec::new();
+                    }
+                    match parsed {
+                        Parsed::Message(m) => return Some(*m),
+                        Parsed::Skip => {}
+                        Parsed::Undecodable(why) => {
+                            let why = format!("a message of {size} bytes that could not be decoded: {why}");
+                            if let Some(answer) = self.refuse(&head, why) {
+                                return Some(answer);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // Dropping stdin closes the pipe: the server reads its end.
+        drop(self.writer.lock().await.take());
+        Ok(())
+    }
+}
+
+enum Parsed {
+    Message(Box<RxJsonRpcMessage<RoleClient>>),
+    /// Not for us: an empty line, a server's banner, a notification method nobody knows.
+    Skip,
+    Undecodable(String),
+}
+
+fn parse(line: &[u8]) -> Parsed {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let trimmed = line.trim_ascii_start();
+    if trimmed.is_empty() {
+        return Parsed::Skip;
+    }
+    if !matches!(trimmed.first(), Some(b'{' | b'[')) {
+        tracing::debug!("skipping a line that is not JSON-RPC ({} bytes)", line.len());
+        return Parsed::Skip;
+    }
+    match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
+        Ok(m) => Parsed::Message(Box::new(m)),
+        Err(e) => {
+            if let Err(u) = std::str::from_utf8(line) {
+                return Parsed::Undecodable(format!("not UTF-8 (at byte {})", u.valid_up_to()));
+            }
+            // A notification rmcp has no type for (another protocol's, or a newer one's) is
+            // not an error; a request or an answer that does not fit is.
+            match serde_json::from_slice::<serde_json::Value>(line) {
+                Ok(v) if v.get("id").is_none() && v.get("method").is_some() => {
+                    tracing::debug!("skipping a notification switchboard does not know: {}", v["method"]);
+                    Parsed::Skip
+                }
+                _ => Parsed::Undecodable(e.to_string()),
+            }
+        }
+    }
+}
+
+/// The top-level `"id"` of a JSON-RPC message, read from its first bytes (which is all that is
+/// kept of a line over the limit, and which may not be valid JSON as a whole).
+fn request_id(head: &[u8]) -> Option<RequestId> {
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < head.len() {
+        match head[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let end = string_end(head, i)?;
+                let key = &head[i + 1..end];
+                i = end + 1;
+                if depth == 1 && key == b"id" {
+                    let rest = head[i..].trim_ascii_start();
+                    let value = rest.strip_prefix(b":")?.trim_ascii_start();
+                    return id_value(value);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The index of the `"` that ends the string starting at `start`.
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn id_value(value: &[u8]) -> Option<RequestId> {
+    if value.first() == Some(&b'"') {
+        let end = string_end(value, 0)?;
+        let s: String = serde_json::from_slice(&value[..=end]).ok()?;
+        return Some(NumberOrString::String(s.into()));
+    }
+    let digits: &[u8] = &value[..value.iter().position(|b| !(b.is_ascii_digit() || *b == b'-')).unwrap_or(value.len())];
+    std::str::from_utf8(digits).ok()?.parse().ok().map(NumberOrString::Number)
+}
+
+/// At most one note a second, counting what it stands for.
+#[derive(Default)]
+pub(crate) struct RateNote {
+    last: Option<Instant>,
+    count: u64,
+}
+
+impl RateNote {
+    /// `Some(n)` when a note is due (n things since the last one), `None` otherwise.
+    pub(crate) fn note(&mut self) -> Option<u64> {
+        self.count += 1;
+        let now = Instant::now();
+        if self.last.is_some_and(|l| now.duration_since(l) < Duration::from_secs(1)) {
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.count))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_is_read_from_the_first_bytes_at_the_top_level_only() {
+        let n = |v: i64| Some(NumberOrString::Number(v));
+        assert_eq!(request_id(br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"xxxx"#), n(7));
+        assert_eq!(request_id(br#"{"result":{"id":3,"x":"}"},"id" : 12}"#), n(12));
+        assert_eq!(
+            request_id(br#"{"jsonrpc":"2.0","id":"a\"b","result":"#),
+            Some(NumberOrString::String("a\"b".into()))
+        );
+        assert_eq!(request_id(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":1}}"#), None);
+        assert_eq!(request_id(b"not json at all"), None);
+        assert_eq!(request_id(br#"{"id":"#), None);
+        assert_eq!(request_id(br#"{"id":-4}"#), n(-4));
+    }
+
+    #[test]
+    fn lines_are_sorted_into_messages_skips_and_undecodable() {
+        assert!(matches!(parse(b"Starting server on stdio...\n"), Parsed::Skip));
+        assert!(matches!(parse(b"\n"), Parsed::Skip));
+        assert!(!matches!(parse(br#"{"jsonrpc":"2.0","method":"lsp/unknown","params":{}}"#), Parsed::Undecodable(_)));
+        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Parsed::Message(_)));
+        let deep = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}1{}}}"#, "[".repeat(200), "]".repeat(200));
+        assert!(matches!(parse(deep.as_bytes()), Parsed::Undecodable(_)));
+        let mut bad = br#"{"jsonrpc":"2.0","id":1,"result":{"x":""#.to_vec();
+        bad.extend_from_slice(&[0xff, 0xfe]);
+        bad.extend_from_slice(br#""}}"#);
+        assert!(matches!(parse(&bad), Parsed::Undecodable(w) if w.contains("not UTF-8")));
+    }
+
+    #[test]
+    fn notes_come_at_most_once_a_second_with_a_count() {
+        let mut n = RateNote::default();
+        assert_eq!(n.note(), Some(1));
+        assert_eq!(n.note(), None);
+        assert_eq!(n.note(), None);
+        n.last = Some(Instant::now() - Duration::from_secs(2));
+        // This one and the two held back.
+        assert_eq!(n.note(), Some(3));
+    }
+}

@@ -61,7 +61,7 @@ impl Elicitor for TerminalElicitor {
                 if let (ElicitationAnswer::Accept(_), Some(url)) = (&answer, &request.url) {
                     let opened = crate::login::has_display() && crate::login::open_browser(url);
                     if !opened {
-                        let _ = writeln!(err, "  open it in a browser: {url}");
+                        let _ = writeln!(err, "  open it in a browser: {}", one_line(url));
                     }
                 }
                 answer
@@ -84,13 +84,23 @@ fn ask_url(
     out: &mut impl Write,
 ) -> ElicitationAnswer {
     let server = console::style(&request.server).bold();
-    let _ = writeln!(out, "\n{server} asks you to open a page: {}", request.message);
-    let _ = writeln!(out, "  {url}");
+    let _ = writeln!(out, "\n{server} asks you to open a page: {}", lines(&request.message));
+    let _ = writeln!(out, "  {}", one_line(url));
     match confirm("Open it? [y/N, c cancels]", false, input, out) {
         Reply::Yes => ElicitationAnswer::Accept(Map::new()),
         Reply::No => ElicitationAnswer::Decline,
         Reply::Cancel => ElicitationAnswer::Cancel,
     }
+}
+
+/// What a server wrote, on one line: control characters (escape sequences) escaped.
+fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    switchboard::text::for_terminal(s)
+}
+
+/// What a server wrote, on its own lines: newlines kept, other control characters escaped.
+fn lines(s: &str) -> std::borrow::Cow<'_, str> {
+    switchboard::text::for_terminal_lines(s)
 }
 
 /// What the person said to a yes/no question.
@@ -122,7 +132,7 @@ pub fn ask(request: &ElicitationRequest, input: &mut impl BufRead, out: &mut imp
     if let Some(url) = &request.url {
         return ask_url(request, url, input, out);
     }
-    let _ = writeln!(out, "\n{} asks: {}", console::style(&request.server).bold(), request.message);
+    let _ = writeln!(out, "\n{} asks: {}", console::style(&request.server).bold(), lines(&request.message));
     let required: Vec<&str> = request
         .schema
         .get("required")
@@ -134,9 +144,9 @@ pub fn ask(request: &ElicitationRequest, input: &mut impl BufRead, out: &mut imp
     let mut values = Map::new();
     let props = request.schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
     for (name, prop) in &props {
-        let title = prop.get("title").and_then(Value::as_str).unwrap_or(name);
+        let title = one_line(prop.get("title").and_then(Value::as_str).unwrap_or(name));
         if let Some(d) = prop.get("description").and_then(Value::as_str) {
-            let _ = writeln!(out, "  {}", console::style(d).dim());
+            let _ = writeln!(out, "  {}", console::style(lines(d)).dim());
         }
         let many = prop.get("type").and_then(Value::as_str) == Some("array");
         let choices = choices_of(if many { prop.get("items").unwrap_or(&Value::Null) } else { prop });
@@ -151,7 +161,7 @@ pub fn ask(request: &ElicitationRequest, input: &mut impl BufRead, out: &mut imp
             if let Some(d) = default {
                 hint.push_str(&format!(" [{}]", shown(d, &choices)));
             }
-            let _ = write!(out, "  {title}{hint}: ");
+            let _ = write!(out, "  {title}{}: ", one_line(&hint));
             let _ = out.flush();
             let mut line = String::new();
             if input.read_line(&mut line).unwrap_or(0) == 0 {
@@ -184,14 +194,14 @@ pub fn ask(request: &ElicitationRequest, input: &mut impl BufRead, out: &mut imp
                     break;
                 }
                 Err(why) => {
-                    let _ = writeln!(out, "  {why}");
+                    let _ = writeln!(out, "  {}", one_line(&why));
                 }
             }
         }
     }
     let missing: Vec<&str> = required.iter().copied().filter(|r| !values.contains_key(*r)).collect();
     if !missing.is_empty() {
-        let _ = writeln!(out, "  not sent: no value for {}", missing.join(", "));
+        let _ = writeln!(out, "  not sent: no value for {}", one_line(&missing.join(", ")));
         return ElicitationAnswer::Decline;
     }
     match confirm("Send? [Y/n, c cancels]", true, input, out) {

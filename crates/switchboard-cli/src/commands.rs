@@ -16,19 +16,22 @@ use switchboard::{CallOptions, Hub, HubOptions, Paths};
 use tokio_util::sync::CancellationToken;
 
 use crate::ask;
-use crate::render::{self, short, status_word, table};
+use crate::render::{self, safe, short, status_word, table};
 use crate::{Cli, Command, ConfigAction};
 
 /// Runs the command; returns the exit code.
-pub async fn run(cli: Cli) -> u8 {
-    match dispatch(cli).await {
+pub async fn run(cli: Cli, secrets: crate::logs::Secrets) -> u8 {
+    match dispatch(cli, secrets).await {
         Ok(code) => code,
         // `switchboard tools | head -1`: the reader has what it wanted.
         Err(e) if crate::out::is_broken_pipe(&e) => 0,
         Err(e) => {
+            // What a server said may be in the message: no escape sequence reaches the terminal.
+            let message = format!("{e:#}");
             note!(
-                "{} {e:#}",
-                if render::stderr_tty() { console::style("error:").red().bold().to_string() } else { "error:".into() }
+                "{} {}",
+                if render::stderr_tty() { console::style("error:").red().bold().to_string() } else { "error:".into() },
+                switchboard::text::for_terminal_lines(&message)
             );
             2
         }
@@ -132,8 +135,9 @@ fn only(name: &str, loaded: &LoadedConfig) -> Result<BTreeSet<String>> {
     Ok(BTreeSet::from([name.to_string()]))
 }
 
-async fn dispatch(cli: Cli) -> Result<u8> {
+async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
     let ctx = load(&cli)?;
+    secrets.add(&ctx.loaded.secrets);
     let ctx = &ctx;
     for d in ctx
         .loaded
@@ -173,7 +177,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                 } else {
                     let mut t = table(&["TOOL", "SERVER", "DESCRIPTION"]);
                     for tool in &tools {
-                        t.add_row(vec![tool.name.clone(), tool.server.clone(), short(tool.tool.description.as_deref().unwrap_or(""), 70)]);
+                        t.add_row(vec![safe(&tool.name), tool.server.clone(), short(tool.tool.description.as_deref().unwrap_or(""), 70)]);
                     }
                     out!("{t}");
                     warn_not_connected(&hub);
@@ -197,18 +201,18 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                     let mut t = table(&["URI", "SERVER", "NAME", "MIME TYPE"]);
                     for r in catalog.resources() {
                         t.add_row(vec![
-                            r.resource.uri.clone(),
+                            short(&r.resource.uri, 80),
                             r.server.clone(),
-                            r.resource.name.clone(),
-                            r.resource.mime_type.clone().unwrap_or_default(),
+                            short(&r.resource.name, 40),
+                            short(r.resource.mime_type.as_deref().unwrap_or_default(), 30),
                         ]);
                     }
                     for r in catalog.resource_templates() {
                         t.add_row(vec![
-                            r.template.uri_template.clone(),
+                            short(&r.template.uri_template, 80),
                             r.server.clone(),
-                            format!("{} (template)", r.template.name),
-                            r.template.mime_type.clone().unwrap_or_default(),
+                            format!("{} (template)", short(&r.template.name, 40)),
+                            short(r.template.mime_type.as_deref().unwrap_or_default(), 30),
                         ]);
                     }
                     out!("{t}");
@@ -227,10 +231,10 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                 } else {
                     for c in serde_json::to_value(&result.contents)?.as_array().into_iter().flatten() {
                         match (c.get("text").and_then(Value::as_str), c.get("blob").and_then(Value::as_str)) {
-                            (Some(text), _) => out!("{text}"),
+                            (Some(text), _) => out!("{}", render::safe_lines(text)),
                             (None, Some(blob)) => out!(
                                 "[binary {}, {} bytes of base64; use --json]",
-                                c.get("mimeType").and_then(Value::as_str).unwrap_or("?"),
+                                safe(c.get("mimeType").and_then(Value::as_str).unwrap_or("?")),
                                 blob.len()
                             ),
                             _ => out!("{c}"),
@@ -266,9 +270,9 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                             })
                             .collect();
                         t.add_row(vec![
-                            p.prompt.name.clone(),
+                            short(&p.prompt.name, 60),
                             p.server.clone(),
-                            args.join(" "),
+                            short(&args.join(" "), 60),
                             short(p.prompt.description.as_deref().unwrap_or(""), 60),
                         ]);
                     }
@@ -295,7 +299,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                             .and_then(Value::as_str)
                             .map(str::to_string)
                             .unwrap_or_else(|| content.to_string());
-                        out!("[{role}] {text}");
+                        out!("[{}] {}", safe(role), render::safe_lines(&text));
                     }
                 }
                 Ok(0)
@@ -308,12 +312,8 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Remove { ref name } => {
             crate::manage::edit(ctx, name, |path| config::remove_server(path, name), "Removed")
         }
-        Command::Enable { ref name } => {
-            crate::manage::edit(ctx, name, |path| config::set_enabled(path, name, true), "Enabled")
-        }
-        Command::Disable { ref name } => {
-            crate::manage::edit(ctx, name, |path| config::set_enabled(path, name, false), "Disabled")
-        }
+        Command::Enable { ref name } => crate::manage::enable(ctx, name),
+        Command::Disable { ref name } => crate::manage::disable(ctx, name),
         Command::Trust { ref server, all, yes } => crate::manage::trust(ctx, server.as_deref(), all, yes),
         Command::Auth { list: true, json, .. } => {
             crate::login::list(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), json)
@@ -334,9 +334,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             crate::login::logout(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), server).await
         }
         Command::Untrust { ref server } => {
-            let mut store = TrustStore::open(&ctx.paths.data_dir)?;
-            if store.untrust(&ctx.loaded.project_root, server) {
-                store.save()?;
+            if TrustStore::update(&ctx.paths.data_dir, |store| store.untrust(&ctx.loaded.project_root, server))? {
                 out!("Server `{server}` is no longer trusted in {}.", ctx.loaded.project_root.display());
                 Ok(0)
             } else {
@@ -409,7 +407,7 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
         print_json(
             &json!({"servers": servers.iter().map(render::server_json).collect::<Vec<_>>(), "diagnostics": ctx.loaded.diagnostics}),
         )?;
-        return Ok(0);
+        return Ok(u8::from(ctx.loaded.has_errors()));
     }
     if servers.is_empty() {
         out!("No MCP servers configured.");
@@ -444,7 +442,8 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
         out!("\n`switchboard get <server>` shows why a server failed.");
     }
     out!("\nAdd a server: switchboard add NAME -- COMMAND ARGS...   or   switchboard add NAME --url URL");
-    Ok(0)
+    // A config file with errors (printed above) is a failure, though every server is listed.
+    Ok(u8::from(ctx.loaded.has_errors()))
 }
 
 fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool, checked: Option<(bool, std::time::Duration)>) -> Result<u8> {
@@ -475,8 +474,8 @@ fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool, checked: Option<(bool, st
     }
     match &info.status {
         ServerStatus::Connected { protocol_version, server_name, server_version, instructions, .. } => {
-            out!("  server   {server_name} {server_version}");
-            out!("  protocol {protocol_version}");
+            out!("  server   {} {}", safe(server_name), safe(server_version));
+            out!("  protocol {}", safe(protocol_version));
             if let Some(i) = instructions {
                 out!("  instructions: {}", short(i, 100));
             }
@@ -484,38 +483,51 @@ fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool, checked: Option<(bool, st
         ServerStatus::Failed { kind, message, .. } => {
             out!("  failure  {}", serde_json::to_value(kind)?.as_str().unwrap_or("?"));
             for line in message.lines() {
-                out!("    {line}");
+                out!("    {}", safe(line));
             }
         }
-        other => out!("  {}", other.summary()),
+        other => out!("  {}", safe(&other.summary())),
     }
     if !tools.is_empty() {
         out!("\n  tools ({}):", tools.len());
         for t in &tools {
-            out!("    {}  {}", t.name, console::style(short(t.tool.description.as_deref().unwrap_or(""), 70)).dim());
+            out!(
+                "    {}  {}",
+                safe(&t.name),
+                console::style(short(t.tool.description.as_deref().unwrap_or(""), 70)).dim()
+            );
         }
     }
     if !resources.is_empty() {
         out!("\n  resources ({}):", resources.len());
         for r in &resources {
-            out!("    {}", r.resource.uri);
+            out!("    {}", safe(&r.resource.uri));
         }
     }
     if !prompts.is_empty() {
         out!("\n  prompts ({}):", prompts.len());
         for p in &prompts {
-            out!("    {}", p.prompt.name);
+            out!("    {}", safe(&p.prompt.name));
         }
     }
     match checked {
         Some((true, took)) => out!("\n  check    alive (answered a ping; {} ms in all)", took.as_millis()),
         Some((false, _)) => {
-            out!("\n  check    not alive: {}", info.status.summary());
+            out!("\n  check    not alive: {}", safe(&info.status.summary()));
             return Ok(1);
         }
         None => {}
     }
     Ok(0)
+}
+
+/// `--timeout` in seconds, checked: a clear error, never a panic, for what is not a time.
+fn timeout_arg(seconds: f64) -> Result<Duration> {
+    let max = switchboard::config::MAX_TIMEOUT;
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(d) if d >= Duration::from_millis(1) && d <= max => Ok(d),
+        _ => bail!("--timeout must be between 0.001 and {} seconds (7 days), not {seconds}", max.as_secs()),
+    }
 }
 
 /// Which servers a tool name may belong to, so `call` starts only those.
@@ -544,12 +556,13 @@ async fn call(
         None => Map::new(),
     };
     arguments.extend(kv_args(args)?);
+    let timeout = timeout.map(timeout_arg).transpose()?;
     let only = servers_for_tool(tool, &ctx.loaded);
     with_hub(ctx, only, |hub, cancel| async move {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<switchboard::Progress>();
         let mut options = CallOptions::new().progress(tx).cancel(cancel);
         if let Some(t) = timeout {
-            options = options.timeout(Duration::from_secs_f64(t.max(0.001)));
+            options = options.timeout(t);
         }
         let show = render::stderr_tty() && !json;
         let screen = ctx.screen.clone();
@@ -586,9 +599,9 @@ async fn call(
         } else {
             let text = output.model.text();
             if output.is_error() {
-                note!("{text}");
+                note!("{}", switchboard::text::for_terminal_lines(&text));
             } else {
-                out!("{text}");
+                out!("{}", render::safe_lines(&text));
             }
         }
         Ok(u8::from(output.is_error()))

@@ -163,7 +163,13 @@ pub fn list(loaded: &LoadedConfig, store: &TokenStore, json: bool) -> Result<u8>
     }
     let mut t = table(&["SERVER", "URL", "EXPIRES", "SCOPES", "REFRESH"]);
     for l in &logins {
-        t.add_row(vec![l.servers.join(", "), l.url.clone(), expiry(l), l.scopes.join(" "), yes_no(l.refreshable)]);
+        t.add_row(vec![
+            l.servers.join(", "),
+            crate::render::short(&l.url, 80),
+            expiry(l),
+            crate::render::short(&l.scopes.join(" "), 60),
+            yes_no(l.refreshable),
+        ]);
     }
     out!("{t}");
     out!("\nTokens are in {} (never shown).", store.path().display());
@@ -194,7 +200,7 @@ pub async fn logout(loaded: &LoadedConfig, store: &TokenStore, server: &str) -> 
     if switchboard::auth::logout(store, &url, server).await? {
         out!("Logged out of `{server}` (its tokens are deleted; the registered client is kept for the next login).");
     } else {
-        out!("No stored login for `{server}` ({url}).");
+        out!("No stored login for `{server}` ({}).", crate::render::safe(&url));
     }
     Ok(0)
 }

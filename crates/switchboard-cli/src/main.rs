@@ -11,6 +11,7 @@ mod out;
 mod ask;
 mod commands;
 mod login;
+mod logs;
 mod manage;
 mod render;
 mod serve;
@@ -253,33 +254,9 @@ pub enum ConfigAction {
     },
 }
 
-fn init_logs(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
-    // Without -v, rmcp's own log lines stay quiet: every failure they describe reaches the
-    // person classified, in the server's status (`list`, `get`).
-    let default = match verbose {
-        0 => "warn,rmcp=off",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
-    };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    // rmcp logs the OAuth authorization code at debug level: its auth module stays at info,
-    // whatever the verbosity (no code, token, verifier or secret in logs).
-    let filter = match "rmcp::transport::auth=info".parse() {
-        Ok(cap) => filter.add_directive(cap),
-        Err(_) => filter,
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(verbose > 1)
-        .try_init();
-}
-
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    init_logs(cli.verbose);
+    let secrets = logs::init(cli.verbose);
     if let Command::Completions { shell } = &cli.command {
         // clap_complete panics on a closed pipe: write to a buffer first.
         let mut script = Vec::new();
@@ -294,7 +271,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(commands::run(cli));
+    let code = runtime.block_on(commands::run(cli, secrets));
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     std::process::ExitCode::from(code)
 }

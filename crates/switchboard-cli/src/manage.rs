@@ -76,6 +76,49 @@ pub(crate) fn add(
     Ok(0)
 }
 
+/// `disable`: a user or `--config` server is disabled in its own file; a project server by an
+/// override in the user file (the repository's file, shared with others, is left alone).
+pub(crate) fn disable(ctx: &Ctx, name: &str) -> Result<u8> {
+    let entry =
+        ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}` (see `switchboard list`)"))?;
+    if entry.scope() == Scope::Project {
+        let user = &ctx.paths.config_file;
+        config::disable_server(user, name, true)?;
+        out!(
+            "Disabled server `{name}` for you: an override in {} (the project's {} is unchanged).",
+            user.display(),
+            entry.source().display()
+        );
+    } else {
+        config::disable_server(entry.source(), name, false)?;
+        out!("Disabled server `{name}` in {}.", entry.source().display());
+    }
+    Ok(0)
+}
+
+/// `enable`: takes away what disables the server (an override in the user file, and
+/// `enabled: false` in its own file), never writing `enabled: true`.
+pub(crate) fn enable(ctx: &Ctx, name: &str) -> Result<u8> {
+    let entry =
+        ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}` (see `switchboard list`)"))?;
+    let mut changed = Vec::new();
+    let mut files = vec![ctx.paths.config_file.clone()];
+    files.extend(ctx.loaded.files.iter().filter(|f| f.found && f.scope == Scope::Cli).map(|f| f.path.clone()));
+    files.push(entry.source().to_path_buf());
+    files.dedup();
+    for file in files {
+        if config::enable_server(&file, name)? {
+            changed.push(file.display().to_string());
+        }
+    }
+    if changed.is_empty() {
+        out!("Server `{name}` is not disabled.");
+    } else {
+        out!("Enabled server `{name}` ({}).", changed.join(", "));
+    }
+    Ok(0)
+}
+
 pub(crate) fn edit(
     ctx: &Ctx,
     name: &str,
@@ -91,7 +134,7 @@ pub(crate) fn edit(
 }
 
 pub(crate) fn trust(ctx: &Ctx, server: Option<&str>, all: bool, yes: bool) -> Result<u8> {
-    let mut store = TrustStore::open(&ctx.paths.data_dir)?;
+    let store = TrustStore::open(&ctx.paths.data_dir)?;
     let root = &ctx.loaded.project_root;
     let candidates: Vec<&config::ServerConfig> = ctx
         .loaded
@@ -121,7 +164,7 @@ pub(crate) fn trust(ctx: &Ctx, server: Option<&str>, all: bool, yes: bool) -> Re
     }
     out!("Project: {}", root.display());
     for c in &candidates {
-        out!("\n{}", console::style(&c.name).bold());
+        out!("\n{}", console::style(render::safe(&c.name)).bold());
         for line in render::launch_lines(c) {
             out!("  {line}");
         }
@@ -130,8 +173,10 @@ pub(crate) fn trust(ctx: &Ctx, server: Option<&str>, all: bool, yes: bool) -> Re
         if !std::io::stdin().is_terminal() {
             bail!("not a terminal: pass --yes to trust what is shown above");
         }
-        print!("\nTrust and allow {} to run? [y/N] ", if candidates.len() == 1 { "it" } else { "them" });
-        std::io::stdout().flush()?;
+        let mut stdout = std::io::stdout().lock();
+        write!(stdout, "\nTrust and allow {} to run? [y/N] ", if candidates.len() == 1 { "it" } else { "them" })?;
+        stdout.flush()?;
+        drop(stdout);
         let mut answer = String::new();
         std::io::stdin().read_line(&mut answer)?;
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
@@ -139,10 +184,12 @@ pub(crate) fn trust(ctx: &Ctx, server: Option<&str>, all: bool, yes: bool) -> Re
             return Ok(1);
         }
     }
-    for c in &candidates {
-        store.trust(root, c);
-    }
-    store.save()?;
+    // Under the store's lock: other processes trusting at the same time lose nothing.
+    TrustStore::update(&ctx.paths.data_dir, |store| {
+        for c in &candidates {
+            store.trust(root, c);
+        }
+    })?;
     out!("Trusted {} server{}.", candidates.len(), if candidates.len() == 1 { "" } else { "s" });
     Ok(0)
 }

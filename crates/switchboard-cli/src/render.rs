@@ -67,9 +67,22 @@ pub fn status_word(status: &ServerStatus) -> String {
     }
 }
 
-/// Cuts `s` to `n` characters on one line.
+/// One line of what a server (or a file) said, safe for a terminal: control characters
+/// (escape sequences) escaped.
+pub fn safe(s: &str) -> String {
+    switchboard::text::for_terminal(s).into_owned()
+}
+
+/// Text of several lines for a terminal: newlines kept, other control characters escaped;
+/// raw when stdout is not a terminal (a script gets the bytes as they came).
+pub fn safe_lines(s: &str) -> std::borrow::Cow<'_, str> {
+    if stdout_tty() { switchboard::text::for_terminal_lines(s) } else { std::borrow::Cow::Borrowed(s) }
+}
+
+/// Cuts `s` to `n` characters on one line, control characters escaped.
 pub fn short(s: &str, n: usize) -> String {
     let line = s.lines().next().unwrap_or("");
+    let line = &safe(line);
     if line.chars().count() <= n && !s.contains('\n') {
         line.to_string()
     } else {
@@ -87,7 +100,7 @@ pub fn redacted_config(config: &ServerConfig) -> Value {
     };
     let transport = match &config.transport {
         TransportConfig::Stdio(s) => json!({
-            "type": "stdio", "command": s.command, "args": s.args_as_written, "cwd": s.cwd,
+            "type": "stdio", "command": s.command_as_written, "args": s.args_as_written, "cwd": s.cwd_as_written,
             "env": redact(&s.env), "env_passthrough": s.env_passthrough, "inherit_env": s.inherit_env,
         }),
         TransportConfig::Http(h) => {
@@ -133,25 +146,25 @@ pub fn launch_lines(config: &ServerConfig) -> Vec<String> {
     let mut lines = vec![format!("from     {} ({})", config.source.display(), config.scope)];
     match &config.transport {
         TransportConfig::Stdio(s) => {
-            lines.push(format!("command  {}", config.target()));
+            lines.push(format!("command  {}", safe(&config.target())));
             lines.push(format!(
                 "cwd      {}",
-                s.cwd.as_ref().map_or_else(|| "(project root)".into(), |c| c.display().to_string())
+                s.cwd_shown().map(|c| safe(&c)).unwrap_or_else(|| "(project root)".into())
             ));
             if !s.env.is_empty() {
-                lines.push(format!("env      {}", s.env.keys().cloned().collect::<Vec<_>>().join(", ")));
+                lines.push(format!("env      {}", safe(&s.env.keys().cloned().collect::<Vec<_>>().join(", "))));
             }
             if !s.env_passthrough.is_empty() {
-                lines.push(format!("passes   {}", s.env_passthrough.join(", ")));
+                lines.push(format!("passes   {}", safe(&s.env_passthrough.join(", "))));
             }
             if s.inherit_env {
                 lines.push("env      the whole environment (inherit_env)".into());
             }
         }
         TransportConfig::Http(h) => {
-            lines.push(format!("url      {}", h.url_as_written));
+            lines.push(format!("url      {}", safe(&h.url_as_written)));
             if !h.headers.is_empty() {
-                lines.push(format!("headers  {}", h.headers.keys().cloned().collect::<Vec<_>>().join(", ")));
+                lines.push(format!("headers  {}", safe(&h.headers.keys().cloned().collect::<Vec<_>>().join(", "))));
             }
         }
         _ => {}

@@ -76,13 +76,17 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
 /// `<data>/serve.json`, its token in `<data>/serve-token`), opened or printed.
 pub async fn dashboard(ctx: &Ctx, print_url: bool) -> Result<u8> {
     let data = &ctx.paths.data_dir;
-    let info = std::fs::read_to_string(data.join("serve.json"))
-        .map_err(|_| anyhow!("no `switchboard serve` has run with this data folder ({}): start one", data.display()))?;
+    let info = switchboard::read_private(&data.join("serve.json"))?
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .ok_or_else(|| {
+        anyhow!("no `switchboard serve` has run with this data folder ({}): start one", data.display())
+    })?;
     let info: serde_json::Value =
         serde_json::from_str(&info).with_context(|| format!("{} is not JSON", data.join("serve.json").display()))?;
     let base = info["url"].as_str().ok_or_else(|| anyhow!("{} has no `url`", data.join("serve.json").display()))?;
-    let token = std::fs::read_to_string(data.join("serve-token"))
-        .with_context(|| format!("reading {}", data.join("serve-token").display()))?;
+    let token = switchboard::read_private(&data.join("serve-token"))?
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .with_context(|| format!("no token in {}", data.join("serve-token").display()))?;
     let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(10)).build()?;
     let response =
         client.post(format!("{base}/api/login-links")).bearer_auth(token.trim()).send().await.map_err(|e| {

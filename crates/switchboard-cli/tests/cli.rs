@@ -218,34 +218,9 @@ fn on_terminal(home: &Path, args: &[&str], sized: bool) -> String {
 
 /// As [`on_terminal`], with `typed` sent as the person's keystrokes (after a pause for start-up).
 fn on_terminal_typing(home: &Path, args: &[&str], sized: bool, typed: &str) -> String {
-    let exe = Command::cargo_bin("switchboard").unwrap().get_program().to_string_lossy().into_owned();
-    let quoted: Vec<String> =
-        std::iter::once(exe).chain(args.iter().map(|a| a.to_string())).map(|a| format!("'{a}'")).collect();
-    // A pseudo-terminal has no size until one is set; usually give it one.
-    let line = format!("{}{}", if sized { "stty rows 40 cols 100; " } else { "" }, quoted.join(" "));
-    // `script` passes its stdin to the program's terminal; the lines go out slowly, after the
-    // servers had time to start, and the pipe stays open until the program is done.
-    let feed = typed.lines().map(|l| format!("sleep 0.3; printf '%s\\n' '{l}'; ")).collect::<String>();
-    let line = if typed.is_empty() {
-        line
-    } else {
-        format!("({feed} sleep 5) | script -qec \"{}\" /dev/null", line.replace('"', "\\\""))
-    };
-    let (program, script_args): (&str, Vec<&str>) =
-        if typed.is_empty() { ("script", vec!["-qec", &line, "/dev/null"]) } else { ("sh", vec!["-c", &line]) };
-    let out = Command::new(program)
-        .args(&script_args)
-        .env("SWITCHBOARD_CONFIG", home.join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
-        .env_remove("RUST_LOG")
-        .env_remove("NO_COLOR")
-        // No desktop: nothing a test does opens a browser.
-        .env_remove("DISPLAY")
-        .env_remove("WAYLAND_DISPLAY")
-        .current_dir(home)
-        .output()
-        .expect("util-linux `script` is needed for the terminal tests");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let exe = Command::cargo_bin("switchboard").unwrap().get_program().to_owned();
+    let envs = [("SWITCHBOARD_CONFIG", home.join("user.json")), ("SWITCHBOARD_DATA_DIR", home.join("data"))];
+    switchboard_testkit::on_terminal(std::path::Path::new(&exe), args, &envs, home, sized, typed)
 }
 
 #[test]

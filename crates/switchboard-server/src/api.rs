@@ -279,8 +279,9 @@ pub async fn call_tool(
     body: Result<Json<CallRequest>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult<Response> {
     let Json(request) = body.map_err(rejected)?;
-    if request.timeout_ms == Some(0) {
-        return Err(ApiError::bad_request("`timeout_ms` must be at least 1"));
+    let max = switchboard::config::MAX_TIMEOUT.as_millis();
+    if request.timeout_ms.is_some_and(|ms| ms == 0 || u128::from(ms) > max) {
+        return Err(ApiError::bad_request(format!("`timeout_ms` must be 1 to {max} (7 days)")));
     }
     // A call still running when the server stops is cancelled (the server is told).
     let mut options = CallOptions::new().cancel(app.events.stopping().child_token());

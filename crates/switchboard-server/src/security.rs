@@ -33,8 +33,10 @@ pub fn random(bytes: usize) -> std::io::Result<String> {
 /// first time.
 pub fn load_or_make_token(data_dir: &Path) -> std::io::Result<String> {
     let path = data_dir.join("serve-token");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let token = text.trim().to_string();
+    switchboard::private_dir(data_dir)?;
+    // A token someone else wrote (or could have) is refused, not used.
+    if let Some(bytes) = switchboard::read_private(&path)? {
+        let token = String::from_utf8_lossy(&bytes).trim().to_string();
         if token.len() >= 32 {
             return Ok(token);
         }

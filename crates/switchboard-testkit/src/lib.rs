@@ -245,6 +245,47 @@ pub fn workspace_example(package: &str, example: &str) -> PathBuf {
     path
 }
 
+/// Runs `program <args>` on a pseudo-terminal (util-linux `script`) with `envs`, in `cwd`,
+/// returning all it drew; `sized` gives the terminal 40 rows and 100 columns (a bare one has
+/// no size); `typed` lines are sent as keystrokes, slowly, after a pause for start-up.
+pub fn on_terminal(
+    program: &Path,
+    args: &[&str],
+    envs: &[(&str, PathBuf)],
+    cwd: &Path,
+    sized: bool,
+    typed: &str,
+) -> String {
+    let quoted: Vec<String> = std::iter::once(program.display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+        .collect();
+    let line = format!("{}{}", if sized { "stty rows 40 cols 100; " } else { "" }, quoted.join(" "));
+    // `script` passes its stdin to the program's terminal; the lines go out slowly, after the
+    // servers had time to start, and the pipe stays open until the program is done.
+    let feed = typed.lines().map(|l| format!("sleep 0.3; printf '%s\\n' '{l}'; ")).collect::<String>();
+    let line = if typed.is_empty() {
+        line
+    } else {
+        format!("({feed} sleep 5) | script -qec \"{}\" /dev/null", line.replace('"', "\\\""))
+    };
+    let (shell, script_args): (&str, Vec<&str>) =
+        if typed.is_empty() { ("script", vec!["-qec", &line, "/dev/null"]) } else { ("sh", vec!["-c", &line]) };
+    let mut cmd = Command::new(shell);
+    cmd.args(&script_args)
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        // No desktop: nothing a test does opens a browser.
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .current_dir(cwd);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("util-linux `script` is needed for the terminal tests");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Whether a process is alive (zombies count as dead).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

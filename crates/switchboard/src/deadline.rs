@@ -70,7 +70,7 @@ struct Entry {
 
 impl Entry {
     fn deadline(&self) -> Instant {
-        (self.activity.last() + self.idle).min(self.hard)
+        self.activity.last().checked_add(self.idle).map_or(self.hard, |d| d.min(self.hard))
     }
 }
 

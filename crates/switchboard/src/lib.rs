@@ -47,8 +47,24 @@ pub use error::Error;
 pub use hub::{CallOptions, Hub, HubOptions, Reconnect, ServerInfo, ToolOutput};
 pub use paths::Paths;
 
-/// Writes a file whole (a temporary file renamed over it) with mode 0600, creating its folder:
-/// for secrets.
+/// Writes a file whole (a temporary file renamed over it) with mode 0600, creating its folder
+/// (0700): for secrets.
 pub fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fsutil::create_private_dir(dir)?;
+    }
     fsutil::write_atomic(path, bytes, Some(0o600))
+}
+
+/// Reads a token or state file of ours (`None` if absent): refused with a message when it is
+/// not owned by this user or others can write to it (someone could have planted it); made 0600
+/// when others can read it.
+pub fn read_private(path: &std::path::Path) -> std::io::Result<Option<Vec<u8>>> {
+    fsutil::read_private(path)
+}
+
+/// Makes `dir` a folder only this user can enter (0700 whatever the umask; a looser existing
+/// one is tightened with a warning; one owned by someone else is refused).
+pub fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    fsutil::create_private_dir(dir)
 }

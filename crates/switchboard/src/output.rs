@@ -95,16 +95,63 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn spill_file(spill: Option<Spill<'_>>, ext: &str, bytes: &[u8]) -> Option<PathBuf> {
+/// The longest label in a spill file's name (the rest of a longer one is a hash of it).
+const LABEL_MAX: usize = 60;
+
+/// Writes cut content to a new file (0600, in a 0700 folder) named after the label. `None`
+/// without a spill folder; an error when the file could not be written (said to the model).
+fn spill_file(spill: Option<Spill<'_>>, ext: &str, bytes: &[u8]) -> Option<Result<PathBuf, String>> {
     let spill = spill?;
-    crate::fsutil::create_private_dir(spill.dir).ok()?;
-    let label: String =
-        spill.label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
-    let file =
-        tempfile::Builder::new().prefix(&format!("{label}-")).suffix(&format!(".{ext}")).tempfile_in(spill.dir).ok()?;
-    std::fs::write(file.path(), bytes).ok()?;
-    let (_, path) = file.keep().ok()?;
-    Some(path)
+    let written = (|| -> std::io::Result<PathBuf> {
+        crate::fsutil::create_private_dir(spill.dir)?;
+        let mut label: String = spill
+            .label
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+            .collect();
+        if label.len() > LABEL_MAX {
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(spill.label.as_bytes());
+            let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+            label.truncate(LABEL_MAX - 9);
+            label = format!("{label}-{hash}");
+        }
+        let file =
+            tempfile::Builder::new().prefix(&format!("{label}-")).suffix(&format!(".{ext}")).tempfile_in(spill.dir)?;
+        std::fs::write(file.path(), bytes)?;
+        let (_, path) = file.keep().map_err(|e| e.error)?;
+        Ok(path)
+    })();
+    Some(written.map_err(|e| {
+        tracing::warn!("could not keep the full output in {}: {e}", spill.dir.display());
+        e.to_string()
+    }))
+}
+
+/// Removes kept outputs from `dir`: those older than `keep`, then the oldest until they hold
+/// at most `max_bytes` in all. Returns how many were removed and how many bytes that freed.
+pub fn clean_spills(dir: &Path, keep: std::time::Duration, max_bytes: u64) -> (usize, u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return (0, 0) };
+    let now = std::time::SystemTime::now();
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let meta = e.metadata().ok().filter(|m| m.is_file())?;
+            Some((meta.modified().unwrap_or(now), meta.len(), e.path()))
+        })
+        .collect();
+    files.sort();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    let (mut removed, mut freed) = (0, 0);
+    for (modified, len, path) in files {
+        let old = now.duration_since(modified).is_ok_and(|age| age > keep);
+        if (old || total > max_bytes) && std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+            freed += len;
+            total -= len;
+        }
+    }
+    (removed, freed)
 }
 
 fn ext_for(mime: &str) -> &str {
@@ -141,7 +188,7 @@ pub fn format_result(raw: &Value, budget: ResultBudget, spill: Option<Spill<'_>>
                         .decode(data.trim())
                         .unwrap_or_else(|_| data.as_bytes().to_vec());
                     let note = match spill_file(spill, ext_for(mime), &decoded) {
-                        Some(path) => {
+                        Some(Ok(path)) => {
                             let note = format!(
                                 "[Image ({mime}, {} bytes) too large to inline; saved to {}]",
                                 decoded.len(),
@@ -150,6 +197,10 @@ pub fn format_result(raw: &Value, budget: ResultBudget, spill: Option<Spill<'_>>
                             spilled.push(path);
                             note
                         }
+                        Some(Err(e)) => format!(
+                            "[Image ({mime}, {} bytes) omitted: too large to inline, and it could not be kept ({e})]",
+                            decoded.len()
+                        ),
                         None => format!("[Image ({mime}, {} bytes) omitted: too large to inline]", decoded.len()),
                     };
                     blocks.push(ModelBlock::Text { text: note });
@@ -208,15 +259,19 @@ pub fn format_result(raw: &Value, budget: ResultBudget, spill: Option<Spill<'_>>
             }
         }
         let note = match &path {
-            Some(p) => format!(
+            Some(Ok(p)) => format!(
                 "[Output truncated: showing {} of {total} bytes of text. The full output is in {}]",
                 budget.text_bytes,
                 p.display()
             ),
+            Some(Err(e)) => format!(
+                "[Output truncated: showing {} of {total} bytes of text. The full output could not be kept: {e}]",
+                budget.text_bytes
+            ),
             None => format!("[Output truncated: showing {} of {total} bytes of text]", budget.text_bytes),
         };
         kept.push(ModelBlock::Text { text: note });
-        spilled.extend(path);
+        spilled.extend(path.and_then(Result::ok));
         blocks = kept;
     }
     ModelResult { is_error, blocks, truncated, spilled }
@@ -226,6 +281,50 @@ pub fn format_result(raw: &Value, budget: ResultBudget, spill: Option<Spill<'_>>
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn big() -> Value {
+        json!({"content": [{"type": "text", "text": "x".repeat(200_000)}]})
+    }
+
+    #[test]
+    fn a_long_label_makes_a_bounded_name_and_a_failed_spill_is_said() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let label = "s-".to_string() + &"t".repeat(300);
+        let r = format_result(&big(), ResultBudget::default(), Some(Spill { dir: dir.path(), label: &label }));
+        assert_eq!(r.spilled.len(), 1, "{}", r.text());
+        let name = r.spilled[0].file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        assert!(name.len() < 100, "{name}");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&r.spilled[0]).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode, 0o600);
+        // A folder that cannot be made: the model is told the full output was not kept.
+        let blocked = dir.path().join("file");
+        std::fs::write(&blocked, "").unwrap_or_else(|e| panic!("{e}"));
+        let r = format_result(&big(), ResultBudget::default(), Some(Spill { dir: &blocked.join("sub"), label: "s-t" }));
+        assert!(r.spilled.is_empty());
+        assert!(r.text().contains("could not be kept"), "{}", r.text());
+    }
+
+    #[test]
+    fn old_and_excess_spills_are_removed_oldest_first() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let day = std::time::Duration::from_secs(86_400);
+        let now = std::time::SystemTime::now();
+        for (i, age_days) in [(0, 10u64), (1, 3), (2, 2), (3, 1)] {
+            let path = dir.path().join(format!("f{i}.txt"));
+            std::fs::write(&path, vec![b'x'; 1000]).unwrap_or_else(|e| panic!("{e}"));
+            let file = std::fs::File::options().write(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
+            file.set_modified(now - day * age_days as u32).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // f0 is older than 7 days; then the oldest go until 2000 bytes are left.
+        assert_eq!(clean_spills(dir.path(), day * 7, 2000), (2, 2000));
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let mut left = left;
+        left.sort();
+        assert_eq!(left, vec!["f2.txt", "f3.txt"]);
+    }
 
     #[test]
     fn formats_every_kind_of_block() {

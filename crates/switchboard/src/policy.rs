@@ -2,7 +2,9 @@
 //!
 //! A trust record is keyed by project root and server name, and holds a digest of the launch
 //! configuration (command, args, cwd, env, url, headers): any change to what would run needs
-//! trust again. Records live in `<data>/trust.json` (mode 0600, written atomically).
+//! trust again. Records live in `<data>/trust.json` (mode 0600, written atomically; refused
+//! if someone else could have written it). Changes are read-modify-write under a lock
+//! (`trust.json.lock`, [`TrustStore::update`]), so processes trusting at once lose nothing.
 //! User-file and `--config` servers are trusted by definition.
 
 use std::collections::BTreeMap;
@@ -68,16 +70,29 @@ pub fn launch_digest(config: &ServerConfig) -> String {
 }
 
 impl TrustStore {
-    /// Opens `<data_dir>/trust.json` (an absent file is an empty store).
+    /// Opens `<data_dir>/trust.json` (an absent file is an empty store) for reading.
     pub fn open(data_dir: &Path) -> Result<Self, TrustError> {
         let path = data_dir.join("trust.json");
-        let file = match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text)
+        let file = match crate::fsutil::read_private(&path) {
+            Ok(Some(bytes)) => serde_json::from_slice(&bytes)
                 .map_err(|e| TrustError::Corrupt { path: path.clone(), message: e.to_string() })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => TrustFile::default(),
+            Ok(None) => TrustFile::default(),
             Err(source) => return Err(TrustError::Io { path, source }),
         };
         Ok(TrustStore { path, file })
+    }
+
+    /// Changes the records with `change` under the store's lock: read, changed and written
+    /// while no other process can, so concurrent changes all land. Returns what `change` does.
+    pub fn update<R>(data_dir: &Path, change: impl FnOnce(&mut TrustStore) -> R) -> Result<R, TrustError> {
+        let lock_path = data_dir.join("trust.json.lock");
+        let io = |source| TrustError::Io { path: lock_path.clone(), source };
+        crate::fsutil::create_private_dir(data_dir).map_err(io)?;
+        let _lock = crate::fsutil::lock(&lock_path, crate::fsutil::LOCK_WAIT).map_err(io)?;
+        let mut store = TrustStore::open(data_dir)?;
+        let out = change(&mut store);
+        store.save()?;
+        Ok(out)
     }
 
     /// Whether `config` may start in the project at `root`.
@@ -112,7 +127,9 @@ impl TrustStore {
         removed
     }
 
-    /// Writes the store (mode 0600, atomically; folder 0700).
+    /// Writes the store (mode 0600, atomically; folder 0700). Between [`TrustStore::open`]
+    /// and this another process may have changed the file: [`TrustStore::update`] holds the
+    /// lock across both.
     pub fn save(&self) -> Result<(), TrustError> {
         let io = |source| TrustError::Io { path: self.path.clone(), source };
         if let Some(dir) = self.path.parent() {
@@ -134,6 +151,8 @@ mod tests {
             protocol_version: None,
             transport: TransportConfig::Stdio(StdioConfig {
                 command: "node".into(),
+                command_as_written: "node".into(),
+                cwd_as_written: None,
                 args: vec![arg.into()],
                 args_as_written: vec![arg.into()],
                 env: BTreeMap::new(),

@@ -8,7 +8,7 @@
 //! reported, and only then is a fresh file started (one bad byte must not wipe every server's
 //! login, as it does in OpenCode).
 
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -129,9 +129,10 @@ impl TokenStore {
     }
 
     fn read_contents(&self) -> Result<Contents, StoreError> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Contents::default()),
+        // Refused if it is not ours or others can write it (tokens could have been planted).
+        let bytes = match crate::fsutil::read_private(&self.path) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(Contents::default()),
             Err(e) => return Err(self.io(e)),
         };
         serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
@@ -162,7 +163,7 @@ impl TokenStore {
     ) -> Result<Option<PathBuf>, StoreError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         create_private_dir(dir).map_err(|e| self.io(e))?;
-        let _lock = self.lock("auth.json.lock")?;
+        let _lock = self.lock("auth.json.lock", crate::fsutil::LOCK_WAIT)?;
         let mut set_aside = None;
         let mut contents = match self.read_contents() {
             Ok(c) => c,
@@ -192,18 +193,11 @@ impl TokenStore {
         Ok(set_aside)
     }
 
-    /// Takes an exclusive advisory lock (`flock`) on a file next to the store (waits for it);
-    /// released when the returned value is dropped, or when the process dies.
-    fn lock(&self, name: &str) -> Result<Flock<File>, StoreError> {
+    /// Takes an exclusive advisory lock (`flock`) on a file next to the store (0600), waiting
+    /// at most `wait`; released when the returned value is dropped, or when the process dies.
+    fn lock(&self, name: &str, wait: std::time::Duration) -> Result<Flock<File>, StoreError> {
         let path = self.path.with_file_name(name);
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StoreError::Io { path: path.clone(), source: e })?;
-        Flock::lock(file, FlockArg::LockExclusive)
-            .map_err(|(_, errno)| StoreError::Io { path, source: std::io::Error::from(errno) })
+        crate::fsutil::lock(&path, wait).map_err(|source| StoreError::Io { path, source })
     }
 
     /// The credential store rmcp reads and writes for one server URL.
@@ -211,6 +205,9 @@ impl TokenStore {
         UrlStore { store: self.clone(), url: url.to_string(), server: server.to_string() }
     }
 }
+
+/// How long a refresh waits for another process's refresh of the same store.
+const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// One server URL's view of the store, as rmcp's `CredentialStore`.
 #[derive(Debug, Clone)]
@@ -266,7 +263,8 @@ impl CredentialStore for UrlStore {
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
         // One refresh at a time across processes: the second one then loads the tokens the
         // first saved instead of spending a refresh token that was just rotated away.
-        let lock = self.blocking(|s| s.store.lock("auth.json.refresh.lock")).await?;
+        // Another process may be refreshing over a slow network: wait longer for it.
+        let lock = self.blocking(|s| s.store.lock("auth.json.refresh.lock", REFRESH_WAIT)).await?;
         Ok(Some(CredentialRefreshGuard::new(lock)))
     }
 }

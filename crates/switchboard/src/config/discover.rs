@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::entry::{FileCtx, parse_file};
+use super::entry::{FileCtx, Parsed, parse_file};
 use super::jsonc;
 use super::{Diagnostic, LoadedConfig, Scope, Severity};
 
@@ -107,11 +107,51 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
         };
         let mut ctx =
             FileCtx { path: &path, text: &text, scope, env: &options.env, diagnostics: &mut loaded.diagnostics };
-        for entry in parse_file(&value, &mut ctx) {
-            loaded.servers.insert(entry.name().to_string(), entry);
+        for parsed in parse_file(&value, &mut ctx) {
+            match parsed {
+                Parsed::Server(entry) => {
+                    loaded.servers.insert(entry.name().to_string(), *entry);
+                }
+                Parsed::Toggle { name, enabled } => match loaded.servers.get_mut(&name) {
+                    Some(super::ServerEntry::Valid(c)) => c.enabled = enabled,
+                    Some(super::ServerEntry::Invalid(_)) => {}
+                    None => ctx.lone_toggle(&name),
+                },
+            }
         }
     }
+    loaded.secrets = secret_values(&loaded, &options.env);
     loaded
+}
+
+/// What must never be shown of the servers: the values of their `env` and `headers`, and what
+/// variables put into their command, arguments, folder and URL (at least 4 characters: shorter
+/// ones would hide every such string in a log).
+fn secret_values(loaded: &LoadedConfig, env: &std::collections::HashMap<String, String>) -> Vec<String> {
+    let mut found = std::collections::BTreeSet::new();
+    for entry in loaded.servers.values() {
+        let super::ServerEntry::Valid(c) = entry else { continue };
+        let written: Vec<&str> = match &c.transport {
+            super::TransportConfig::Stdio(s) => {
+                found.extend(s.env.values().cloned());
+                let mut w = vec![s.command_as_written.as_str()];
+                w.extend(s.args_as_written.iter().map(String::as_str));
+                w.extend(s.cwd_as_written.as_deref());
+                w
+            }
+            super::TransportConfig::Http(h) => {
+                found.extend(h.headers.values().cloned());
+                if let Some(var) = &h.bearer_token_env_var {
+                    found.extend(env.get(var).cloned());
+                }
+                vec![h.url_as_written.as_str()]
+            }
+        };
+        for w in written {
+            found.extend(super::expand::substitutions(w, env));
+        }
+    }
+    found.into_iter().filter(|s| s.chars().count() >= 4).collect()
 }
 
 fn file_error(path: &Path, at: Option<(usize, usize)>, message: String) -> Diagnostic {

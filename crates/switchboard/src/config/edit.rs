@@ -3,8 +3,9 @@
 //! Edits go through a concrete syntax tree (`jsonc-parser`'s CST), so everything the author
 //! wrote that the edit does not touch stays as it was: comments, trailing commas, key order,
 //! indentation. Edits keep the file's own shape (a `mcpServers` file stays one) and are written
-//! atomically (temporary file in the same folder, then rename). A file that is not valid JSON
-//! (with comments) is never changed.
+//! atomically (temporary file in the same folder, then rename), each one under a lock on the
+//! file held from its read to its write, so edits by processes at once all land. A file that
+//! is not valid JSON (with comments) is never changed.
 
 use std::path::{Path, PathBuf};
 
@@ -92,6 +93,16 @@ fn read(path: &Path) -> Result<(CstRootNode, Value), EditError> {
     Ok((root, value))
 }
 
+/// Holds the file still from the edit's read to its write (creating it, empty, if `create`).
+fn lock(path: &Path, create: bool) -> Result<Option<nix::fcntl::Flock<std::fs::File>>, EditError> {
+    let io = |source| EditError::Io { path: path.into(), source };
+    if create {
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    crate::fsutil::lock_in_place(path, create, crate::fsutil::LOCK_WAIT).map_err(io)
+}
+
 fn write(path: &Path, root: &CstRootNode) -> Result<(), EditError> {
     let io = |source| EditError::Io { path: path.into(), source };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -144,6 +155,7 @@ fn input(value: &Value) -> CstInputValue {
 /// Adds a server to `path` (created if missing).
 pub fn write_server(path: &Path, server: &NewServer) -> Result<(), EditError> {
     super::entry::validate_name(&server.name).map_err(EditError::BadName)?;
+    let _held = lock(path, true)?;
     let (root, value) = read(path)?;
     if server_maps(&root, &value).iter().any(|m| m.get(&server.name).is_some()) {
         return Err(EditError::Exists { path: path.into(), name: server.name.clone() });
@@ -156,6 +168,7 @@ pub fn write_server(path: &Path, server: &NewServer) -> Result<(), EditError> {
 
 /// Removes a server from `path`.
 pub fn remove_server(path: &Path, name: &str) -> Result<(), EditError> {
+    let _held = lock(path, false)?;
     let (root, value) = read(path)?;
     let mut removed = false;
     for map in server_maps(&root, &value) {
@@ -170,8 +183,13 @@ pub fn remove_server(path: &Path, name: &str) -> Result<(), EditError> {
     write(path, &root)
 }
 
-/// Sets `enabled` on a server in `path` (dropping the `enable`/`disabled` aliases).
-pub fn set_enabled(path: &Path, name: &str, enabled: bool) -> Result<(), EditError> {
+/// Disables a server in `path`: `"enabled": false` on its entry (the `enable`/`disabled`
+/// aliases dropped). Without an entry there, `override_if_missing` adds one holding only that,
+/// which disables the server of that name a file of lower precedence defines (the user file
+/// over a repository's); otherwise that is [`EditError::NotFound`].
+pub fn disable_server(path: &Path, name: &str, override_if_missing: bool) -> Result<(), EditError> {
+    super::entry::validate_name(name).map_err(EditError::BadName)?;
+    let _held = lock(path, override_if_missing)?;
     let (root, value) = read(path)?;
     let mut found = false;
     for map in server_maps(&root, &value) {
@@ -182,17 +200,52 @@ pub fn set_enabled(path: &Path, name: &str, enabled: bool) -> Result<(), EditErr
             }
         }
         match entry.get("enabled") {
-            Some(prop) => prop.set_value(CstInputValue::Bool(enabled)),
+            Some(prop) => prop.set_value(CstInputValue::Bool(false)),
             None => {
-                entry.append("enabled", CstInputValue::Bool(enabled));
+                entry.append("enabled", CstInputValue::Bool(false));
             }
         }
         found = true;
     }
     if !found {
-        return Err(EditError::NotFound { path: path.into(), name: name.into() });
+        if !override_if_missing {
+            return Err(EditError::NotFound { path: path.into(), name: name.into() });
+        }
+        let obj = root.object_value_or_set();
+        let key = if obj.object_value("mcpServers").is_some() { "mcpServers" } else { "servers" };
+        obj.object_value_or_set(key)
+            .append(name, CstInputValue::Object(vec![("enabled".into(), CstInputValue::Bool(false))]));
     }
     write(path, &root)
+}
+
+/// Enables a server in `path` by taking away what disables it there (`"enabled": false`,
+/// `"enable": false`, `"disabled": true`); an entry left with nothing (an override) goes.
+/// Returns whether the file disabled it (and was changed); a file that has no entry for it is
+/// left alone.
+pub fn enable_server(path: &Path, name: &str) -> Result<bool, EditError> {
+    let Some(_held) = lock(path, false)? else { return Ok(false) };
+    let (root, value) = read(path)?;
+    let mut changed = false;
+    for map in server_maps(&root, &value) {
+        let Some(prop) = map.get(name) else { continue };
+        let Some(entry) = prop.object_value() else { continue };
+        for (key, disabling) in [("enabled", false), ("enable", false), ("disabled", true)] {
+            if let Some(p) = entry.get(key)
+                && p.value().and_then(|v| v.as_boolean_lit()).map(|b| b.value()) == Some(disabling)
+            {
+                p.remove();
+                changed = true;
+            }
+        }
+        if changed && entry.properties().is_empty() {
+            prop.remove();
+        }
+    }
+    if changed {
+        write(path, &root)?;
+    }
+    Ok(changed)
 }
 
 #[cfg(test)]
@@ -227,8 +280,8 @@ mod tests {
         assert!(added.contains(r#""c": {"#) && added.contains(r#""command": "z""#), "{added}");
         let removed = edit_text(COMMENTED, |p| remove_server(p, "b"));
         assert!(removed.contains("// keep me") && !removed.contains(r#""b""#), "{removed}");
-        let enabled = edit_text(COMMENTED, |p| set_enabled(p, "a", true));
-        assert!(enabled.contains("// keep me") && enabled.contains(r#""enabled": true"#), "{enabled}");
+        let enabled = edit_text(COMMENTED, |p| enable_server(p, "a").map(drop));
+        assert!(enabled.contains("// keep me") && !enabled.contains("enabled"), "{enabled}");
         assert!(!enabled.contains("disabled"), "{enabled}");
         for text in [added, removed, enabled] {
             let value: Value = serde_json::from_str(&jsonc::strip(&text)).unwrap_or_else(|e| panic!("{e}: {text}"));
@@ -254,9 +307,37 @@ mod tests {
     }
 
     #[test]
+    fn enable_takes_away_what_disables_and_an_override_is_added_and_removed_whole() {
+        let text = "{\n  \"servers\": {\"a\": {\"command\": \"x\", \"enabled\": false}}\n}\n";
+        let out = edit_text(text, |p| enable_server(p, "a").map(drop));
+        let value: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(
+            value["servers"]["a"],
+            serde_json::json!({"command": "x"}),
+            "enabled: false taken away, not true written"
+        );
+        // An override in a file that does not define the server.
+        let out = edit_text("{}\n", |p| disable_server(p, "repo", true));
+        let value: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(value["servers"]["repo"], serde_json::json!({"enabled": false}));
+        let back = edit_text(&out, |p| enable_server(p, "repo").map(drop));
+        let value: Value = serde_json::from_str(&back).unwrap_or_else(|e| panic!("{e}: {back}"));
+        assert_eq!(value["servers"], serde_json::json!({}), "the override goes whole");
+        let err = edit_text_err("{}\n", |p| disable_server(p, "nope", false));
+        assert!(err.contains("no server named `nope`"), "{err}");
+    }
+
+    fn edit_text_err(text: &str, f: impl FnOnce(&Path) -> Result<(), EditError>) -> String {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("c.json");
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        f(&path).err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
     fn zcode_files_are_edited_in_place() {
         let text = r#"{"mcp": {"servers": {"z": {"command": "q"}}, "timeout": 5}}"#;
-        let out = edit_text(text, |p| set_enabled(p, "z", false));
+        let out = edit_text(text, |p| disable_server(p, "z", false));
         let value: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
         assert_eq!(value["mcp"]["servers"]["z"]["enabled"], false);
         assert_eq!(value["mcp"]["timeout"], 5);

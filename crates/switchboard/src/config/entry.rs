@@ -50,8 +50,29 @@ impl FileCtx<'_> {
     }
 }
 
+/// One entry of a file: a server, or an override that only turns on or off a server of the
+/// same name from a file of lower precedence (`"fs": {"enabled": false}` in the user file
+/// disables a repository's `fs` without touching the repository).
+pub(crate) enum Parsed {
+    Server(Box<ServerEntry>),
+    Toggle { name: String, enabled: bool },
+}
+
+/// The override an entry is, if it holds nothing but `enabled` (or its aliases).
+fn toggle(value: &Value) -> Option<bool> {
+    let obj = value.as_object()?;
+    if obj.is_empty() || !obj.keys().all(|k| matches!(k.as_str(), "enabled" | "enable" | "disabled")) {
+        return None;
+    }
+    match (obj.get("enabled").or(obj.get("enable")), obj.get("disabled")) {
+        (Some(Value::Bool(e)), None) => Some(*e),
+        (None, Some(Value::Bool(d))) => Some(!d),
+        _ => None,
+    }
+}
+
 /// Finds the server map(s) in a parsed file and parses every entry.
-pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<ServerEntry> {
+pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
     let Some(obj) = root.as_object() else {
         ctx.diag(Severity::Error, None, None, "the file must hold a JSON object".into());
         return Vec::new();
@@ -81,10 +102,25 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<ServerEntry
     let mut out = Vec::new();
     for map in maps {
         for (name, value) in map {
-            out.push(parse_named(name, value, ctx));
+            match toggle(value) {
+                Some(enabled) => out.push(Parsed::Toggle { name: name.clone(), enabled }),
+                None => out.push(Parsed::Server(Box::new(parse_named(name, value, ctx)))),
+            }
         }
     }
     out
+}
+
+impl FileCtx<'_> {
+    /// An override for a server no file of lower precedence defines.
+    pub(crate) fn lone_toggle(&mut self, name: &str) {
+        self.diag(
+            Severity::Warning,
+            Some(name),
+            None,
+            "holds only `enabled`, but no file of lower precedence defines this server: ignored".into(),
+        );
+    }
 }
 
 /// Whether an `mcp` object is ZCode's (`mcp.servers` holds the map) rather than OpenCode's.
@@ -334,6 +370,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
             let Some(program) = program else {
                 return err("command", "a stdio server needs `command`");
             };
+            let command_as_written = program.clone();
             let program = x("command", &program)?;
             if program.trim().is_empty() {
                 return err("command", "must not be empty");
@@ -351,6 +388,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                 .map(|(k, v)| Ok((k.clone(), x(&format!("env.{k}"), &v)?)))
                 .collect::<Result<BTreeMap<_, _>, FieldError>>()?;
             let base = ctx.path.parent().unwrap_or(Path::new("."));
+            let cwd_as_written = cwd.clone();
             let cwd = cwd.map(|c| x("cwd", &c).map(|c| base.join(c))).transpose()?;
             // A relative program path is taken relative to the file that names it.
             let command = if program.contains('/') && Path::new(&program).is_relative() {
@@ -360,10 +398,12 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
             };
             TransportConfig::Stdio(StdioConfig {
                 command,
+                command_as_written,
                 args,
                 args_as_written,
                 env,
                 cwd,
+                cwd_as_written,
                 env_passthrough: passthrough.unwrap_or_default(),
                 inherit_env: inherit_env.unwrap_or(false),
             })
@@ -389,7 +429,8 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
             let url_as_written = url.clone();
             let url = x("url", &url)?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return err("url", format!("`{url}` is not an http:// or https:// URL"));
+                let shown = crate::text::excerpt(&url_as_written, 60);
+                return err("url", format!("`{shown}` is not an http:// or https:// URL"));
             }
             let headers = headers
                 .unwrap_or_default()

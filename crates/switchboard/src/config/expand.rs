@@ -1,7 +1,11 @@
-//! `${VAR}` and `${VAR:-default}` expansion in config values.
+//! `${VAR}` and `${VAR:-default}` expansion in config values, as shells do it.
 //!
 //! Variables come from an explicit map (the host environment at load time), never read from
-//! the process here, so tests and embedders choose what a config can see. `$$` is a literal `$`.
+//! the process here, so tests and embedders choose what a config can see. `$$` is a literal
+//! `$`. `${VAR}` is the variable's value (empty if it is set but empty; an error if unset);
+//! `${VAR:-default}` is the default when the variable is unset or empty, and the default is
+//! expanded too, so `${A:-${B}}` and `${A:-${B:-c}}` nest. Messages quote at most a short
+//! excerpt of what was written.
 
 use std::collections::HashMap;
 
@@ -16,43 +20,112 @@ pub enum ExpandError {
     #[error("unterminated `${{` in `{0}`")]
     Unterminated(String),
     /// `${}` or a name with characters other than letters, digits and `_`.
-    #[error("invalid variable name `{0}`")]
+    #[error("invalid variable name `{0}`: use letters, digits and `_`, then `}}` or `:-default}}`")]
     BadName(String),
 }
 
 /// Expands every `${VAR}` / `${VAR:-default}` in `input` from `env`.
 pub fn expand(input: &str, env: &HashMap<String, String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(input.len());
+    let rest = expand_into(input, input, env, &mut out, &mut Vec::new(), false)?;
+    debug_assert!(rest.is_empty());
+    Ok(out)
+}
+
+/// The values variables put into `input` (what must never be shown of it), in order; empty
+/// when it does not expand.
+pub fn substitutions(input: &str, env: &HashMap<String, String>) -> Vec<String> {
+    let mut subs = Vec::new();
+    let _ = expand_into(input, input, env, &mut String::new(), &mut subs, false);
+    subs
+}
+
+/// Expands `input` into `out` up to its end, or (`nested`) up to the `}` that closes the
+/// default it is; returns what follows. Variable values go to `subs`; messages quote `whole`.
+fn expand_into<'a>(
+    input: &'a str,
+    whole: &str,
+    env: &HashMap<String, String>,
+    out: &mut String,
+    subs: &mut Vec<String>,
+    nested: bool,
+) -> Result<&'a str, ExpandError> {
+    let excerpt = |_: &str| crate::text::excerpt(whole, 40);
     let mut rest = input;
-    while let Some(pos) = rest.find('$') {
+    loop {
+        let stop = if nested { rest.find(['$', '}']) } else { rest.find('$') };
+        let Some(pos) = stop else {
+            if nested {
+                return Err(ExpandError::Unterminated(excerpt(input)));
+            }
+            out.push_str(rest);
+            return Ok("");
+        };
         out.push_str(&rest[..pos]);
+        if rest[pos..].starts_with('}') {
+            return Ok(&rest[pos + 1..]);
+        }
         let after = &rest[pos + 1..];
         if let Some(tail) = after.strip_prefix('$') {
             out.push('$');
             rest = tail;
         } else if let Some(body) = after.strip_prefix('{') {
-            let end = body.find('}').ok_or_else(|| ExpandError::Unterminated(input.to_string()))?;
-            let inner = &body[..end];
-            let (name, default) = match inner.split_once(":-") {
-                Some((n, d)) => (n, Some(d)),
-                None => (inner, None),
-            };
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(ExpandError::BadName(name.to_string()));
+            let name_len = body.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(body.len());
+            let (name, tail) = body.split_at(name_len);
+            if tail.is_empty() {
+                return Err(ExpandError::Unterminated(excerpt(input)));
             }
-            match (env.get(name).filter(|v| !v.is_empty()), default) {
-                (Some(v), _) => out.push_str(v),
-                (None, Some(d)) => out.push_str(d),
-                (None, None) => return Err(ExpandError::Unset(name.to_string())),
+            if name.is_empty() || !(tail.starts_with('}') || tail.starts_with(":-")) {
+                let shown: String = body.chars().take_while(|&c| c != '}').take(40).collect();
+                return Err(ExpandError::BadName(shown));
             }
-            rest = &body[end + 1..];
+            let value = env.get(name);
+            if let Some(default) = tail.strip_prefix(":-") {
+                match value.filter(|v| !v.is_empty()) {
+                    Some(v) => {
+                        out.push_str(v);
+                        subs.push(v.clone());
+                        // Skip the default without using it (its variables need not be set).
+                        rest = skip_default(default).ok_or_else(|| ExpandError::Unterminated(excerpt(input)))?;
+                    }
+                    None => rest = expand_into(default, whole, env, out, subs, true)?,
+                }
+            } else {
+                match value {
+                    Some(v) => {
+                        out.push_str(v);
+                        subs.push(v.clone());
+                    }
+                    None => return Err(ExpandError::Unset(name.to_string())),
+                }
+                rest = &tail[1..];
+            }
         } else {
             out.push('$');
             rest = after;
         }
     }
-    out.push_str(rest);
-    Ok(out)
+}
+
+/// What follows the `}` closing a default that is not used (counting nested `${`).
+fn skip_default(default: &str) -> Option<&str> {
+    let mut depth = 0usize;
+    let bytes = default.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'$' if bytes.get(i + 1) == Some(&b'$') => i += 1,
+            b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' if depth == 0 => return Some(&default[i + 1..]),
+            b'}' => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -60,7 +133,12 @@ mod tests {
     use super::*;
 
     fn env() -> HashMap<String, String> {
-        HashMap::from([("HOME".into(), "/home/u".into()), ("EMPTY".into(), String::new())])
+        HashMap::from([
+            ("HOME".into(), "/home/u".into()),
+            ("EMPTY".into(), String::new()),
+            ("SET_A".into(), "value-a".into()),
+            ("SET_B".into(), "value-b".into()),
+        ])
     }
 
     #[test]
@@ -70,14 +148,42 @@ mod tests {
         assert_eq!(expand("${EMPTY:-fallback}", &env()), Ok("fallback".into()));
         assert_eq!(expand("cost $5 and $$HOME", &env()), Ok("cost $5 and $HOME".into()));
         assert_eq!(expand("${NOPE:-}", &env()), Ok(String::new()));
+        assert_eq!(expand("a}b", &env()), Ok("a}b".into()));
     }
 
     #[test]
-    fn errors_name_the_variable() {
+    fn defaults_nest_as_in_shells() {
+        assert_eq!(expand("${A:-${SET_B}}", &env()), Ok("value-b".into()));
+        assert_eq!(expand("${SET_A:-${SET_B}}", &env()), Ok("value-a".into()));
+        assert_eq!(expand("${SET_A:-${UNSET}}/x", &env()), Ok("value-a/x".into()), "an unused default is not expanded");
+        assert_eq!(expand("${A:-${B:-deep}}!", &env()), Ok("deep!".into()));
+        assert_eq!(expand("${A:-pre-${HOME}-post}", &env()), Ok("pre-/home/u-post".into()));
+        assert_eq!(expand("${A:-${B}}", &env()), Err(ExpandError::Unset("B".into())));
+        assert_eq!(expand("${A:-x", &env()), Err(ExpandError::Unterminated("${A:-x".into())));
+    }
+
+    #[test]
+    fn a_set_but_empty_variable_is_empty_not_unset() {
+        assert_eq!(expand("[${EMPTY}]", &env()), Ok("[]".into()));
+        assert_eq!(expand("${EMPTY:-d}", &env()), Ok("d".into()));
+    }
+
+    #[test]
+    fn errors_name_the_variable_and_quote_little() {
         assert_eq!(expand("a ${TOKEN} b", &env()), Err(ExpandError::Unset("TOKEN".into())));
         assert!(matches!(expand("${HOME", &env()), Err(ExpandError::Unterminated(_))));
         assert!(matches!(expand("${a-b}", &env()), Err(ExpandError::BadName(_))));
+        assert!(matches!(expand("${}", &env()), Err(ExpandError::BadName(_))));
         let msg = expand("${API_KEY}", &env()).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(msg.contains("API_KEY"), "{msg}");
+        let long = format!("${{{}", "x".repeat(100_000));
+        let msg = expand(&long, &env()).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg.len() < 200, "{} bytes", msg.len());
+    }
+
+    #[test]
+    fn substitutions_are_the_values_put_in() {
+        assert_eq!(substitutions("--token=${SET_A} ${NOPE:-lit} ${HOME}", &env()), vec!["value-a", "/home/u"]);
+        assert!(substitutions("plain", &env()).is_empty());
     }
 }

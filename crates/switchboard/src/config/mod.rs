@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use discover::{FileLook, LoadOptions, load};
-pub use edit::{EditError, NewServer, remove_server, set_enabled, write_server};
+pub use edit::{EditError, NewServer, disable_server, enable_server, remove_server, write_server};
 pub use oauth::{DEFAULT_CALLBACK_PORT, EnterpriseConfig, OAuthConfig, OAuthGrant};
 
 /// Reads one server entry as it would stand in a file (`source`, of `scope`), expanding
@@ -96,13 +96,17 @@ pub enum HttpTransport {
 
 /// A local server started as a child process.
 ///
-/// `Serialize` and `Debug` never show a secret: arguments appear as written (variables
-/// unexpanded) and `env` values as `"<redacted>"`.
+/// `Serialize` and `Debug` never show a secret: the command, arguments and working directory
+/// appear as written (variables unexpanded) and `env` values as `"<redacted>"`.
 #[derive(Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct StdioConfig {
-    /// Program to run (resolved on `PATH` when it has no `/`).
+    /// Program to run (resolved on `PATH` when it has no `/`), variables expanded.
+    #[serde(skip)]
     pub command: String,
+    /// The program as written in the file (`${VAR}` unexpanded), for display.
+    #[serde(rename = "command")]
+    pub command_as_written: String,
     /// Arguments, passed as given (no shell), variables expanded.
     #[serde(skip)]
     pub args: Vec<String>,
@@ -113,8 +117,12 @@ pub struct StdioConfig {
     /// Variables set for the server (values are secrets: never printed).
     #[serde(serialize_with = "ser_redacted")]
     pub env: BTreeMap<String, String>,
-    /// Working directory; `None` means the project root.
+    /// Working directory, variables expanded; `None` means the project root.
+    #[serde(skip)]
     pub cwd: Option<PathBuf>,
+    /// The working directory as written (`${VAR}` unexpanded), for display.
+    #[serde(rename = "cwd")]
+    pub cwd_as_written: Option<String>,
     /// Names of host variables passed through on top of the minimal default set.
     pub env_passthrough: Vec<String>,
     /// Pass the whole host environment.
@@ -200,12 +208,30 @@ pub struct ServerConfig {
     pub source: PathBuf,
 }
 
+impl StdioConfig {
+    /// The program, safe to show: as written when a variable went into it, else as run.
+    pub fn command_shown(&self) -> &str {
+        if self.command_as_written.contains("${") { &self.command_as_written } else { &self.command }
+    }
+
+    /// The working directory, safe to show (as [`StdioConfig::command_shown`]); `None`: the
+    /// project root.
+    pub fn cwd_shown(&self) -> Option<String> {
+        match (&self.cwd_as_written, &self.cwd) {
+            (Some(w), _) if w.contains("${") => Some(w.clone()),
+            (_, Some(c)) => Some(c.display().to_string()),
+            (Some(w), None) => Some(w.clone()),
+            (None, None) => None,
+        }
+    }
+}
+
 impl ServerConfig {
     /// One line saying what this server is, safe to show: the program and its arguments as
     /// written (variables unexpanded), or the URL as written.
     pub fn target(&self) -> String {
         match &self.transport {
-            TransportConfig::Stdio(s) => std::iter::once(s.command.clone())
+            TransportConfig::Stdio(s) => std::iter::once(s.command_shown().to_string())
                 .chain(s.args_as_written.iter().map(|a| if a.contains(' ') { format!("{a:?}") } else { a.clone() }))
                 .collect::<Vec<_>>()
                 .join(" "),
@@ -232,10 +258,10 @@ fn ser_redacted<S: serde::Serializer>(m: &BTreeMap<String, String>, s: S) -> Res
 impl std::fmt::Debug for StdioConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StdioConfig")
-            .field("command", &self.command)
+            .field("command", &self.command_as_written)
             .field("args", &self.args_as_written)
             .field("env", &Redacted(&self.env))
-            .field("cwd", &self.cwd)
+            .field("cwd", &self.cwd_as_written)
             .field("env_passthrough", &self.env_passthrough)
             .field("inherit_env", &self.inherit_env)
             .finish()
@@ -378,6 +404,9 @@ pub struct LoadedConfig {
     pub project_root: PathBuf,
     /// The user file (whether or not it exists).
     pub user_file: PathBuf,
+    /// Values that must never be shown (env and header values, what `${VAR}` put into the
+    /// rest), for hosts to take out of their logs.
+    pub secrets: Vec<String>,
 }
 
 impl LoadedConfig {

@@ -63,7 +63,7 @@ pub(super) async fn start(
             let exit = if answered { None } else { tree.exited_within(Duration::from_millis(500)).await };
             match exit {
                 Some(info) => {
-                    (FailureKind::ProcessExited, format!("`{}` exited during start-up ({info})", stdio.command))
+                    (FailureKind::ProcessExited, format!("`{}` exited during start-up ({info})", stdio.command_shown()))
                 }
                 None => (FailureKind::ProtocolNegotiationFailed, format!("initialize failed: {e}")),
             }

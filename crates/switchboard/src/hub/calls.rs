@@ -105,11 +105,16 @@ impl Hub {
         let catalog = self.catalog();
         let entry = catalog.tool(name).ok_or_else(|| self.missing_tool(name))?;
         let slot = self.inner.slot(&entry.server)?.clone();
-        let timeout =
-            options.timeout.or(slot.config().map(|c| c.tool_timeout)).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
+        // A timeout beyond the longest a config may set is that longest (no clock overflows).
+        let timeout = options
+            .timeout
+            .or(slot.config().map(|c| c.tool_timeout))
+            .unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT)
+            .min(crate::config::MAX_TIMEOUT);
         let mut conn = ensure_connected(&self.inner, &slot, timeout).await?;
         let mut resent = false;
-        let max_total = options.max_total.unwrap_or(self.inner.options.max_call_time).max(timeout);
+        let max_total =
+            options.max_total.unwrap_or(self.inner.options.max_call_time).max(timeout).min(crate::config::MAX_TIMEOUT);
         let mut params = CallToolRequestParams::new(entry.tool.name.to_string());
         if let Some(args) = arguments {
             params = params.with_arguments(args);

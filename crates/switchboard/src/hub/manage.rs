@@ -66,10 +66,8 @@ impl Hub {
                 message: format!("`{name}` is not from a project file: user and --config servers are always trusted"),
             });
         }
-        let mut store = TrustStore::open(&self.inner.options.paths.data_dir)
+        TrustStore::update(&self.inner.options.paths.data_dir, |store| store.trust(&self.inner.project_root, config))
             .map_err(|e| Error::Storage { message: e.to_string() })?;
-        store.trust(&self.inner.project_root, config);
-        store.save().map_err(|e| Error::Storage { message: e.to_string() })?;
         let untrusted = matches!(slot.state().status, ServerStatus::Untrusted);
         if untrusted && config.enabled {
             self.inner.set_status(&slot, ServerStatus::Connecting);

@@ -70,6 +70,10 @@ pub struct HubOptions {
     pub roots: Option<Vec<PathBuf>>,
     /// How servers that go away are tried again (default: on timers, for a long-running host).
     pub reconnect: Reconnect,
+    /// Kept outputs (`<data>/results`) older than this are removed at start (default 7 days).
+    pub results_keep: Duration,
+    /// At start, the oldest kept outputs are removed until they hold at most this (500 MB).
+    pub results_max_bytes: u64,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -100,6 +104,8 @@ impl HubOptions {
             sampler: None,
             roots: None,
             reconnect: Reconnect::default(),
+            results_keep: Duration::from_secs(7 * 24 * 3600),
+            results_max_bytes: 500 * 1000 * 1000,
         }
     }
 
@@ -215,6 +221,21 @@ impl Hub {
         }
         let n = HUB_COUNTER.fetch_add(1, Ordering::Relaxed);
         let id = format!("{}-{n}", std::process::id());
+        // The data folder holds tokens, trust and outputs: 0700, tightened if it is looser.
+        if let Err(e) = crate::fsutil::create_private_dir(&options.paths.data_dir) {
+            tracing::warn!("the data folder: {e}");
+        }
+        let results = options.paths.data_dir.join("results");
+        let (keep, max) = (options.results_keep, options.results_max_bytes);
+        if results.is_dir() {
+            let _ = crate::fsutil::create_private_dir(&results);
+            tokio::task::spawn_blocking(move || {
+                let (n, bytes) = crate::output::clean_spills(&results, keep, max);
+                if n > 0 {
+                    tracing::info!("removed {n} kept output(s) ({bytes} bytes) from {}", results.display());
+                }
+            });
+        }
         for line in crate::process::record::sweep_stale(&options.paths.data_dir) {
             tracing::warn!("{line}");
         }

@@ -60,6 +60,8 @@ mod tests {
     fn cfg(passthrough: &[&str], inherit: bool) -> StdioConfig {
         StdioConfig {
             command: "x".into(),
+            command_as_written: "x".into(),
+            cwd_as_written: None,
             args: vec![],
             args_as_written: vec![],
             env: [("MINE".to_string(), "1".to_string())].into(),

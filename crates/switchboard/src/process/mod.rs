@@ -182,8 +182,10 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
     env.insert(MARKER_VAR.to_string(), ctx.marker.to_string());
     let cwd = config.cwd.clone().unwrap_or_else(|| ctx.default_cwd.to_path_buf());
     if !cwd.is_dir() {
-        return Err(SpawnError::NoCwd(cwd.display().to_string()));
+        let shown = config.cwd_shown().unwrap_or_else(|| cwd.display().to_string());
+        return Err(SpawnError::NoCwd(shown));
     }
+    let shown = config.command_shown().to_string();
     let mut cmd = Command::new(&config.command);
     cmd.args(&config.args)
         .env_clear()
@@ -193,7 +195,7 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let io = |source: std::io::Error| SpawnError::Io { command: config.command.clone(), source };
+    let io = |source: std::io::Error| SpawnError::Io { command: shown.clone(), source };
     #[cfg(target_os = "linux")]
     let (host_end, shim_end) = std::os::unix::net::UnixStream::pair().map_err(io)?;
     #[cfg(target_os = "linux")]
@@ -216,12 +218,11 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
     cmd.kill_on_drop(true);
     let mut child: Child = cmd.spawn().map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound if !config.command.contains('/') => {
-            SpawnError::NotFound { command: config.command.clone(), path: env.get("PATH").cloned().unwrap_or_default() }
+            SpawnError::NotFound { command: shown.clone(), path: env.get("PATH").cloned().unwrap_or_default() }
         }
-        std::io::ErrorKind::NotFound => SpawnError::NotFound {
-            command: config.command.clone(),
-            path: "(not searched: the command is a path)".into(),
-        },
+        std::io::ErrorKind::NotFound => {
+            SpawnError::NotFound { command: shown.clone(), path: "(not searched: the command is a path)".into() }
+        }
         _ => io(source),
     })?;
     let missing = |what: &str| io(std::io::Error::other(format!("no {what} pipe")));

@@ -550,6 +550,9 @@ fn main() {
     if argv.get(1).is_some_and(|a| a == "--sleeper") {
         forks::sleeper_main(&argv[2..]);
     }
+    if argv.get(1).is_some_and(|a| a == "--garbage-answers") {
+        misbehave::garbage_server(argv.get(2).and_then(|s| s.parse().ok()).unwrap_or(1));
+    }
     let opts = match parse_args() {
         Ok(o) => o,
         Err(e) => {

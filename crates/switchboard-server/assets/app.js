@@ -53,6 +53,19 @@ function lastError(server) {
   return null;
 }
 
+// A schema as JSON; one too big to show whole is cut, and says so.
+const SCHEMA_SHOWN = 100000;
+function schemaText(schema) {
+  const text = JSON.stringify(schema, null, 2) || "";
+  if (text.length <= SCHEMA_SHOWN) return h("pre", { text });
+  return h(
+    "div",
+    {},
+    h("p", { class: "note", text: `This schema is ${text.length} characters: the first ${SCHEMA_SHOWN} are shown.` }),
+    h("pre", { text: text.slice(0, SCHEMA_SHOWN) + "…" }),
+  );
+}
+
 // When a server that went away is tried again (the hub's own timer, or the next call).
 function retryText(retry) {
   if (!retry) return "";
@@ -284,7 +297,7 @@ function renderTools(name, detail, openTools) {
       h("summary", {}, h("span", { class: "tool-name", text: tool.title || tool.tool }), h("span", { class: "tool-desc", text: firstLine(tool.description) })),
       tool.description ? h("p", { class: "tool-full", text: tool.description }) : null,
       h("p", { class: "mono small" }, "model-visible name: ", h("code", { text: tool.name })),
-      h("details", { class: "schema" }, h("summary", { text: "Input schema" }), h("pre", { text: JSON.stringify(tool.input_schema, null, 2) })),
+      h("details", { class: "schema" }, h("summary", { text: "Input schema" }), schemaText(tool.input_schema)),
       callForm(tool, state.drafts.get(tool.name)),
       outputFor(tool.name),
     );

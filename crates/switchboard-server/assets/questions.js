@@ -133,13 +133,47 @@ function urlCard(question, answer) {
   );
 }
 
+/** A question whose form is too big to draw: its schema as JSON (cut), Decline and Cancel. */
+function tooBigCard(question, answer) {
+  const errors = h("ul", { class: "errors", "aria-live": "polite" });
+  const text = JSON.stringify(question.schema, null, 2) || "";
+  const send = async (action) => {
+    try {
+      await answer(action, undefined);
+    } catch (e) {
+      errors.append(h("li", { text: e.message }));
+    }
+  };
+  return h(
+    "form",
+    { class: "question", dataset: { question: String(question.id), server: question.server }, "aria-label": `${question.server} asks` },
+    h("p", { class: "q-asker" }, h("strong", { text: question.server }), " asks:"),
+    h("p", { class: "q-message", text: question.message }),
+    h("p", { class: "note", text: "This form is too big to show here; its schema follows. Answer it from another client, or decline it." }),
+    h("pre", { text: text.length > 20000 ? text.slice(0, 20000) + "…" : text }),
+    errors,
+    h(
+      "div",
+      { class: "q-buttons" },
+      h("button", { type: "button", text: "Decline", onclick: () => send("decline") }),
+      h("button", { type: "button", text: "Cancel", onclick: () => send("cancel") }),
+    ),
+  );
+}
+
 /**
  * The card for `question` ({id, server, message, schema} or, URL mode, {id, server, message,
  * url}). `answer(action, content)` sends the answer and resolves, or throws an error.
  */
+/** More fields than a form can sensibly show: the schema is shown as JSON instead. */
+export const MAX_FIELDS = 100;
+
 export function questionCard(question, answer) {
   if (question.url) return urlCard(question, answer);
   const schema = question.schema || {};
+  if (Object.keys(schema.properties || {}).length > MAX_FIELDS || JSON.stringify(schema).length > 200000) {
+    return tooBigCard(question, answer);
+  }
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const props = Object.entries(schema.properties || {});
   const fields = props.map(([name, prop], i) =>

@@ -1,8 +1,17 @@
 // JSON Schema checks for tool arguments, before they are sent: the parts of draft 2020-12
 // (and draft-07, which many servers still emit) that tool input schemas use. An unknown
 // keyword is ignored, never a reason to refuse: the server has the last word.
+//
+// Schemas come from servers, which may be hostile: every walk is bounded in depth and in
+// steps, so `$ref` cycles (`{"allOf": [{"$ref": "#"}, {"$ref": "#"}]}`) and wide
+// self-references end. A check that runs out of steps stops, says so (`errors.incomplete`),
+// and refuses nothing more; a skeleton that runs out of room leaves the rest empty.
 
 const MAX_DEPTH = 64;
+/** Schema nodes one validation may visit. */
+export const MAX_STEPS = 20000;
+/** Values one skeleton may build. */
+export const MAX_SKELETON_NODES = 500;
 
 function typeOf(value) {
   if (value === null) return "null";
@@ -42,11 +51,14 @@ function equal(a, b) {
  */
 export function validate(schema, value) {
   const errors = [];
-  check(schema, value, "", schema, errors, 0);
+  const budget = { steps: MAX_STEPS };
+  check(schema, value, "", schema, errors, 0, budget);
+  if (budget.steps <= 0) errors.incomplete = true;
   return errors;
 }
 
-function check(schema, value, path, root, errors, depth) {
+function check(schema, value, path, root, errors, depth, budget) {
+  if (--budget.steps <= 0) return;
   if (schema === true || schema === undefined || schema === null) return;
   if (schema === false) {
     errors.push({ path, message: "no value is allowed here" });
@@ -57,7 +69,7 @@ function check(schema, value, path, root, errors, depth) {
 
   if (schema.$ref !== undefined) {
     const target = resolveRef(root, schema.$ref);
-    if (target !== undefined) check(target, value, path, root, errors, depth + 1);
+    if (target !== undefined) check(target, value, path, root, errors, depth + 1, budget);
   }
 
   if (schema.type !== undefined) {
@@ -118,7 +130,7 @@ function check(schema, value, path, root, errors, depth) {
     const prefix = Array.isArray(schema.prefixItems) ? schema.prefixItems : Array.isArray(schema.items) ? schema.items : [];
     value.forEach((item, i) => {
       const itemSchema = i < prefix.length ? prefix[i] : Array.isArray(schema.items) ? schema.additionalItems : schema.items;
-      check(itemSchema, item, `${path}/${i}`, root, errors, depth + 1);
+      check(itemSchema, item, `${path}/${i}`, root, errors, depth + 1, budget);
     });
   }
 
@@ -151,43 +163,43 @@ function check(schema, value, path, root, errors, depth) {
       let matched = false;
       if (Object.hasOwn(props, key)) {
         matched = true;
-        check(props[key], value[key], child, root, errors, depth + 1);
+        check(props[key], value[key], child, root, errors, depth + 1, budget);
       }
       for (const [re, s] of patterns) {
         if (re.test(key)) {
           matched = true;
-          check(s, value[key], child, root, errors, depth + 1);
+          check(s, value[key], child, root, errors, depth + 1, budget);
         }
       }
       if (!matched && schema.additionalProperties !== undefined) {
         if (schema.additionalProperties === false) {
           errors.push({ path: child, message: "is not a known property" });
         } else {
-          check(schema.additionalProperties, value[key], child, root, errors, depth + 1);
+          check(schema.additionalProperties, value[key], child, root, errors, depth + 1, budget);
         }
       }
     }
   }
 
   if (Array.isArray(schema.allOf)) {
-    for (const s of schema.allOf) check(s, value, path, root, errors, depth + 1);
+    for (const s of schema.allOf) check(s, value, path, root, errors, depth + 1, budget);
   }
   if (Array.isArray(schema.anyOf) && schema.anyOf.length > 0) {
-    const ok = schema.anyOf.some((s) => validateAt(s, value, root, depth).length === 0);
+    const ok = schema.anyOf.some((s) => validateAt(s, value, root, depth, budget).length === 0);
     if (!ok) at("matches none of the allowed forms (anyOf)");
   }
   if (Array.isArray(schema.oneOf) && schema.oneOf.length > 0) {
-    const n = schema.oneOf.filter((s) => validateAt(s, value, root, depth).length === 0).length;
+    const n = schema.oneOf.filter((s) => validateAt(s, value, root, depth, budget).length === 0).length;
     if (n !== 1) at(n === 0 ? "matches none of the allowed forms (oneOf)" : "matches more than one form (oneOf)");
   }
-  if (schema.not !== undefined && validateAt(schema.not, value, root, depth).length === 0) {
+  if (schema.not !== undefined && validateAt(schema.not, value, root, depth, budget).length === 0) {
     at("matches a form that is not allowed (not)");
   }
 }
 
-function validateAt(schema, value, root, depth) {
+function validateAt(schema, value, root, depth, budget) {
   const errors = [];
-  check(schema, value, "", root, errors, depth + 1);
+  check(schema, value, "", root, errors, depth + 1, budget);
   return errors;
 }
 
@@ -195,9 +207,9 @@ function validateAt(schema, value, root, depth) {
  * A starting value for the arguments: every required property with its default, first
  * example, first enum value, or an empty value of its type.
  */
-export function skeleton(schema, root = schema, depth = 0) {
-  if (!schema || typeof schema !== "object" || depth > 8) return null;
-  if (schema.$ref !== undefined) return skeleton(resolveRef(root, schema.$ref), root, depth + 1);
+export function skeleton(schema, root = schema, depth = 0, room = { nodes: MAX_SKELETON_NODES }) {
+  if (!schema || typeof schema !== "object" || depth > 8 || --room.nodes <= 0) return null;
+  if (schema.$ref !== undefined) return skeleton(resolveRef(root, schema.$ref), root, depth + 1, room);
   if (schema.default !== undefined) return schema.default;
   if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
   if (schema.const !== undefined) return schema.const;
@@ -219,7 +231,8 @@ export function skeleton(schema, root = schema, depth = 0) {
       const out = {};
       const props = schema.properties && typeof schema.properties === "object" ? schema.properties : {};
       for (const name of Array.isArray(schema.required) ? schema.required : []) {
-        out[name] = skeleton(props[name], root, depth + 1);
+        if (room.nodes <= 0) break;
+        out[name] = skeleton(props[name], root, depth + 1, room);
       }
       return out;
     }

@@ -81,5 +81,5 @@ fn the_dashboard_schema_checks() {
         .expect("node");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("# pass 6"), "{stdout}");
+    assert!(stdout.contains("# pass 7") && stdout.contains("# fail 0"), "{stdout}");
 }

@@ -32,6 +32,8 @@ pub mod elicitation;
 mod error;
 pub mod events;
 mod fsutil;
+#[cfg(test)]
+mod fuzz;
 mod hub;
 pub mod output;
 mod paths;

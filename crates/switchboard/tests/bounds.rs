@@ -114,3 +114,35 @@ async fn a_huge_stderr_line_and_a_notification_flood_leave_memory_bounded_and_th
     assert_eq!(hub.status("hung").map(|s| s.state()), Some("connecting"));
     hub.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_answering_random_garbage_fails_its_calls_in_time_and_harms_no_one() {
+    let env = TestEnv::new();
+    let seed: u64 = std::env::var("SWITCHBOARD_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(3)
+    });
+    eprintln!("garbage seed: {seed} (SWITCHBOARD_FUZZ_SEED={seed} runs this again)");
+    let garbage =
+        json!({"command": common::fixture().display().to_string(), "args": ["--garbage-answers", seed.to_string()]});
+    let hub = env.hub(&json!({"servers": {"g": garbage, "ok": fixture_server(&[])}})).await;
+    assert_eq!(hub.status("g").map(|s| s.state()), Some("connected"), "{:?}", hub.status("g"));
+    let before = rss_mb();
+    let (mut ok, mut failed) = (0, 0);
+    for round in 0..100 {
+        let started = Instant::now();
+        let options = CallOptions::new().timeout(Duration::from_millis(300));
+        match hub.call_tool("g/any", None, options).await {
+            Ok(_) => ok += 1,
+            Err(_) => failed += 1,
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "round {round} (seed {seed}) took {:?}", started.elapsed());
+        if round % 10 == 0 {
+            let out = hub.call_tool("mcp__ok__echo", args(json!({"text": "still"})), CallOptions::new()).await.unwrap();
+            assert_eq!(text(&out), "still");
+        }
+    }
+    eprintln!("100 calls to the garbage server: {ok} answered, {failed} failed");
+    assert!(failed > 0, "garbage was met");
+    assert!(rss_mb() < before + 100, "memory grew from {before} MB to {} MB", rss_mb());
+    hub.shutdown().await;
+}

@@ -81,3 +81,31 @@ test("a skeleton fills required properties from defaults, examples, enums and ty
   assert.deepEqual(skeleton({}), {});
   assert.deepEqual(validate(schema, skeleton(schema)), [], "the skeleton itself is valid");
 });
+
+test("hostile schemas end: $ref and allOf cycles, wide self-references, depth", () => {
+  const started = Date.now();
+  // allOf of two self-references: 2^64 paths without a bound.
+  const cycle = { allOf: [{ $ref: "#" }, { $ref: "#" }] };
+  const errors = validate(cycle, { a: 1 });
+  assert.equal(errors.incomplete, true, "the check says it stopped");
+  assert.deepEqual([...errors], [], "and refuses nothing it did not see");
+  // 40 required self-references: 40^8 values without a bound.
+  const wide = { type: "object", required: [], properties: {} };
+  for (let i = 0; i < 40; i++) {
+    wide.required.push(`p${i}`);
+    wide.properties[`p${i}`] = { $ref: "#" };
+  }
+  const value = skeleton(wide);
+  const size = JSON.stringify(value).length;
+  assert.ok(size < 200000, `skeleton of ${size} characters`);
+  assert.ok(Array.isArray(validate(wide, value)));
+  // anyOf / oneOf / not of self-references share the same budget.
+  assert.equal(validate({ anyOf: [{ $ref: "#" }, { $ref: "#" }], oneOf: [{ $ref: "#" }], not: { $ref: "#" } }, 1).incomplete, true);
+  // A plain deep schema is checked whole.
+  let deep = { type: "string" };
+  for (let i = 0; i < 50; i++) deep = { type: "object", properties: { x: deep }, required: ["x"] };
+  const deepErrors = validate(deep, {});
+  assert.equal(deepErrors.incomplete, undefined);
+  assert.equal(deepErrors.length, 1);
+  assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
+});

@@ -135,8 +135,8 @@ impl SseClientTransport {
 
 /// The body's bytes, ended with an error once one event (the bytes between blank lines) goes
 /// over `max`.
-fn bounded<D: AsRef<[u8]>>(
-    body: impl futures::Stream<Item = Result<D, reqwest::Error>>,
+fn bounded<D: AsRef<[u8]>, E: std::error::Error + Send + Sync + 'static>(
+    body: impl futures::Stream<Item = Result<D, E>>,
     max: usize,
 ) -> impl futures::Stream<Item = Result<D, std::io::Error>> {
     // Bytes since the last blank line, and whether the last byte (CRs aside) ended a line.
@@ -166,6 +166,24 @@ fn bounded<D: AsRef<[u8]>>(
         *over = item.is_err();
         futures::future::ready(Some(item))
     })
+}
+
+/// For the fuzz layer: `chunks` through the bound and the SSE parser; the bytes let through.
+#[cfg(test)]
+pub(crate) fn fuzz_bounded(chunks: Vec<Vec<u8>>, max: usize) -> usize {
+    let chunks: Vec<&'static [u8]> = chunks.into_iter().map(|c| &*Box::leak(c.into_boxed_slice())).collect();
+    let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::convert::Infallible>));
+    let through = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = through.clone();
+    let bounded = bounded(body, max).map(move |r| {
+        if let Ok(b) = &r {
+            counted.fetch_add(b.len(), std::sync::atomic::Ordering::Relaxed);
+        }
+        r
+    });
+    let mut events = SseStream::from_bytes_stream(bounded);
+    futures::executor::block_on(async { while events.next().await.is_some() {} });
+    through.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Hands a `message` event (the default type) to the session; other events (pings...) are

@@ -323,6 +323,13 @@ impl RateNote {
     }
 }
 
+/// For the fuzz layer: a line parsed, and the id read from its first bytes.
+#[cfg(test)]
+pub(crate) fn fuzz_parse(line: &[u8]) -> (bool, Option<RequestId>) {
+    let parsed = matches!(parse(line), Parsed::Message(_));
+    (parsed, request_id(&line[..line.len().min(HEAD)]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

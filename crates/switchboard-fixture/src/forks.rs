@@ -4,8 +4,9 @@
 //!
 //! `--forks plain`: a plain child, and a child that starts a grandchild in a new session
 //! (`setsid`). `--forks hostile`: also a grandchild with an empty environment and a
-//! double-forked daemon (re-parented away from the server at once), all ignoring SIGINT,
-//! SIGTERM, SIGHUP and SIGQUIT.
+//! double-forked daemon with an empty environment in a session of its own (re-parented away
+//! from the server at once: no parent link, no group, no variable leads to it), all ignoring
+//! SIGINT, SIGTERM, SIGHUP and SIGQUIT.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -38,7 +39,9 @@ pub fn start(forks: Forks, marker: &str) {
     sleeper(marker, Some("setsid"), stubborn);
     if forks == Forks::Hostile {
         sleeper(marker, Some("envclear"), stubborn);
-        sleeper(marker, Some("daemon"), stubborn);
+        if let Some(mut cmd) = sleeper_command(marker, Some("daemon"), stubborn) {
+            let _ = cmd.env_clear().spawn();
+        }
     }
 }
 

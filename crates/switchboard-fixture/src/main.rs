@@ -57,6 +57,8 @@ struct Options {
     stderr_line_mb: usize,
     /// Send log notifications as fast as it can, once connected.
     notify_flood: bool,
+    /// Keep running after stdin closes (until killed).
+    linger: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -87,6 +89,7 @@ fn parse_args() -> Result<Options, String> {
             "--call-log" => opts.call_log = Some(value("--call-log")?),
             "--stderr-line-mb" => opts.stderr_line_mb = num(&value("--stderr-line-mb")?)?,
             "--notify-flood" => opts.notify_flood = true,
+            "--linger" => opts.linger = true,
             "--sleep-forever" => sleep_forever(),
             other => return Err(format!("unknown flag {other}")),
         }
@@ -620,12 +623,16 @@ fn main() {
             failing_lists: Arc::default(),
         };
         let flood = server.opts.notify_flood;
+        let linger = server.opts.linger;
         match server.serve(rmcp::transport::stdio_pipes()).await {
             Ok(running) => {
                 if flood {
                     misbehave::flood(running.peer().clone());
                 }
                 let _ = running.waiting().await;
+                if linger {
+                    sleep_forever();
+                }
                 0
             }
             Err(e) => {

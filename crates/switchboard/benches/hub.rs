@@ -108,8 +108,11 @@ async fn main() {
     let mut rows = Vec::new();
 
     // Calls: hub vs bare rmcp client, each on its own fixture process.
-    let hub =
-        Hub::start(&load(json!({"f": {"command": fixture, "tool_timeout_ms": 60000}})), HubOptions::new(paths.clone()));
+    // No notification limit: the progress row sends 20000 steps a second on purpose (the
+    // default of 1000 a second would drop most of them).
+    let mut options = HubOptions::new(paths.clone());
+    options.notification_rate = 0;
+    let hub = Hub::start(&load(json!({"f": {"command": fixture, "tool_timeout_ms": 60000}})), options);
     hub.ready().await;
     let bare = Arc::new(bare_client(&fixture).await);
     let hub_call = |i: usize| {
@@ -252,7 +255,25 @@ async fn main() {
         "6000 ms sequential".into(),
         format!("{:.1}x faster", 6.0 / t.as_secs_f64()),
     ));
+    // Shutdown: the 20 servers leave when their stdin closes; then 20 that ignore SIGINT and
+    // SIGTERM (the whole sequence, to SIGKILL).
+    let start = Instant::now();
     hub.shutdown().await;
+    let clean = start.elapsed();
+    let stubborn: serde_json::Map<_, _> = (0..20)
+        .map(|i| (format!("s{i}"), json!({"command": fixture, "args": ["--ignore-sigterm", "--linger"]})))
+        .collect();
+    let hub = Hub::start(&load(serde_json::Value::Object(stubborn)), HubOptions::new(paths.clone()));
+    hub.ready().await;
+    let start = Instant::now();
+    hub.shutdown().await;
+    let stuck = start.elapsed();
+    rows.push(Row(
+        "shutdown of 20 servers (exit on stdin / ignore TERM)",
+        format!("{} ms / {} ms", clean.as_millis(), stuck.as_millis()),
+        "bound 1800 ms".into(),
+        "-".into(),
+    ));
 
     // Catalog: 100 servers x 100 tools.
     let schema = Arc::new(

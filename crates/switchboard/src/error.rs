@@ -7,13 +7,13 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum Error {
     /// No tool of that name in the catalog.
-    #[error("no tool named `{name}` (see `switchboard tools`)")]
+    #[error("no tool named `{}` (see `switchboard tools`)", crate::text::excerpt(name, 80))]
     UnknownTool {
         /// The name asked for.
         name: String,
     },
     /// No server of that name.
-    #[error("no server named `{name}`")]
+    #[error("no server named `{}`", crate::text::excerpt(name, 80))]
     UnknownServer {
         /// The name asked for.
         name: String,

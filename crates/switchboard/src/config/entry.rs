@@ -38,13 +38,15 @@ impl FileCtx<'_> {
                 line_of_key(&self.text[offset..], f.split('.').next().unwrap_or(f)).map(|l| l + start - 1)
             })
             .or_else(|| server.and_then(|s| line_of_key(self.text, s)));
+        // A name or a key is what the file says: quoted short, whatever its length.
+        let short = |s: &str| crate::text::excerpt(s, 80);
         self.diagnostics.push(Diagnostic {
             severity,
             file: self.path.to_path_buf(),
             line,
             column: None,
-            server: server.map(str::to_string),
-            field: field.map(str::to_string),
+            server: server.map(short),
+            field: field.map(short),
             message,
         });
     }
@@ -96,7 +98,12 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
                 None => ctx.diag(Severity::Error, None, Some(key), "`mcp` must be an object of servers".into()),
             },
             "$schema" => {}
-            other => ctx.diag(Severity::Warning, None, Some(other), format!("unknown top-level key `{other}` ignored")),
+            other => ctx.diag(
+                Severity::Warning,
+                None,
+                Some(other),
+                format!("unknown top-level key `{}` ignored", crate::text::excerpt(other, 60)),
+            ),
         }
     }
     let mut out = Vec::new();
@@ -167,7 +174,9 @@ pub(crate) fn validate_name(name: &str) -> Result<(), String> {
         return Err("a server name may be at most 64 characters".into());
     }
     if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
-        return Err(format!("server name `{name}` has `{c}`: use letters, digits, `_`, `-` and `.`"));
+        let shown = crate::text::for_terminal(&crate::text::excerpt(name, 40)).into_owned();
+        let c = crate::text::for_terminal(&c.to_string()).into_owned();
+        return Err(format!("server name `{shown}` has `{c}`: use letters, digits, `_`, `-` and `.`"));
     }
     Ok(())
 }
@@ -315,7 +324,12 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         obj.remove(descriptive);
     }
     for (field, _) in &obj {
-        ctx.diag(Severity::Warning, Some(name), Some(field), format!("unknown field `{field}` ignored"));
+        ctx.diag(
+            Severity::Warning,
+            Some(name),
+            Some(field),
+            format!("unknown field `{}` ignored", crate::text::excerpt(field, 60)),
+        );
     }
 
     let enabled = match (enabled, disabled) {

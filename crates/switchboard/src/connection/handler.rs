@@ -183,50 +183,7 @@ pub(crate) struct Handler {
     /// newest with a handshake.
     pub(crate) protocol_version: Option<ProtocolVersion>,
     /// Progress, log and resource-update notifications beyond the rate are dropped.
-    pub(crate) flood: Arc<Mutex<Flood>>,
-}
-
-/// A token bucket over a server's notifications: a burst of [`Flood::BURST`], then
-/// [`Flood::RATE`] a second; beyond that they are dropped, with one [`Event::Dropped`] a
-/// second saying how many. `list_changed` is never dropped (the refresh worker coalesces it).
-#[derive(Debug)]
-pub(crate) struct Flood {
-    tokens: f64,
-    at: Instant,
-    dropped: u64,
-    noted: Option<Instant>,
-}
-
-impl Default for Flood {
-    fn default() -> Self {
-        Flood { tokens: Flood::BURST, at: Instant::now(), dropped: 0, noted: None }
-    }
-}
-
-impl Flood {
-    /// Notifications a second, sustained.
-    pub(crate) const RATE: f64 = 1000.0;
-    /// Notifications at once.
-    pub(crate) const BURST: f64 = 2000.0;
-
-    /// Whether one more notification is taken; `Some(n)` as the second value when a note
-    /// about `n` dropped ones is due.
-    fn admit(&mut self) -> (bool, Option<u64>) {
-        let now = Instant::now();
-        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * Self::RATE).min(Self::BURST);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            return (true, None);
-        }
-        self.dropped += 1;
-        let due = self.noted.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1));
-        if due {
-            self.noted = Some(now);
-            return (false, Some(std::mem::take(&mut self.dropped)));
-        }
-        (false, None)
-    }
+    pub(crate) flood: Arc<Mutex<super::flood::Flood>>,
 }
 
 impl Handler {
@@ -234,7 +191,8 @@ impl Handler {
     fn admit(&self) -> bool {
         let (taken, note) = self.flood.lock().unwrap_or_else(PoisonError::into_inner).admit();
         if let Some(n) = note {
-            let reason = format!("notifications beyond {} a second: {n} dropped", Flood::RATE);
+            let rate = self.flood.lock().unwrap_or_else(PoisonError::into_inner).rate();
+            let reason = format!("notifications beyond {rate} a second: {n} dropped");
             tracing::warn!(server = %self.server, "{reason}");
             let _ = self.events.send(Event::Dropped { server: self.server.clone(), reason });
         }
@@ -434,23 +392,6 @@ fn file_uri(path: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn a_flood_is_cut_to_the_rate_with_one_note_a_second() {
-        let mut f = Flood::default();
-        let taken = (0..3000).filter(|_| f.admit().0).count();
-        // The burst, and what trickled in while counting.
-        assert!((2000..2100).contains(&taken), "{taken}");
-        f.noted = Some(Instant::now() - Duration::from_secs(2));
-        f.tokens = 0.0;
-        f.at = Instant::now();
-        let (taken, note) = f.admit();
-        assert!(!taken);
-        assert!(note.is_some_and(|n| n >= 900), "{note:?}");
-        assert_eq!(f.admit().1, None, "at most one note a second");
-    }
-
     #[test]
     fn file_uris_are_encoded() {
         assert_eq!(super::file_uri(std::path::Path::new("/home/me/my project")), "file:///home/me/my%20project");

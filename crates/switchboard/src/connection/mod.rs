@@ -4,6 +4,7 @@
 //! Start-up failures are classified into [`FailureKind`]s with a message that names the
 //! cause and, for a process, its exit code and last stderr lines.
 
+pub(crate) mod flood;
 pub mod handler;
 mod listen;
 mod mrtr;
@@ -75,6 +76,8 @@ pub(crate) struct ConnectCtx {
     pub sampler: Option<Arc<dyn crate::sampling::Sampler>>,
     pub roots: Arc<Vec<PathBuf>>,
     pub tokens: crate::auth::TokenStore,
+    /// Notifications a second taken from one server (0: all).
+    pub notification_rate: u32,
 }
 
 /// What the server said about itself.
@@ -122,7 +125,10 @@ pub(crate) fn with_tail(message: String, lines: &[String]) -> String {
 
 fn describe(e: &ServiceError) -> String {
     match e {
-        ServiceError::McpError(data) => format!("server error {}: {}", data.code.0, data.message),
+        // What a server says is quoted, not all of it (one answered with a 13 MB message).
+        ServiceError::McpError(data) => {
+            format!("server error {}: {}", data.code.0, crate::text::excerpt(&data.message, 2000))
+        }
         ServiceError::Timeout { timeout } => format!("timed out after {}", human(*timeout)),
         ServiceError::TransportClosed => "the connection closed".into(),
         other => other.to_string(),
@@ -162,7 +168,7 @@ impl Connection {
                 .protocol_version
                 .as_ref()
                 .and_then(|v| ProtocolVersion::KNOWN_VERSIONS.iter().find(|k| k.as_str() == v.as_str()).cloned()),
-            flood: Arc::default(),
+            flood: Arc::new(std::sync::Mutex::new(flood::Flood::new(ctx.notification_rate))),
         };
         let answers = handler.clone();
         let (service, tree, session_renewals, stdout_closed) = match &config.transport {
@@ -397,4 +403,15 @@ impl std::fmt::Display for ListError {
 /// Human text for a request error.
 pub(crate) fn describe_error(e: &ServiceError) -> String {
     describe(e)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_servers_long_error_message_is_quoted_short() {
+        let huge = "x".repeat(13_000_000);
+        let e = rmcp::service::ServiceError::McpError(rmcp::model::ErrorData::internal_error(huge, None));
+        let shown = super::describe(&e);
+        assert!(shown.len() < 3000 && shown.contains("13000000 bytes"), "{} bytes", shown.len());
+    }
 }

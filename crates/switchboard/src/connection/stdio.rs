@@ -36,7 +36,8 @@ pub(super) async fn start(
     let tree = spawned.tree.clone();
     ctx.trees.push(tree.clone());
     let transport =
-        StdioTransport::new(&config.name, spawned.stdout, spawned.stdin, config.max_message_bytes, ctx.events.clone());
+        StdioTransport::new(&config.name, spawned.stdout, spawned.stdin, config.max_message_bytes, ctx.events.clone())
+            .notification_rate(ctx.notification_rate);
     let closed = transport.closed();
     let outcome = tokio::time::timeout_at(deadline, {
         // Over stdio `initialize` unless a version is pinned: a legacy server may not answer a

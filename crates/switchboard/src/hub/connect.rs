@@ -41,6 +41,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         marker: format!("{}-{}-{epoch}", inner.id, slot.name),
         trees: inner.trees.clone(),
         record: inner.record.clone(),
+        notification_rate: inner.options.notification_rate,
         elicitor: inner.options.elicitor.clone(),
         sampler: inner.options.sampler.clone(),
         tokens: crate::auth::TokenStore::in_dir(&inner.options.paths.data_dir),
@@ -117,6 +118,9 @@ pub(super) fn spawn_watchers(
                     Some(exit) => Some(exit),
                     // Its stdout ended and it lives on: it can no longer answer.
                     None => {
+                        if inner2.shutting_down.load(Ordering::SeqCst) {
+                            return;
+                        }
                         if let Some(conn) = conn2.upgrade() {
                             let reason = "closed its stdout and kept running (its process was ended)".to_string();
                             super::health::drop_connection(&slot2, &conn).await;

@@ -74,6 +74,10 @@ pub struct HubOptions {
     pub results_keep: Duration,
     /// At start, the oldest kept outputs are removed until they hold at most this (500 MB).
     pub results_max_bytes: u64,
+    /// Notifications a second taken from one server (progress, logs, resource updates;
+    /// `list_changed` always): beyond it, after a burst of twice as many, they are dropped and
+    /// said (`Event::Dropped`). Default 1000; 0 takes every one.
+    pub notification_rate: u32,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -106,6 +110,7 @@ impl HubOptions {
             reconnect: Reconnect::default(),
             results_keep: Duration::from_secs(7 * 24 * 3600),
             results_max_bytes: 500 * 1000 * 1000,
+            notification_rate: crate::connection::flood::DEFAULT_RATE,
         }
     }
 

@@ -154,8 +154,7 @@ pub(super) fn lost(inner: &Arc<Inner>, slot: &Arc<Slot>, status: ServerStatus) {
     }
     if !policy.background {
         // A short-lived host tries again when a call needs the server.
-        let retry = matches!(status, ServerStatus::Disconnected { .. }).then_some(Retry { attempt, at_ms: None });
-        inner.set_status(slot, with_retry(status, retry));
+        inner.set_status(slot, with_retry(status, Some(Retry { attempt, at_ms: None })));
         return;
     }
     let wait = delay(

@@ -40,6 +40,7 @@ pub(super) const CMD_END: u8 = b'e';
 
 /// The waits of the ending sequence, in milliseconds.
 #[derive(Debug, Clone, Copy)]
+#[repr(C)]
 pub(super) struct Graces {
     /// After stdin is closed, before SIGINT.
     pub stdin: i64,
@@ -101,9 +102,15 @@ enum Phase {
     Killing,
 }
 
-unsafe fn supervise(ctl: RawFd, server: libc::pid_t, g: Graces) -> ! {
+unsafe fn supervise(ctl: RawFd, server: libc::pid_t, graces: Graces) -> ! {
     // SAFETY: syscalls on our own fds and stack buffers.
     unsafe {
+        // Everything this process uses from here on must live on its own stack: the heap is
+        // given back below. `graces` may still be the closure's copy in the host's heap (an
+        // optimising build passes it by reference), so it is read into a local first, and the
+        // read cannot be put off past `release_memory`.
+        let g: Graces = std::ptr::read_volatile(&graces);
+        let (ctl, server) = (std::ptr::read_volatile(&ctl), std::ptr::read_volatile(&server));
         send(ctl, MSG_PID, server);
         let ctl = keep_only(ctl);
         let mut chld: libc::sigset_t = std::mem::zeroed();

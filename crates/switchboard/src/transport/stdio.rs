@@ -10,6 +10,11 @@
 //! publishes [`Event::Dropped`] (at most one a second per server, with a count). Lines that
 //! are plainly not JSON (a server's banner on stdout) are skipped with a debug log.
 //!
+//! Notifications beyond the rate (`connection::flood`: a burst of 2000, then 1000 a second; never
+//! `list_changed`) are dropped here, before they are decoded, and a flooding server is read no
+//! faster than about 16000 lines a second: its pipe fills and it waits, so a flood costs its
+//! own calls, not the host's other servers.
+//!
 //! The transport also says when the server's stdout ends ([`StdioTransport::closed`]): a
 //! server that closes it and lives on is otherwise never noticed.
 
@@ -44,6 +49,9 @@ pub struct StdioTransport {
     events: broadcast::Sender<Event>,
     closed: watch::Sender<bool>,
     dropped: RateNote,
+    flood: crate::connection::flood::Flood,
+    /// Notifications dropped since the reading last paused.
+    since_pause: u32,
 }
 
 impl StdioTransport {
@@ -65,7 +73,15 @@ impl StdioTransport {
             events,
             closed: watch::channel(false).0,
             dropped: RateNote::default(),
+            flood: crate::connection::flood::Flood::default(),
+            since_pause: 0,
         }
+    }
+
+    /// Takes at most `rate` notifications a second (0: every one); see `connection::flood`.
+    pub fn notification_rate(mut self, rate: u32) -> StdioTransport {
+        self.flood = crate::connection::flood::Flood::new(rate);
+        self
     }
 
     /// Becomes `true` when the server's stdout has ended (or failed).
@@ -183,6 +199,24 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
                     }
                 }
                 Line::Whole => {
+                    if self.line.len() <= 64 * 1024 && is_droppable_notification(&self.line) {
+                        let (taken, note) = self.flood.admit();
+                        if let Some(n) = note {
+                            let reason = format!("notifications beyond {} a second: {n} dropped", self.flood.rate());
+                            tracing::warn!(server = %self.server, "{reason}");
+                            let _ = self.events.send(Event::Dropped { server: self.server.to_string(), reason });
+                        }
+                        if !taken {
+                            self.line.clear();
+                            self.since_pause += 1;
+                            if self.since_pause >= 16 {
+                                // Read a flooding server no faster than this: it waits on its pipe.
+                                self.since_pause = 0;
+                                tokio::time::sleep(Duration::from_millis(1)).await;
+                            }
+                            continue;
+                        }
+                    }
                     let parsed = parse(&self.line);
                     let size = self.line.len();
                     let head = match parsed {
@@ -252,6 +286,13 @@ fn parse(line: &[u8]) -> Parsed {
             }
         }
     }
+}
+
+/// Whether a (whole) line is a notification that may be dropped under a flood: no top-level
+/// `id`, a `method`, and not a `list_changed` (those are coalesced, never dropped).
+fn is_droppable_notification(line: &[u8]) -> bool {
+    let has = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
+    line.first() == Some(&b'{') && has(b"\"method\"") && !has(b"list_changed") && request_id(line).is_none()
 }
 
 /// The top-level `"id"` of a JSON-RPC message, read from its first bytes (which is all that is
@@ -347,6 +388,17 @@ mod tests {
         assert_eq!(request_id(b"not json at all"), None);
         assert_eq!(request_id(br#"{"id":"#), None);
         assert_eq!(request_id(br#"{"id":-4}"#), n(-4));
+    }
+
+    #[test]
+    fn only_notifications_other_than_list_changed_may_be_dropped() {
+        assert!(is_droppable_notification(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"id":3}}"#));
+        assert!(!is_droppable_notification(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#));
+        assert!(!is_droppable_notification(br#"{"jsonrpc":"2.0","id":4,"method":"roots/list"}"#));
+        assert!(!is_droppable_notification(
+            br#"{"jsonrpc":"2.0","method":"sampling/createMessage","params":{},"id":9}"#
+        ));
+        assert!(!is_droppable_notification(br#"{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}"#));
     }
 
     #[test]

@@ -215,3 +215,30 @@ fn supervisor_of(marker: &str) -> i32 {
     assert_eq!(comm.trim(), "sb-supervisor");
     ppid
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_supervisor_keeps_no_copy_of_the_memory_its_host_rewrites() {
+    // 200 MB the host holds when it starts the server, then rewrites: without giving its
+    // inherited heap back, the supervisor would keep the old copy of every page.
+    let mut held = vec![1u8; 200 * 1024 * 1024];
+    let env = TestEnv::new();
+    let marker = unique_marker("memory");
+    let hub = env.hub(&json!({"servers": {"f": fixture_server(&["--marker", &marker])}})).await;
+    for b in held.iter_mut().step_by(4096) {
+        *b = 2;
+    }
+    std::hint::black_box(&held);
+    let server = pids_with_arg(&marker);
+    assert_eq!(server.len(), 1);
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", server[0])).unwrap();
+    let supervisor: i32 = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(1).unwrap().parse().unwrap();
+    let rollup = std::fs::read_to_string(format!("/proc/{supervisor}/smaps_rollup")).unwrap();
+    let private_kb: u64 = rollup
+        .lines()
+        .filter(|l| l.starts_with("Private_Dirty:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    assert!(private_kb < 30 * 1024, "the supervisor holds {private_kb} kB of its own");
+    hub.shutdown().await;
+    drop(held);
+}

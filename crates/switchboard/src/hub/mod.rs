@@ -14,6 +14,7 @@ mod calls;
 mod connect;
 mod health;
 mod manage;
+mod request;
 mod retry;
 mod slot;
 

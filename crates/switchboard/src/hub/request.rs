@@ -1,0 +1,247 @@
+//! One request on a live connection: sent under the hub's watchdog (idle and hard deadlines,
+//! the caller's cancellation; `notifications/cancelled` to the server on either), its progress
+//! routed, and its failure classified into the hub's [`Error`] (whether it may have reached the
+//! server, for the caller that sends it again; a remote transport closed under it is noticed at
+//! once).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CancelledNotification, CancelledNotificationParam, ClientNotification, ClientRequest, ServerResult};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{Inner, Slot, retry};
+use crate::connection::handler::{Progress, Publish, ROUTE_GRACE};
+use crate::connection::{Connection, describe_error};
+use crate::deadline::Expired;
+use crate::error::Error;
+
+/// How long a request may take: `idle` without a response or progress, `total` in all.
+#[derive(Clone, Copy)]
+pub(super) struct Limits {
+    pub(super) idle: Duration,
+    pub(super) total: Duration,
+}
+
+/// Where one request's progress goes besides its idle clock: the caller's channel, the hub's
+/// events.
+pub(super) struct ProgressTo {
+    pub(super) caller: Option<mpsc::UnboundedSender<Progress>>,
+    pub(super) publish: Option<Publish>,
+}
+
+/// Sends a request and waits for its response, the end of its time, or cancellation. The
+/// deadlines are kept by the hub's [`Watchdog`](crate::deadline::Watchdog) rather than by
+/// per-request timers (see there why); on timeout or cancellation the server is told with
+/// `notifications/cancelled`, as the spec asks.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn send(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    conn: &Arc<Connection>,
+    request: ClientRequest,
+    limits: Limits,
+    progress: ProgressTo,
+    cancel: Option<CancellationToken>,
+    what: &str,
+) -> Result<ServerResult, Failure> {
+    let result = send_once(inner, slot, conn, request, limits, progress, cancel, what).await;
+    if result.is_err() && conn.tree.is_none() && conn.is_closed() {
+        // A remote server's transport closed under this request: the status says so at once.
+        let reason = format!("closed the connection during `{what}`");
+        retry::remote_gone(inner, slot, conn, reason).await;
+    }
+    result
+}
+
+/// Why a request failed, and whether it may have reached the server.
+pub(super) struct Failure {
+    pub(super) error: Error,
+    /// False only when the transport was closed before the request could leave.
+    pub(super) sent: bool,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure { error, sent: true }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn send_once(
+    inner: &Inner,
+    slot: &Slot,
+    conn: &Connection,
+    request: ClientRequest,
+    limits: Limits,
+    progress: ProgressTo,
+    cancel: Option<CancellationToken>,
+    what: &str,
+) -> Result<ServerResult, Failure> {
+    let mut watched = inner.watchdog.watch(limits.idle, limits.total);
+    // Sending can itself wait (a transport renewing its session, a full queue): the deadline
+    // and the caller's cancellation hold from here, not only once the request is out.
+    let sending = tokio::select! {
+        biased;
+        sent = conn.request(request, PeerRequestOptions::no_options()) => Ok(sent),
+        why = &mut watched.expired => Err(why.ok()),
+        () = cancelled(cancel.as_ref()) => Err(None),
+    };
+    let handle = match sending {
+        Ok(Ok(h)) => h,
+        Ok(Err(e)) => {
+            let sent = !matches!(e, ServiceError::TransportClosed);
+            return Err(Failure { error: Box::pin(map_error(slot, conn, e, what)).await, sent });
+        }
+        Err(Some(why)) => {
+            return Err(Error::Timeout {
+                server: slot.name.clone(),
+                what: format!("{what} (sending)"),
+                after: why.after(),
+            }
+            .into());
+        }
+        Err(None) => return Err(Error::Cancelled.into()),
+    };
+    let token = handle.progress_token.clone();
+    let id = handle.id.clone();
+    let (routed, published) = (progress.caller.is_some(), progress.publish.is_some());
+    conn.progress.register(token.clone(), watched.activity.clone(), progress.caller, progress.publish);
+    enum Outcome<T> {
+        Response(T),
+        Cancelled,
+        Expired(Expired),
+    }
+    let outcome = {
+        let response = handle.await_response();
+        tokio::select! {
+            biased;
+            r = response => Outcome::Response(r),
+            why = &mut watched.expired => match why {
+                Ok(why) => Outcome::Expired(why),
+                // The watchdog is gone only when the hub is being dropped.
+                Err(_) => Outcome::Cancelled,
+            },
+            () = cancelled(cancel.as_ref()) => Outcome::Cancelled,
+        }
+    };
+    drop(watched);
+    if routed {
+        // A progress notification sent just before the response may still be in the
+        // handler's hands: keep the route a moment, then close the caller's channel.
+        let router = conn.progress.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ROUTE_GRACE).await;
+            router.unregister(&token);
+        });
+    } else if published {
+        // Only the event stream takes it: no channel to close, so no timer either.
+        conn.progress.retire(&token);
+    } else {
+        conn.progress.unregister(&token);
+    }
+    let tell = |reason: &str| {
+        let note = CancelledNotification::new(CancelledNotificationParam::new(Some(id.clone()), Some(reason.into())));
+        conn.peer.send_notification(ClientNotification::CancelledNotification(note))
+    };
+    match outcome {
+        Outcome::Response(Ok(r)) => Ok(r),
+        Outcome::Response(Err(e)) => Err(Box::pin(map_error(slot, conn, e, what)).await.into()),
+        Outcome::Cancelled => {
+            let _ = tell("cancelled by the user").await;
+            Err(Error::Cancelled.into())
+        }
+        Outcome::Expired(why) => {
+            let reason = match why {
+                Expired::Idle(_) => "request timeout",
+                Expired::Total(_) => "maximum total timeout exceeded",
+            };
+            let _ = tell(reason).await;
+            Err(Error::Timeout { server: slot.name.clone(), what: what.into(), after: why.after() }.into())
+        }
+    }
+}
+
+/// Resolves when `token` (if any) is cancelled.
+async fn cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+pub(super) async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, what: &str) -> Error {
+    if let Some(challenge) = e.auth_challenge() {
+        let scope = challenge.contains("insufficient_scope");
+        let message = if scope {
+            format!(
+                "refused `{what}`: the token lacks a scope it needs; run `switchboard auth {}` to grant it",
+                slot.name
+            )
+        } else {
+            format!("refused `{what}`: it needs a login (HTTP 401); run `switchboard auth {}`", slot.name)
+        };
+        slot.state().auth_challenge = Some(challenge.to_string());
+        return Error::AuthRequired { server: slot.name.clone(), message, challenge: Some(challenge.to_string()) };
+    }
+    match e {
+        ServiceError::Timeout { timeout } => {
+            Error::Timeout { server: slot.name.clone(), what: what.into(), after: timeout }
+        }
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+            let exit = match &conn.tree {
+                Some(tree) => tree.exited_within(Duration::from_millis(1000)).await,
+                None => None,
+            };
+            let tail = conn.tree.as_ref().map(|t| t.stderr.lines()).unwrap_or_default();
+            let message = match exit {
+                Some(info) => format!("exited during `{what}` ({info}); the call was not retried"),
+                None => format!("closed the connection during `{what}`; the call was not retried"),
+            };
+            let message = crate::connection::with_tail(message, &tail);
+            Error::ServerExited { server: slot.name.clone(), message }
+        }
+        // The answer came but was not taken (too large, undecodable): not the server's refusal.
+        ServiceError::McpError(ref data)
+            if data.code.0 == crate::transport::stdio::REFUSED
+                && data.message.starts_with("switchboard did not take") =>
+        {
+            Error::Protocol { server: slot.name.clone(), message: format!("{what}: {}", data.message) }
+        }
+        ServiceError::McpError(ref data) => Error::Rejected {
+            server: slot.name.clone(),
+            code: data.code.0,
+            message: format!("{what}: {}{}", describe_error(&e), urls_to_open(data)),
+        },
+        other => Error::Protocol { server: slot.name.clone(), message: format!("{what}: {}", describe_error(&other)) },
+    }
+}
+
+/// For `-32042 URLElicitationRequired` (2025-11-25): the pages the server wants the person to
+/// open before the request can succeed, as a sentence for the error message (empty otherwise).
+fn urls_to_open(data: &rmcp::model::ErrorData) -> String {
+    if data.code.0 != URL_ELICITATION_REQUIRED {
+        return String::new();
+    }
+    let elicitations = data.data.as_ref().and_then(|d| d.get("elicitations")).and_then(|e| e.as_array());
+    let pages: Vec<String> = elicitations
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let url = e.get("url")?.as_str()?;
+            Some(match e.get("message").and_then(|m| m.as_str()) {
+                Some(message) => format!("{url} ({message})"),
+                None => url.to_string(),
+            })
+        })
+        .collect();
+    if pages.is_empty() {
+        return String::new();
+    }
+    format!("; open {} in a browser, then call again", pages.join(" and "))
+}
+
+/// The JSON-RPC code of a refusal that needs the person to open a page first.
+const URL_ELICITATION_REQUIRED: i32 = -32042;

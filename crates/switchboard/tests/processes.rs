@@ -20,6 +20,13 @@ use switchboard_testkit::{pids_with_arg, unique_marker, wait_count, wait_gone, w
 
 const HOSTILE: usize = 8;
 
+/// The tests here count processes and open files of this test process: one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.blocking_lock()
+}
+
 /// The `embed` example as a host over a config with one hostile fixture server.
 fn embed(dir: &Path, marker: &str, args: &[&str]) -> Child {
     let cfg = dir.join(format!("{marker}.json"));
@@ -91,6 +98,7 @@ fn assert_all_gone_but_the_detached_daemon(marker: &str, what: &str) {
 
 #[test]
 fn a_library_host_killed_panicking_or_exiting_without_shutdown_leaves_no_process() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     for then in ["wait", "panic", "exit"] {
         let marker = unique_marker(then);
@@ -111,6 +119,7 @@ fn a_library_host_killed_panicking_or_exiting_without_shutdown_leaves_no_process
 
 #[test]
 fn servers_outlive_the_thread_that_started_them() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let marker = unique_marker("thread");
     // The hub starts on a thread that ends; half a second later the host calls the server.
@@ -129,6 +138,7 @@ fn servers_outlive_the_thread_that_started_them() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_killed_supervisor_takes_its_server_along_and_the_host_sweeps_the_rest() {
+    let _serial = SERIAL.lock().await;
     let env = TestEnv::new();
     let marker = unique_marker("supervisor");
     // Short-lived: no new server is started after the loss (it would carry the same marker).
@@ -152,6 +162,7 @@ async fn a_killed_supervisor_takes_its_server_along_and_the_host_sweeps_the_rest
 
 #[tokio::test(flavor = "multi_thread")]
 async fn what_a_host_and_its_supervisor_left_when_both_were_killed_is_ended_at_the_next_start() {
+    let _serial = SERIAL.lock().await;
     let env = TestEnv::new();
     let marker = unique_marker("stale");
     let data = env.paths.data_dir.clone();
@@ -179,6 +190,7 @@ async fn what_a_host_and_its_supervisor_left_when_both_were_killed_is_ended_at_t
 
 #[tokio::test(flavor = "multi_thread")]
 async fn fifty_hubs_started_and_shut_down_leave_no_process_and_no_open_file() {
+    let _serial = SERIAL.lock().await;
     let env = TestEnv::new();
     let marker = unique_marker("fds");
     let config = json!({"servers": {
@@ -218,6 +230,7 @@ fn supervisor_of(marker: &str) -> i32 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_supervisor_keeps_no_copy_of_the_memory_its_host_rewrites() {
+    let _serial = SERIAL.lock().await;
     // 200 MB the host holds when it starts the server, then rewrites: without giving its
     // inherited heap back, the supervisor would keep the old copy of every page.
     let mut held = vec![1u8; 200 * 1024 * 1024];

@@ -311,7 +311,7 @@ fn a_server_asking_to_open_a_page_gets_the_url_and_a_question_on_a_terminal() {
 /// without it, and on SIGTERM closes every server (no process left behind).
 #[test]
 fn serve_answers_with_the_token_and_sigterm_ends_every_server() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let home = tempfile::tempdir().unwrap();
     let cfg = demo_config(home.path());
     struct KillOnDrop(std::process::Child);
@@ -329,14 +329,7 @@ fn serve_answers_with_the_token_and_sigterm_ends_every_server() {
             .unwrap(),
     );
     let child = &mut guard.0;
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let addr = loop {
-        let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
-        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on http://") {
-            break rest.to_string();
-        }
-    };
+    let addr = switchboard_testkit::serve_address(child);
     let token = std::fs::read_to_string(home.path().join("data/serve-token")).unwrap().trim().to_string();
     let get = |auth: Option<&str>| {
         let mut stream = std::net::TcpStream::connect(&addr).unwrap();

@@ -14,13 +14,7 @@ use serde_json::json;
 use switchboard_testkit::fixture;
 
 fn sb(home: &Path) -> Command {
-    let mut c = Command::cargo_bin("switchboard").unwrap();
-    c.env("SWITCHBOARD_CONFIG", home.join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
-        .env_remove("RUST_LOG")
-        .current_dir(home)
-        .stdin(Stdio::null());
-    c
+    switchboard_testkit::switchboard(home)
 }
 
 fn output(c: &mut Command) -> (String, i32) {

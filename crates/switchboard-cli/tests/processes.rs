@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use switchboard_testkit::{fixture, unique_marker, wait_count, wait_gone};
@@ -21,14 +20,8 @@ const HOSTILE: usize = 8;
 const KINDS: [(&str, usize); 2] = [("plain", PLAIN), ("hostile", HOSTILE)];
 
 fn sb(home: &Path) -> Command {
-    let mut c = Command::cargo_bin("switchboard").unwrap();
-    c.env("SWITCHBOARD_CONFIG", home.join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
-        .env_remove("RUST_LOG")
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut c = switchboard_testkit::switchboard(home);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
     c
 }
 
@@ -163,18 +156,9 @@ fn two_hundred_lists_with_three_servers_leave_no_process() {
 
 /// `serve` on a free port: the child, its address and its token.
 fn serve(home: &Path, cfg: &Path, n: usize, marker: &str) -> (Child, String, String) {
-    use std::io::{BufRead, BufReader};
     let mut child =
         sb(home).arg("--config").arg(cfg).args(["serve", "--port", "0"]).stdout(Stdio::piped()).spawn().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let addr = loop {
-        let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
-        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on http://") {
-            break rest.to_string();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let addr = switchboard_testkit::serve_address(&mut child);
     let token = std::fs::read_to_string(home.join("data/serve-token")).unwrap().trim().to_string();
     assert_eq!(wait_count(marker, n, Duration::from_secs(30)).len(), n, "the tree did not start whole");
     (child, addr, token)

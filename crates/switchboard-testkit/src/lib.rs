@@ -245,6 +245,34 @@ pub fn workspace_example(package: &str, example: &str) -> PathBuf {
     path
 }
 
+/// The `switchboard` binary with a private user file and data folder under `home` (run in
+/// `home`, no `RUST_LOG`, stdin closed).
+pub fn switchboard(home: &Path) -> Command {
+    let mut c = Command::new(cli());
+    c.env("SWITCHBOARD_CONFIG", home.join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
+        .env_remove("RUST_LOG")
+        .current_dir(home)
+        .stdin(Stdio::null());
+    c
+}
+
+/// Reads a `switchboard serve`'s stdout up to the line with its address (`127.0.0.1:PORT`),
+/// then keeps draining it (so the server never blocks on a full pipe).
+pub fn serve_address(child: &mut std::process::Child) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut out = BufReader::new(child.stdout.take().expect("serve's stdout is piped"));
+    let addr = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
+        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on http://") {
+            break rest.to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    addr
+}
+
 /// Runs `program <args>` on a pseudo-terminal (util-linux `script`) with `envs`, in `cwd`,
 /// returning all it drew; `sized` gives the terminal 40 rows and 100 columns (a bare one has
 /// no size); `typed` lines are sent as keystrokes, slowly, after a pause for start-up.

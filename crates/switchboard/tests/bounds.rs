@@ -146,3 +146,20 @@ async fn a_server_answering_random_garbage_fails_its_calls_in_time_and_harms_no_
     assert!(rss_mb() < before + 100, "memory grew from {before} MB to {} MB", rss_mb());
     hub.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_answer_over_max_message_bytes_fails_its_call_saying_so() {
+    let env = TestEnv::new();
+    let (_peer, port) = switchboard_testkit::python_peer("streamable-http");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let hub = env.hub(&json!({"servers": {"py": {"url": url, "max_message_bytes": 200_000}}})).await;
+    let err = hub
+        .call_tool("mcp__py__shout", args(json!({"text": "a".repeat(300_000)})), CallOptions::new())
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("200000"), "{msg}");
+    let out = hub.call_tool("mcp__py__shout", args(json!({"text": "small"})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("SMALL"), "{}", text(&out));
+    hub.shutdown().await;
+}

@@ -101,6 +101,25 @@ fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
     }
 }
 
+/// An answer over the limit fails its own request, saying so, instead of closing the transport
+/// (which is what rmcp does with the error): the same as the stdio framing's refusal.
+fn refuse_oversize(result: PostResult, id: Option<RequestId>, session: Option<String>) -> PostResult {
+    match (result, id) {
+        (Err(StreamableHttpError::ResponseBodyTooLarge { max_size }), Some(id)) => {
+            tracing::warn!("a response body over max_message_bytes ({max_size}) was refused");
+            let error = rmcp::model::ErrorData::new(
+                rmcp::model::ErrorCode(super::stdio::REFUSED),
+                format!(
+                    "switchboard did not take the server's answer: a response body over max_message_bytes ({max_size})"
+                ),
+                None,
+            );
+            Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::error(error, Some(id)), session))
+        }
+        (other, _) => other,
+    }
+}
+
 /// Puts right an error response that does not answer the request it came back for.
 fn correlate(result: PostResult, id: Option<RequestId>, in_session: bool) -> PostResult {
     match result {
@@ -161,11 +180,12 @@ impl StreamableHttpClient for HttpClient {
         if let Some(session) = &session_id {
             self.session.seen(session);
         }
+        let session = session_id.as_deref().map(str::to_string);
         let result = self
             .inner
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
             .await;
-        correlate(result, id, in_session)
+        correlate(refuse_oversize(result, id.clone(), session), id, in_session)
     }
 
     async fn delete_session(

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value, json};
-use switchboard::catalog::export::{ToolFormat, tools_json};
+use switchboard::catalog::export::{ToolFormat, ToolsJson};
 use switchboard::catalog::naming::sanitize;
 use switchboard::config::{self, LoadOptions, LoadedConfig, ServerEntry};
 use switchboard::policy::TrustStore;
@@ -111,10 +111,12 @@ where
     result
 }
 
-pub(crate) fn print_json(v: &Value) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<()> {
+    // Buffered: stdout is line-buffered, and pretty JSON of a big catalog has a million lines.
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     serde_json::to_writer_pretty(&mut out, v)?;
     writeln!(out)?;
+    out.flush()?;
     Ok(())
 }
 
@@ -169,15 +171,43 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                 format.as_deref().map(str::parse).transpose().map_err(|e: String| anyhow!(e))?;
             with_hub(ctx, only, |hub, _| async move {
                 let catalog = hub.catalog();
-                let tools: Vec<_> = catalog.tools().iter().filter(|t| server.as_ref().is_none_or(|s| &t.server == s)).collect();
+                let tools: Vec<_> =
+                    catalog.tools().iter().filter(|t| server.as_ref().is_none_or(|s| &t.server == s)).collect();
                 if let Some(format) = format {
-                    print_json(&tools_json(tools, format))?;
+                    print_json(&ToolsJson::new(tools, format))?;
                 } else if json {
-                    print_json(&json!({"tools": tools.iter().map(|t| json!({"name": t.name, "server": t.server, "tool": t.tool.name, "description": t.tool.description, "input_schema": *t.input_schema})).collect::<Vec<_>>()}))?;
+                    // Borrowed, written as it goes (no copy of every schema first).
+                    #[derive(serde::Serialize)]
+                    struct Listed<'a> {
+                        name: &'a str,
+                        server: &'a str,
+                        tool: &'a str,
+                        description: Option<&'a str>,
+                        input_schema: &'a serde_json::Map<String, Value>,
+                    }
+                    #[derive(serde::Serialize)]
+                    struct Tools<'a> {
+                        tools: Vec<Listed<'a>>,
+                    }
+                    let listed = tools
+                        .iter()
+                        .map(|t| Listed {
+                            name: &t.name,
+                            server: &t.server,
+                            tool: &t.tool.name,
+                            description: t.tool.description.as_deref(),
+                            input_schema: &t.input_schema,
+                        })
+                        .collect();
+                    print_json(&Tools { tools: listed })?;
                 } else {
                     let mut t = table(&["TOOL", "SERVER", "DESCRIPTION"]);
                     for tool in &tools {
-                        t.add_row(vec![safe(&tool.name), tool.server.clone(), short(tool.tool.description.as_deref().unwrap_or(""), 70)]);
+                        t.add_row(vec![
+                            safe(&tool.name),
+                            tool.server.clone(),
+                            short(tool.tool.description.as_deref().unwrap_or(""), 70),
+                        ]);
                     }
                     out!("{t}");
                     warn_not_connected(&hub);
@@ -455,14 +485,24 @@ fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool, checked: Option<(bool, st
     let resources: Vec<_> = catalog.resources().iter().filter(|r| r.server == server).collect();
     let prompts: Vec<_> = catalog.prompts().iter().filter(|p| p.server == server).collect();
     if json {
-        print_json(&json!({
-            "server": render::server_json(&info),
-            "config": render::redacted_entry(entry),
-            "tools": tools_json(tools.iter().copied(), ToolFormat::Mcp),
-            "resources": resources.iter().map(|r| &r.resource).collect::<Vec<_>>(),
-            "prompts": prompts.iter().map(|p| &p.prompt).collect::<Vec<_>>(),
-            "check": checked.map(|(ok, took)| json!({"ok": ok, "ms": took.as_millis() as u64})),
-        }))?;
+        // Written as it goes: the tools are not copied into one JSON value first.
+        #[derive(serde::Serialize)]
+        struct Get<'a, R, P> {
+            server: Value,
+            config: Value,
+            tools: ToolsJson<'a>,
+            resources: Vec<&'a R>,
+            prompts: Vec<&'a P>,
+            check: Option<Value>,
+        }
+        print_json(&Get {
+            server: render::server_json(&info),
+            config: render::redacted_entry(entry),
+            tools: ToolsJson::new(tools.iter().copied(), ToolFormat::Mcp),
+            resources: resources.iter().map(|r| &r.resource).collect(),
+            prompts: prompts.iter().map(|p| &p.prompt).collect(),
+            check: checked.map(|(ok, took)| json!({"ok": ok, "ms": took.as_millis() as u64})),
+        })?;
         return Ok(if checked.is_some_and(|(ok, _)| !ok) { 1 } else { 0 });
     }
     out!("{}  {}", console::style(&info.name).bold(), status_word(&info.status));

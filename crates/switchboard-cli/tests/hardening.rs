@@ -284,3 +284,25 @@ fn disable_of_a_project_server_overrides_it_for_you_and_enable_takes_that_away()
         serde_json::from_str(&std::fs::read_to_string(home.path().join("user.json")).unwrap()).unwrap();
     assert_eq!(user["servers"]["mine"], json!({"command": "x"}));
 }
+
+#[test]
+fn a_big_catalog_is_written_without_a_second_copy() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = write(
+        &home.path().join("big.json"),
+        json!({"servers": {"m": {"command": fixture().display().to_string(), "args": ["--tools", "8000"]}}}),
+    );
+    let run = |args: &[&str]| {
+        let mut c = sb(home.path());
+        c.args(["--config", cfg.to_str().unwrap()]).args(args);
+        let (code, kb) = switchboard_testkit::peak_rss_kb(&mut c);
+        assert_eq!(code, Some(0), "{args:?}");
+        kb
+    };
+    let held = run(&["list"]);
+    for args in [&["get", "m", "--json"][..], &["tools", "--json"], &["tools", "--format", "anthropic"]] {
+        let kb = run(args);
+        // Holding the catalog is the cost; writing it out adds little (it was a whole copy).
+        assert!(kb < held + held / 3, "{args:?}: {kb} kB, against {held} kB to hold the catalog");
+    }
+}

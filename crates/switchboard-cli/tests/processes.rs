@@ -59,7 +59,7 @@ fn list_exiting_normally_leaves_no_process() {
     for (kind, n) in KINDS {
         let marker = unique_marker(kind);
         // A slow handshake, so the whole tree is seen running before `list` ends.
-        let cfg = config(home.path(), kind, &marker, &["--init-delay-ms", "300"]);
+        let cfg = config(home.path(), kind, &marker, &["--init-delay-ms", "1000"]);
         let mut child = start(home.path(), &cfg, &["list"], n, &marker);
         let status = child.wait().unwrap();
         assert!(status.success(), "{kind}: {status:?}");

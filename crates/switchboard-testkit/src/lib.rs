@@ -314,6 +314,22 @@ pub fn on_terminal(
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Runs `cmd` (stdout and stderr to /dev/null) and returns its exit code and its peak resident
+/// memory in kB (from `wait4`).
+pub fn peak_rss_kb(cmd: &mut Command) -> (Option<i32>, u64) {
+    let child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for the child spawned above.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    std::mem::forget(child);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, u64::try_from(usage.ru_maxrss).unwrap_or(0))
+}
+
 /// Whether a process is alive (zombies count as dead).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -7,7 +7,8 @@
 //!
 //! The process tests also use it as a library host that ends in the ways an application can:
 //! `--then wait` (until killed), `--then panic`, `--then exit` (`std::process::exit`, no
-//! shutdown), and `--spawn-thread` (the hub started on a thread that then ends).
+//! shutdown; these two after a line on stdin, so the test sees the servers first), and
+//! `--spawn-thread` (the hub started on a thread that then ends).
 
 use std::time::Duration;
 
@@ -113,6 +114,10 @@ fn main() -> std::process::ExitCode {
     if let Err(e) = runtime.block_on(work(&hub, &args)) {
         eprintln!("embed: {e}");
         return std::process::ExitCode::FAILURE;
+    }
+    if matches!(args.then.as_str(), "panic" | "exit") {
+        let mut go = String::new();
+        let _ = std::io::stdin().read_line(&mut go);
     }
     match args.then.as_str() {
         "wait" => runtime.block_on(std::future::pending::<()>()),

@@ -39,7 +39,7 @@ fn embed(dir: &Path, marker: &str, args: &[&str]) -> Child {
         .env("SWITCHBOARD_CONFIG", dir.join("user.json"))
         .env("SWITCHBOARD_DATA_DIR", dir.join("data"))
         .current_dir(dir)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -108,6 +108,10 @@ fn a_library_host_killed_panicking_or_exiting_without_shutdown_leaves_no_process
         assert_eq!(wait_count(&marker, HOSTILE, Duration::from_secs(20)).len(), HOSTILE, "{then}: tree not whole");
         if then == "wait" {
             kill(Pid::from_raw(host.id() as i32), Signal::SIGKILL).unwrap();
+        } else {
+            // The host panics or exits once told to.
+            use std::io::Write;
+            host.stdin.take().unwrap().write_all(b"go\n").unwrap();
         }
         let status = host.wait().unwrap();
         if then == "panic" {

@@ -51,3 +51,28 @@ pub fn tool_json(entry: &ToolEntry, format: ToolFormat) -> Value {
 pub fn tools_json<'a>(entries: impl IntoIterator<Item = &'a ToolEntry>, format: ToolFormat) -> Value {
     Value::Array(entries.into_iter().map(|e| tool_json(e, format)).collect())
 }
+
+/// Every tool in `format`, serialised one at a time as it is written (a catalog of 50000 tools
+/// is not copied whole into JSON values first): for output of any size.
+pub struct ToolsJson<'a> {
+    entries: Vec<&'a ToolEntry>,
+    format: ToolFormat,
+}
+
+impl<'a> ToolsJson<'a> {
+    /// The tools to write, in `format`.
+    pub fn new(entries: impl IntoIterator<Item = &'a ToolEntry>, format: ToolFormat) -> Self {
+        ToolsJson { entries: entries.into_iter().collect(), format }
+    }
+}
+
+impl serde::Serialize for ToolsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.entries.len()))?;
+        for entry in &self.entries {
+            seq.serialize_element(&tool_json(entry, self.format))?;
+        }
+        seq.end()
+    }
+}

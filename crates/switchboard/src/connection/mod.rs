@@ -8,6 +8,7 @@ pub(crate) mod flood;
 pub mod handler;
 mod listen;
 mod mrtr;
+pub(crate) mod pages;
 pub(crate) use mrtr::{MAX_ROUNDS as MRTR_MAX_ROUNDS, Retry as InputRetry};
 mod remote;
 mod stdio;
@@ -274,7 +275,7 @@ impl Connection {
     /// lists are optional capabilities and fail soft (logged, empty).
     pub(crate) async fn list_all(&self, server: &str) -> Result<ServerLists, ListError> {
         let tools = if self.identity.has_tools {
-            self.peer.list_all_tools().await.map_err(|e| match e.auth_challenge() {
+            self.tools(server).await.map_err(|e| match e.auth_challenge() {
                 Some(challenge) => ListError::Auth(challenge.to_string()),
                 None => ListError::Other(describe(&e)),
             })?
@@ -282,14 +283,9 @@ impl Connection {
             Vec::new()
         };
         let (resources, resource_templates, prompts) = tokio::join!(
-            self.list_soft(server, "resources/list", self.identity.has_resources, self.peer.list_all_resources()),
-            self.list_soft(
-                server,
-                "resources/templates/list",
-                self.identity.has_resources,
-                self.peer.list_all_resource_templates()
-            ),
-            self.list_soft(server, "prompts/list", self.identity.has_prompts, self.peer.list_all_prompts()),
+            self.list_soft(server, "resources/list", self.identity.has_resources, self.resources(server)),
+            self.list_soft(server, "resources/templates/list", self.identity.has_resources, self.templates(server)),
+            self.list_soft(server, "prompts/list", self.identity.has_prompts, self.prompts(server)),
         );
         Ok(ServerLists { tools, resources, resource_templates, prompts })
     }
@@ -313,15 +309,55 @@ impl Connection {
         }
     }
 
+    /// A bounded listing's items; where it stopped short, said in the log.
+    fn kept<T>(server: &str, paged: pages::Paged<T>) -> Vec<T> {
+        if let Some(why) = paged.cut {
+            tracing::warn!(server = %server, "{why}");
+        }
+        paged.items
+    }
+
+    async fn tools(&self, server: &str) -> Result<Vec<rmcp::model::Tool>, ServiceError> {
+        let paged = pages::all_pages("tools/list", |p| async move {
+            self.peer.list_tools(p).await.map(|r| (r.tools, r.next_cursor))
+        })
+        .await?;
+        Ok(Self::kept(server, paged))
+    }
+
+    async fn resources(&self, server: &str) -> Result<Vec<rmcp::model::Resource>, ServiceError> {
+        let paged = pages::all_pages("resources/list", |p| async move {
+            self.peer.list_resources(p).await.map(|r| (r.resources, r.next_cursor))
+        })
+        .await?;
+        Ok(Self::kept(server, paged))
+    }
+
+    async fn templates(&self, server: &str) -> Result<Vec<rmcp::model::ResourceTemplate>, ServiceError> {
+        let paged = pages::all_pages("resources/templates/list", |p| async move {
+            self.peer.list_resource_templates(p).await.map(|r| (r.resource_templates, r.next_cursor))
+        })
+        .await?;
+        Ok(Self::kept(server, paged))
+    }
+
+    async fn prompts(&self, server: &str) -> Result<Vec<rmcp::model::Prompt>, ServiceError> {
+        let paged = pages::all_pages("prompts/list", |p| async move {
+            self.peer.list_prompts(p).await.map(|r| (r.prompts, r.next_cursor))
+        })
+        .await?;
+        Ok(Self::kept(server, paged))
+    }
+
     /// Re-lists one kind after a `list_changed`.
-    pub(crate) async fn relist(&self, change: ListChange, lists: &mut ServerLists) -> Result<(), String> {
+    pub(crate) async fn relist(&self, server: &str, change: ListChange, lists: &mut ServerLists) -> Result<(), String> {
         match change {
-            ListChange::Tools => lists.tools = self.peer.list_all_tools().await.map_err(|e| describe(&e))?,
+            ListChange::Tools => lists.tools = self.tools(server).await.map_err(|e| describe(&e))?,
             ListChange::Resources => {
-                lists.resources = self.peer.list_all_resources().await.map_err(|e| describe(&e))?;
-                lists.resource_templates = self.peer.list_all_resource_templates().await.map_err(|e| describe(&e))?;
+                lists.resources = self.resources(server).await.map_err(|e| describe(&e))?;
+                lists.resource_templates = self.templates(server).await.map_err(|e| describe(&e))?;
             }
-            ListChange::Prompts => lists.prompts = self.peer.list_all_prompts().await.map_err(|e| describe(&e))?,
+            ListChange::Prompts => lists.prompts = self.prompts(server).await.map_err(|e| describe(&e))?,
         }
         Ok(())
     }

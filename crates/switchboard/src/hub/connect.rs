@@ -203,7 +203,7 @@ pub(super) fn spawn_watchers(
 pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connection, kind: ListChange, epoch: u64) {
     let seq = slot.list_seq.fetch_add(1, Ordering::SeqCst) + 1;
     let mut lists = (*slot.state().lists).clone();
-    if let Err(e) = conn.relist(kind, &mut lists).await {
+    if let Err(e) = conn.relist(&slot.name, kind, &mut lists).await {
         if inner.shutting_down.load(Ordering::SeqCst) || conn.is_closed() {
             return;
         }

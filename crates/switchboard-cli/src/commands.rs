@@ -360,6 +360,10 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Serve { port, bind, allow_remote, hosts, origins } => {
             crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins }).await
         }
+        Command::Gateway { http, allow_remote, no_auth, hosts, only, profile, names, model_results } => {
+            let args = crate::gateway::Args { http, allow_remote, no_auth, hosts, only, profile, names, model_results };
+            crate::gateway::gateway(ctx, args).await
+        }
         Command::Logout { ref server } => {
             crate::login::logout(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), server).await
         }

@@ -10,6 +10,7 @@
 mod out;
 mod ask;
 mod commands;
+mod gateway;
 mod login;
 mod logs;
 mod manage;
@@ -212,6 +213,36 @@ pub enum Command {
         /// `https://app.example`; repeatable. None by default.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         origins: Vec<String>,
+    },
+    /// Every configured server as one MCP server: on stdio (for an agent's config:
+    /// `{"command": "switchboard", "args": ["gateway"]}`), or on Streamable HTTP with `--http`.
+    Gateway {
+        /// Serve Streamable HTTP at `/mcp` on `[ADDR:]PORT` instead of stdio (ADDR defaults to
+        /// 127.0.0.1; port 0 picks a free one and prints it).
+        #[arg(long, value_name = "[ADDR:]PORT")]
+        http: Option<String>,
+        /// Allow a non-loopback address (the token still guards it).
+        #[arg(long, requires = "http")]
+        allow_remote: bool,
+        /// No token (loopback only; any local program can then use every server).
+        #[arg(long, requires = "http")]
+        no_auth: bool,
+        /// Another name accepted in `Host` (behind a proxy); repeatable.
+        #[arg(long = "host", value_name = "NAME", requires = "http")]
+        hosts: Vec<String>,
+        /// Only this server (repeatable).
+        #[arg(long = "only", value_name = "SERVER")]
+        only: Vec<String>,
+        /// A profile from the config's `profiles` (servers and tool filters).
+        #[arg(long)]
+        profile: Option<String>,
+        /// Tool and prompt names: `prefixed` (mcp__server__tool) or `bare` (the upstream's own;
+        /// with one upstream the gateway is transparent).
+        #[arg(long, default_value = "prefixed", value_parser = ["prefixed", "bare"])]
+        names: String,
+        /// Apply switchboard's result budgets and spill files instead of passing results raw.
+        #[arg(long)]
+        model_results: bool,
     },
     /// Open the dashboard of the running `switchboard serve`: asks it for a new one-time login
     /// link (it lasts 10 minutes) and opens it in the browser, or prints it.

@@ -21,11 +21,21 @@ pub struct Listen {
 }
 
 pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
-    // Servers' questions (elicitation) go to whoever follows the events: the dashboard asks.
+    // Servers' questions (elicitation) go to the MCP client whose call caused them (`/mcp`),
+    // else to whoever follows the events: the dashboard asks.
     let questions = Questions::new();
-    let hub = Hub::start(&ctx.loaded, HubOptions::new(ctx.paths.clone()).elicitor(questions.clone()));
+    let relay = switchboard_gateway::Relay::new();
+    relay.with_fallback(questions.clone());
+    let hub =
+        Hub::start(&ctx.loaded, HubOptions::new(ctx.paths.clone()).elicitor(relay.clone()).sampler(relay.clone()));
+    let gateway = switchboard_gateway::Gateway::new(
+        hub.clone(),
+        switchboard_gateway::GatewayOptions::new().profiles(ctx.loaded.profiles.clone()),
+        Some(relay),
+    );
     let mut options = ServeOptions::new(ctx.paths.data_dir.clone());
     options.questions = Some(questions);
+    options.gateway = Some(gateway);
     options.bind = listen.bind;
     options.port = listen.port;
     options.allow_remote = listen.allow_remote;
@@ -48,6 +58,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     out!("  dashboard login (works once): {}", bound.login_url);
     out!("  API: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());
     out!("  OpenAPI: http://{}/api/openapi.json", bound.addr);
+    out!("  MCP (every server as one): http://{}/mcp, with the same token", bound.addr);
     let mut stop = crate::signals::Stop::listen();
     let (signals_tx, mut signals) = tokio::sync::watch::channel(0u32);
     tokio::spawn(async move {

@@ -36,6 +36,8 @@ pub const DEFAULT_PORT: u16 = 7341;
 
 /// The largest request body accepted.
 const BODY_LIMIT: usize = 1024 * 1024;
+/// The largest MCP message a client may send to `/mcp` (tool arguments can be big).
+pub const MCP_BODY_LIMIT: usize = 16 * 1024 * 1024;
 
 /// How to serve.
 #[derive(Debug, Clone)]
@@ -60,6 +62,9 @@ pub struct ServeOptions {
     /// published as events and answered through `/api/elicitations` (the dashboard shows a
     /// form). Without it the list is always empty.
     pub questions: Option<Arc<Questions>>,
+    /// A gateway over the same hub: `/mcp` then answers MCP clients (Streamable HTTP, both
+    /// eras) with the same token, so the dashboard and agents share one set of connections.
+    pub gateway: Option<switchboard_gateway::Gateway>,
 }
 
 impl ServeOptions {
@@ -73,6 +78,7 @@ impl ServeOptions {
             cors_origins: Vec::new(),
             data_dir,
             questions: None,
+            gateway: None,
         }
     }
 }
@@ -93,6 +99,9 @@ pub enum ServeError {
     /// An `--allow-origin` that is not an origin.
     #[error("`{0}` is not a web origin: write it as scheme://host[:port], e.g. https://app.example")]
     BadOrigin(String),
+    /// `--no-auth` on an address others can reach.
+    #[error("--no-auth is allowed on loopback only: anyone who reaches the address could use every server")]
+    NoAuthRemote,
     /// Files or sockets.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -263,6 +272,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     let stopping = state.events.stopping().clone();
     let callback =
         Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());
+    let mcp = options.gateway.as_ref().map(|g| mcp_router(g, stopping.child_token(), access.clone(), true));
     let (api_router, openapi) = api(state);
     let openapi = Arc::new(openapi);
     let api_router = api_router
@@ -275,6 +285,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         )
         .layer(axum::middleware::from_fn_with_state(access.clone(), security::check_auth));
     let mut router = Router::new()
+        .merge(mcp.unwrap_or_default())
         .merge(api_router)
         .merge(dashboard::routes())
         .route("/login", axum::routing::get(login_page).with_state(access.clone()))
@@ -292,6 +303,70 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     let info = serde_json::json!({"url": format!("http://{host}"), "port": addr.port(), "pid": std::process::id()});
     switchboard::write_private(&options.data_dir.join("serve.json"), info.to_string().as_bytes())?;
     Ok(Bound { listener, router, addr, login_url, token, stopping })
+}
+
+/// `/mcp`: the gateway's Streamable HTTP service, behind the token unless `auth` is off.
+fn mcp_router(
+    gateway: &switchboard_gateway::Gateway,
+    cancel: tokio_util::sync::CancellationToken,
+    access: Arc<security::Access>,
+    auth: bool,
+) -> Router {
+    let service = switchboard_gateway::http_service(gateway, cancel, MCP_BODY_LIMIT);
+    let router = Router::new().route_service("/mcp", service);
+    if auth { router.layer(axum::middleware::from_fn_with_state(access, security::check_bearer)) } else { router }
+}
+
+/// How `switchboard gateway --http` serves.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct GatewayHttpOptions {
+    /// The address (loopback unless `allow_remote`).
+    pub addr: SocketAddr,
+    /// Binding to a non-loopback address needs this.
+    pub allow_remote: bool,
+    /// No token (loopback only).
+    pub no_auth: bool,
+    /// More names accepted in `Host`.
+    pub hosts: Vec<String>,
+    /// Where the token lives.
+    pub data_dir: PathBuf,
+}
+
+impl GatewayHttpOptions {
+    /// Loopback at `addr`, with the token from `data_dir`.
+    pub fn new(addr: SocketAddr, data_dir: PathBuf) -> GatewayHttpOptions {
+        GatewayHttpOptions { addr, allow_remote: false, no_auth: false, hosts: Vec::new(), data_dir }
+    }
+}
+
+/// Binds the gateway alone (`/mcp`, nothing else) for `switchboard gateway --http`.
+pub async fn bind_gateway(
+    gateway: &switchboard_gateway::Gateway,
+    options: &GatewayHttpOptions,
+) -> Result<Bound, ServeError> {
+    let ip = options.addr.ip();
+    if !ip.is_loopback() && !options.allow_remote {
+        return Err(ServeError::NotLoopback(ip));
+    }
+    if !ip.is_loopback() && options.no_auth {
+        return Err(ServeError::NoAuthRemote);
+    }
+    let listener = tokio::net::TcpListener::bind(options.addr).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => ServeError::InUse { addr: options.addr },
+        _ => e.into(),
+    })?;
+    let addr = listener.local_addr()?;
+    let token = if options.no_auth { String::new() } else { security::load_or_make_token(&options.data_dir)? };
+    let access = Arc::new(security::Access::new(token.clone(), addr, &options.hosts));
+    let stopping = tokio_util::sync::CancellationToken::new();
+    let router = mcp_router(gateway, stopping.child_token(), access.clone(), !options.no_auth)
+        .fallback(|| async {
+            error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()
+        })
+        .layer(axum::middleware::map_response(close_after_unread_body))
+        .layer(axum::middleware::from_fn_with_state(access, security::check_host));
+    Ok(Bound { listener, router, addr, login_url: String::new(), token, stopping })
 }
 
 /// How long open requests get to finish once the server stops.

@@ -206,6 +206,22 @@ pub async fn check_auth(State(access): State<Arc<Access>>, request: Request, nex
     next.run(request).await
 }
 
+/// Refuses an MCP request without the bearer token (no cookies: MCP clients are programs).
+pub async fn check_bearer(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    if !access.bearer_ok(request.headers()) {
+        let mut response = ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "send `Authorization: Bearer <token>` (the token is the serve-token file in switchboard's data folder; \
+             `switchboard gateway --http` and `switchboard serve` print where it is)",
+        )
+        .into_response();
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    next.run(request).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

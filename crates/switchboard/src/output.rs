@@ -66,6 +66,11 @@ pub struct ModelResult {
 }
 
 impl ModelResult {
+    /// An empty result that only says whether the tool reported an error.
+    pub fn of_error(is_error: bool) -> ModelResult {
+        ModelResult { is_error, blocks: Vec::new(), truncated: false, spilled: Vec::new() }
+    }
+
     /// All the text, images shown as a one-line placeholder.
     pub fn text(&self) -> String {
         let parts: Vec<String> = self

@@ -117,6 +117,10 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
                     Some(super::ServerEntry::Invalid(_)) => {}
                     None => ctx.lone_toggle(&name),
                 },
+                // A profile of a file of higher precedence replaces the whole profile.
+                Parsed::Profile { name, profile } => {
+                    loaded.profiles.insert(name, profile);
+                }
             }
         }
     }

@@ -57,7 +57,15 @@ impl FileCtx<'_> {
 /// disables a repository's `fs` without touching the repository).
 pub(crate) enum Parsed {
     Server(Box<ServerEntry>),
-    Toggle { name: String, enabled: bool },
+    Toggle {
+        name: String,
+        enabled: bool,
+    },
+    /// A gateway profile (`profiles.<name>`).
+    Profile {
+        name: String,
+        profile: super::Profile,
+    },
 }
 
 /// The override an entry is, if it holds nothing but `enabled` (or its aliases).
@@ -80,6 +88,7 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
         return Vec::new();
     };
     let mut maps: Vec<&Map<String, Value>> = Vec::new();
+    let mut profiles = Vec::new();
     for (key, value) in obj {
         match key.as_str() {
             "servers" | "mcpServers" => match value.as_object() {
@@ -98,6 +107,28 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
                 None => ctx.diag(Severity::Error, None, Some(key), "`mcp` must be an object of servers".into()),
             },
             "$schema" => {}
+            "profiles" => match value.as_object() {
+                Some(m) => {
+                    for (name, v) in m {
+                        match parse_profile(v.clone()) {
+                            Ok(profile) => profiles.push(Parsed::Profile { name: name.clone(), profile }),
+                            Err((field, message)) => {
+                                let field = format!(
+                                    "profiles.{name}{}",
+                                    field.filter(|f| !f.is_empty()).map(|f| format!(".{f}")).unwrap_or_default()
+                                );
+                                ctx.diag(
+                                    Severity::Error,
+                                    None,
+                                    Some(&field),
+                                    format!("profile `{}`: {message}", crate::text::excerpt(name, 60)),
+                                )
+                            }
+                        }
+                    }
+                }
+                None => ctx.diag(Severity::Error, None, Some(key), "`profiles` must be an object of profiles".into()),
+            },
             other => ctx.diag(
                 Severity::Warning,
                 None,
@@ -106,7 +137,7 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
             ),
         }
     }
-    let mut out = Vec::new();
+    let mut out = profiles;
     for map in maps {
         for (name, value) in map {
             match toggle(value) {
@@ -513,6 +544,20 @@ enum Kind {
     Stdio,
     Http,
     Sse,
+}
+
+/// A profile: `{"servers": [...], "tools": {"allow": [...], "deny": [...]}}`; the tool globs
+/// match model-visible names and `server/tool` raw names.
+fn parse_profile(v: Value) -> Result<super::Profile, FieldError> {
+    let Value::Object(mut obj) = v else {
+        return err("", "must be an object with `servers` and/or `tools`");
+    };
+    let servers = obj.remove("servers").map(|v| as_strings("servers", v)).transpose()?;
+    let tools = obj.remove("tools").map(parse_filter).transpose()?.unwrap_or_default();
+    if let Some(k) = obj.keys().next() {
+        return err(k, "unknown field: use `servers` and `tools`");
+    }
+    Ok(super::Profile { servers, tools })
 }
 
 fn parse_filter(v: Value) -> Result<ToolFilter, FieldError> {

@@ -175,6 +175,31 @@ pub struct ToolFilter {
     pub deny: Vec<String>,
 }
 
+/// A gateway profile: a narrower view of the same servers for one kind of client
+/// (`"profiles": {"reader": {"servers": ["docs"], "tools": {"deny": ["*write*"]}}}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Profile {
+    /// Only these servers (all when absent).
+    pub servers: Option<Vec<String>>,
+    /// Tool globs over model-visible names and `server/tool` raw names.
+    pub tools: ToolFilter,
+}
+
+impl Profile {
+    /// A profile of `servers` and `tools`.
+    pub fn new(servers: Option<Vec<String>>, tools: ToolFilter) -> Profile {
+        Profile { servers, tools }
+    }
+}
+
+impl ToolFilter {
+    /// A filter of `allow` and `deny` globs.
+    pub fn new(allow: Vec<String>, deny: Vec<String>) -> ToolFilter {
+        ToolFilter { allow, deny }
+    }
+}
+
 /// One validated, expanded server definition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -407,6 +432,8 @@ pub struct LoadedConfig {
     /// Values that must never be shown (env and header values, what `${VAR}` put into the
     /// rest), for hosts to take out of their logs.
     pub secrets: Vec<String>,
+    /// Gateway profiles by name (a later file replaces a profile of the same name).
+    pub profiles: BTreeMap<String, Profile>,
 }
 
 impl LoadedConfig {

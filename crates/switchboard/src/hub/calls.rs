@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, InputRequiredResult, JsonObject, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, JsonObject,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerResult, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::ServiceError;
 use serde::Serialize;
@@ -37,6 +38,10 @@ pub struct CallOptions {
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
     /// Cancel the call (sends `notifications/cancelled`).
     pub cancel: Option<CancellationToken>,
+    /// Leave the result as the server sent it (no model formatting, no spill files): for hosts
+    /// that pass results on, such as a gateway. [`ToolOutput::model`] then holds only
+    /// `is_error`.
+    pub raw_only: bool,
 }
 
 impl CallOptions {
@@ -62,6 +67,11 @@ impl CallOptions {
     /// With a cancellation token.
     pub fn cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+    /// Without model formatting (see [`CallOptions::raw_only`]).
+    pub fn raw_only(mut self) -> Self {
+        self.raw_only = true;
         self
     }
 }
@@ -165,6 +175,16 @@ impl Hub {
                 }
             }
         };
+        if options.raw_only {
+            let model = ModelResult::of_error(raw.is_error == Some(true));
+            return Ok(ToolOutput {
+                name: entry.name.clone(),
+                server: entry.server.clone(),
+                tool: entry.tool.name.to_string(),
+                raw,
+                model,
+            });
+        }
         let raw_json = serde_json::to_value(&raw).unwrap_or_default();
         let spill_dir = self.inner.options.paths.data_dir.join("results");
         let label = format!("{}-{}", entry.server, entry.tool.name);
@@ -192,6 +212,20 @@ impl Hub {
             raw,
             model,
         })
+    }
+
+    /// Asks a server for completions of a prompt's or a resource template's argument
+    /// (`completion/complete`).
+    pub async fn complete(&self, server: &str, params: CompleteRequestParams) -> Result<CompleteResult, Error> {
+        let slot = self.inner.slot(server)?.clone();
+        let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
+        let conn = ensure_connected(&self.inner, &slot, timeout).await?;
+        let what = "completion/complete".to_string();
+        match tokio::time::timeout(timeout, conn.peer.complete(params)).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(Box::pin(map_error(&slot, &conn, e, &what)).await),
+            Err(_) => Err(Error::Timeout { server: server.into(), what, after: timeout }),
+        }
     }
 
     /// Reads a resource from a server.

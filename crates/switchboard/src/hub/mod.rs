@@ -310,6 +310,13 @@ impl Hub {
         conn.tree.as_ref().map(|t| t.pid())
     }
 
+    /// What a connected server said about itself (its `initialize` result or discovery), as
+    /// it sent it: protocol version, capabilities, implementation, instructions.
+    pub fn server_peer_info(&self, name: &str) -> Option<rmcp::model::ServerPeerInfo> {
+        let conn = self.inner.slot(name).ok().and_then(|s| s.state().conn.clone())?;
+        conn.peer.peer_info().map(|i| (*i).clone())
+    }
+
     /// The current catalog snapshot.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.inner.catalog.read().unwrap_or_else(PoisonError::into_inner).clone()

@@ -1,0 +1,158 @@
+//! `switchboard gateway`: every configured server as one MCP server, on stdio (what goes into
+//! an agent's config) or on Streamable HTTP (`--http [ADDR:]PORT`, loopback and the token by
+//! default). Upstreams start at once, in parallel. When stdin closes (stdio), or on SIGINT,
+//! SIGTERM, SIGHUP or SIGQUIT, every upstream is closed (process trees included) before the
+//! process ends; nothing but MCP is ever written to stdout in stdio mode.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+
+use anyhow::{Result, anyhow, bail};
+use switchboard::{Hub, HubOptions};
+use switchboard_gateway::{Gateway, GatewayOptions, Names, Relay, Scope};
+use tokio_util::sync::CancellationToken;
+
+use crate::commands::Ctx;
+
+/// The flags of `switchboard gateway`.
+pub struct Args {
+    pub http: Option<String>,
+    pub allow_remote: bool,
+    pub no_auth: bool,
+    pub hosts: Vec<String>,
+    pub only: Vec<String>,
+    pub profile: Option<String>,
+    pub names: String,
+    pub model_results: bool,
+}
+
+/// `[ADDR:]PORT`: the address defaults to 127.0.0.1.
+pub fn parse_listen(s: &str) -> Result<SocketAddr> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse::<SocketAddr>()
+        .map_err(|_| anyhow!("`--http {s}`: expected PORT or ADDR:PORT (e.g. 7342, 127.0.0.1:0, [::1]:7342)"))
+}
+
+pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
+    let names = match args.names.as_str() {
+        "prefixed" => Names::Prefixed,
+        "bare" => Names::Bare,
+        other => bail!("`--names {other}`: use prefixed or bare"),
+    };
+    let profile = match &args.profile {
+        Some(name) => Some(ctx.loaded.profiles.get(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = ctx.loaded.profiles.keys().map(String::as_str).collect();
+            anyhow!(
+                "no profile `{name}` in the config (profiles: {})",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            )
+        })?),
+        None => None,
+    };
+    for server in &args.only {
+        if !ctx.loaded.servers.contains_key(server) {
+            bail!("`--only {server}`: no such server in the config");
+        }
+    }
+    let listen = args.http.as_deref().map(parse_listen).transpose()?;
+    for d in ctx.loaded.diagnostics.iter().filter(|d| d.severity == switchboard::config::Severity::Error) {
+        note!("config: {}", switchboard::text::for_terminal(&d.to_string()));
+    }
+    let relay = Relay::new();
+    let mut options = HubOptions::new(ctx.paths.clone()).elicitor(relay.clone()).sampler(relay.clone());
+    // Start only what any client can see.
+    let mut only: BTreeSet<String> = args.only.iter().cloned().collect();
+    if only.is_empty()
+        && listen.is_none()
+        && let Some(servers) = profile.as_ref().and_then(|p| p.servers.clone())
+    {
+        only = servers.into_iter().collect();
+    }
+    if !only.is_empty() {
+        options.only = Some(only);
+    }
+    let hub = Hub::start(&ctx.loaded, options);
+    let gateway_options = GatewayOptions::new()
+        .names(names)
+        .scope(Scope { only: args.only.clone(), profile })
+        .profiles(ctx.loaded.profiles.clone())
+        .model_results(args.model_results);
+    let gateway = Gateway::new(hub.clone(), gateway_options, Some(relay));
+    let mut stop = crate::signals::Stop::listen();
+    let cancel = CancellationToken::new();
+    let outcome = match listen {
+        None => {
+            let serving = switchboard_gateway::serve_stdio(&gateway, cancel.clone());
+            tokio::pin!(serving);
+            tokio::select! {
+                served = &mut serving => {
+                    if let Err(e) = served {
+                        note!("gateway: {e}");
+                    }
+                    Ok(0)
+                }
+                signal = stop.next() => {
+                    cancel.cancel();
+                    Ok(crate::signals::exit_code(signal))
+                }
+            }
+        }
+        Some(addr) => serve_http(ctx, &gateway, &args, addr, &mut stop).await,
+    };
+    close(&hub, &mut stop).await;
+    outcome
+}
+
+async fn serve_http(
+    ctx: &Ctx,
+    gateway: &Gateway,
+    args: &Args,
+    addr: SocketAddr,
+    stop: &mut crate::signals::Stop,
+) -> Result<u8> {
+    let mut options = switchboard_server::GatewayHttpOptions::new(addr, ctx.paths.data_dir.clone());
+    options.allow_remote = args.allow_remote;
+    options.no_auth = args.no_auth;
+    options.hosts = args.hosts.clone();
+    let bound = switchboard_server::bind_gateway(gateway, &options).await?;
+    out!("switchboard gateway: MCP (Streamable HTTP) at http://{}/mcp", bound.addr);
+    if args.no_auth {
+        note!("warning: --no-auth: any program on this machine can use every server through this gateway");
+    } else {
+        out!("  token: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());
+    }
+    if !args.profiles_hint().is_empty() {
+        out!("  profiles: {}", args.profiles_hint());
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel::<i32>();
+    let serving = bound.serve(async move {
+        let _ = rx.await;
+    });
+    tokio::pin!(serving);
+    let signal = tokio::select! {
+        served = &mut serving => { served?; return Ok(0) }
+        signal = stop.next() => signal,
+    };
+    let _ = tx.send(signal);
+    tokio::select! {
+        served = &mut serving => served?,
+        _ = stop.next() => {}
+    }
+    Ok(crate::signals::exit_code(signal))
+}
+
+impl Args {
+    fn profiles_hint(&self) -> String {
+        self.profile.as_ref().map(|p| format!("{p} by default; others with /mcp?profile=NAME")).unwrap_or_default()
+    }
+}
+
+/// Closes every upstream; a second signal stops waiting (the supervisors finish the job).
+async fn close(hub: &Hub, stop: &mut crate::signals::Stop) {
+    tokio::select! {
+        () = hub.shutdown() => {}
+        _ = stop.next() => {}
+    }
+}

@@ -1,0 +1,317 @@
+//! `switchboard gateway`: every server a [`Hub`] manages, re-exposed as one MCP server.
+//!
+//! One entry in an agent's config (`{"command": "switchboard", "args": ["gateway"]}`) gives
+//! it every server switchboard manages, with switchboard's trust, OAuth, reconnection and
+//! naming. Built on rmcp's server side: [`Session`] is an rmcp `ServerHandler`, served over
+//! stdio by [`serve_stdio`] and over Streamable HTTP by [`http_service`] (a tower service to
+//! mount at `/mcp`).
+//!
+//! The path of a call: a downstream session's `tools/call` → its [`View`](view) of the
+//! catalog (names, profile) → [`Hub::call_tool`] (the upstream connection, reconnected if
+//! need be) → the result as the upstream sent it (or switchboard's model-ready form with
+//! [`GatewayOptions::model_results`]). Progress goes back to the session with the
+//! downstream's own token; the downstream's cancellation cancels exactly that upstream
+//! request; upstream elicitation and sampling go to the session whose call caused them
+//! ([`Relay`]); list changes, logs and resource updates fan out from the hub's events
+//! ([`pump`]).
+
+// Logging, sampling and roots are deprecated by SEP-2577 (2026-07-28), but the clients of
+// every earlier revision use them: the gateway serves both.
+#![allow(deprecated)]
+
+mod pump;
+mod relay;
+mod session;
+pub mod view;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::LoggingLevel;
+use rmcp::service::{Peer, RoleServer, SubscriptionSink};
+use switchboard::Hub;
+use switchboard::config::Profile;
+
+pub use relay::Relay;
+pub use session::Session;
+pub use view::{Names, Scope};
+
+/// How the gateway presents the hub.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct GatewayOptions {
+    /// Tool and prompt names.
+    pub names: Names,
+    /// The servers and tools every client sees unless it asks for a profile (HTTP
+    /// `?profile=NAME`).
+    pub scope: Scope,
+    /// Profiles a client may ask for by name (the config's `profiles`).
+    pub profiles: BTreeMap<String, Profile>,
+    /// Apply switchboard's result budgets and spill files instead of passing results raw.
+    pub model_results: bool,
+}
+
+impl GatewayOptions {
+    /// Prefixed names, every server, raw results.
+    pub fn new() -> GatewayOptions {
+        GatewayOptions::default()
+    }
+    /// With these names.
+    pub fn names(mut self, names: Names) -> Self {
+        self.names = names;
+        self
+    }
+    /// With this default scope.
+    pub fn scope(mut self, scope: Scope) -> Self {
+        self.scope = scope;
+        self
+    }
+    /// With the config's profiles.
+    pub fn profiles(mut self, profiles: BTreeMap<String, Profile>) -> Self {
+        self.profiles = profiles;
+        self
+    }
+    /// With model-ready results.
+    pub fn model_results(mut self, on: bool) -> Self {
+        self.model_results = on;
+        self
+    }
+}
+
+/// What the gateway knows of one downstream session.
+#[derive(Default)]
+struct SessionState {
+    peer: Option<Peer<RoleServer>>,
+    /// The lowest level of log messages it wants (`logging/setLevel`); all until it says.
+    level: Option<LoggingLevel>,
+    /// `(server, upstream uri)` it subscribed to (`resources/subscribe`).
+    subscribed: HashSet<(String, String)>,
+    /// Its `subscriptions/listen` streams (2026-07-28).
+    listens: Vec<SubscriptionSink>,
+    /// The profile it asked for (`None`: the gateway's default scope).
+    profile: Option<String>,
+}
+
+pub(crate) struct Shared {
+    hub: Hub,
+    options: GatewayOptions,
+    relay: Option<Arc<Relay>>,
+    sessions: Mutex<BTreeMap<u64, SessionState>>,
+    next_session: AtomicU64,
+    /// Views per profile (`None`: the default scope), rebuilt when the catalog changes.
+    views: Mutex<HashMap<Option<String>, view::Cached>>,
+    filters: Mutex<HashMap<Option<String>, Arc<view::Filter>>>,
+    /// Upstream resource subscriptions, counted over sessions.
+    subscriptions: Mutex<HashMap<(String, String), usize>>,
+}
+
+/// The gateway: shared by every downstream session of one hub.
+#[derive(Clone)]
+pub struct Gateway {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").finish_non_exhaustive()
+    }
+}
+
+/// A profile a client asked for that the config does not define.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownProfile(pub String);
+
+impl Gateway {
+    /// A gateway over `hub`. `relay` is the one given to the hub's options as its elicitor
+    /// and sampler (without it, upstreams' questions are declined). Starts the task that
+    /// fans the hub's events out to sessions (it ends with the hub's event channel).
+    pub fn new(hub: Hub, options: GatewayOptions, relay: Option<Arc<Relay>>) -> Gateway {
+        let shared = Arc::new(Shared {
+            hub,
+            options,
+            relay,
+            sessions: Mutex::default(),
+            next_session: AtomicU64::new(1),
+            views: Mutex::default(),
+            filters: Mutex::default(),
+            subscriptions: Mutex::default(),
+        });
+        pump::start(&shared);
+        Gateway { shared }
+    }
+
+    /// The hub behind it.
+    pub fn hub(&self) -> &Hub {
+        &self.shared.hub
+    }
+
+    /// A handler for one new downstream session.
+    pub fn session(&self) -> Session {
+        Session::new(self.shared.clone())
+    }
+
+    /// Whether `profile` is one a client may ask for.
+    pub fn check_profile(&self, profile: &str) -> Result<(), UnknownProfile> {
+        if self.shared.options.profiles.contains_key(profile) {
+            Ok(())
+        } else {
+            Err(UnknownProfile(profile.to_string()))
+        }
+    }
+
+    /// Number of downstream sessions known now.
+    pub fn sessions(&self) -> usize {
+        self.shared.sessions().len()
+    }
+}
+
+impl Shared {
+    fn sessions(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, SessionState>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn new_session_id(&self) -> u64 {
+        self.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The compiled filter of a profile (`None`: the default scope).
+    fn filter(&self, profile: Option<&str>) -> Result<Arc<view::Filter>, UnknownProfile> {
+        let key = profile.map(str::to_string);
+        let mut filters = self.filters.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(f) = filters.get(&key) {
+            return Ok(f.clone());
+        }
+        let scope = match profile {
+            None => self.options.scope.clone(),
+            Some(name) => {
+                let profile = self.options.profiles.get(name).ok_or_else(|| UnknownProfile(name.to_string()))?;
+                Scope { only: self.options.scope.only.clone(), profile: Some(profile.clone()) }
+            }
+        };
+        let f = Arc::new(view::Filter::new(&scope));
+        filters.insert(key, f.clone());
+        Ok(f)
+    }
+
+    /// The view of the current catalog for a profile.
+    fn view(&self, profile: Option<&str>) -> Result<Arc<view::View>, UnknownProfile> {
+        let filter = self.filter(profile)?;
+        let catalog = self.hub.catalog();
+        let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
+        let cached = views.entry(profile.map(str::to_string)).or_default();
+        if !cached.catalog.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) {
+            cached.view = Arc::new(view::View::build(&catalog, &filter, self.options.names));
+            cached.catalog = Some(catalog);
+        }
+        Ok(cached.view.clone())
+    }
+
+    /// The one upstream the gateway stands for transparently (`--names bare` and a scope of
+    /// exactly one configured server), if so.
+    fn transparent_server(&self) -> Option<String> {
+        if self.options.names != Names::Bare {
+            return None;
+        }
+        let filter = self.filter(None).ok()?;
+        let mut seen = self.hub.servers().into_iter().filter(|s| filter.server(&s.name));
+        let only = seen.next()?;
+        seen.next().is_none().then_some(only.name)
+    }
+
+    /// Counts a session's subscription to an upstream resource; the first one subscribes
+    /// upstream.
+    async fn subscribe(&self, session: u64, server: &str, uri: &str) -> Result<(), switchboard::Error> {
+        let key = (server.to_string(), uri.to_string());
+        let first = {
+            let mut subs = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+            let n = subs.entry(key.clone()).or_default();
+            *n += 1;
+            *n == 1
+        };
+        if first && let Err(e) = self.hub.subscribe_resource(server, uri).await {
+            self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+            return Err(e);
+        }
+        if let Some(s) = self.sessions().get_mut(&session) {
+            s.subscribed.insert(key);
+        }
+        Ok(())
+    }
+
+    /// Takes back one count; the last one unsubscribes upstream.
+    async fn unsubscribe(&self, server: &str, uri: &str) {
+        let key = (server.to_string(), uri.to_string());
+        let last = {
+            let mut subs = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+            match subs.get_mut(&key) {
+                Some(n) if *n > 1 => {
+                    *n -= 1;
+                    false
+                }
+                Some(_) => {
+                    subs.remove(&key);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last && let Err(e) = self.hub.unsubscribe_resource(server, uri).await {
+            tracing::debug!(server, "unsubscribing from {uri}: {e}");
+        }
+    }
+
+    /// Forgets a session: its subscriptions are taken back, the relay stops routing to it.
+    fn session_gone(self: &Arc<Self>, id: u64) {
+        let Some(state) = self.sessions().remove(&id) else { return };
+        if let Some(relay) = &self.relay {
+            relay.session_gone(id);
+        }
+        if state.subscribed.is_empty() {
+            return;
+        }
+        let shared = self.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                for (server, uri) in state.subscribed {
+                    shared.unsubscribe(&server, &uri).await;
+                }
+            });
+        }
+    }
+}
+
+/// Serves one session over stdin/stdout (newline-delimited JSON-RPC) until the client closes
+/// stdin, or `cancel` fires.
+pub async fn serve_stdio(gateway: &Gateway, cancel: tokio_util::sync::CancellationToken) -> std::io::Result<()> {
+    use rmcp::ServiceExt;
+    let transport = (tokio::io::stdin(), tokio::io::stdout());
+    let running = gateway
+        .session()
+        .serve_with_ct(transport, cancel)
+        .await
+        .map_err(|e| std::io::Error::other(format!("the client did not start a session: {e}")))?;
+    running.waiting().await.map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(())
+}
+
+/// The Streamable HTTP service for `/mcp` (both eras: sessions for 2025 clients, stateless
+/// for 2026-07-28 ones). Host checks, the token and body limits are the mounting server's
+/// (rmcp's own `Host` check is off: the caller checks `Host` against its bound address and
+/// names); `cancel` ends every session.
+pub fn http_service(
+    gateway: &Gateway,
+    cancel: tokio_util::sync::CancellationToken,
+    max_body: usize,
+) -> rmcp::transport::StreamableHttpService<
+    Session,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_cancellation_token(cancel)
+        .with_max_request_body_bytes(max_body);
+    let gateway = gateway.clone();
+    rmcp::transport::StreamableHttpService::new(move || Ok(gateway.session()), Arc::default(), config)
+}

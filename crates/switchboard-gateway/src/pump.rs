@@ -1,0 +1,150 @@
+//! The hub's events, fanned out to downstream sessions: list changes (debounced, to every
+//! session and every `subscriptions/listen` stream), log messages (with the server's name as
+//! `logger`, at or above each session's level), resource updates (to the sessions that
+//! subscribed).
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam};
+use switchboard::events::Event;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::Shared;
+
+/// Changes that arrive within this long are told once.
+const DEBOUNCE: Duration = Duration::from_millis(50);
+
+pub(crate) fn start(shared: &Arc<Shared>) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+    let mut events = shared.hub.subscribe();
+    let weak: Weak<Shared> = Arc::downgrade(shared);
+    rt.spawn(async move {
+        loop {
+            let event = match events.recv().await {
+                Ok(e) => e,
+                Err(RecvError::Lagged(_)) => {
+                    Event::CatalogChanged { server: String::new(), tools: 0, resources: 0, prompts: 0 }
+                }
+                Err(RecvError::Closed) => return,
+            };
+            let Some(shared) = weak.upgrade() else { return };
+            match event {
+                Event::CatalogChanged { .. } | Event::ServerRemoved { .. } => {
+                    // Let a burst (several servers connecting) settle, then tell once.
+                    tokio::time::sleep(DEBOUNCE).await;
+                    while let Ok(more) = events.try_recv() {
+                        other(&shared, more).await;
+                    }
+                    list_changed(&shared).await;
+                }
+                e => other(&shared, e).await,
+            }
+        }
+    });
+}
+
+async fn other(shared: &Shared, event: Event) {
+    match event {
+        Event::Log { server, level, data, .. } => log(shared, &server, &level, data).await,
+        Event::ResourceUpdated { server, uri } => updated(shared, &server, &uri).await,
+        _ => {}
+    }
+}
+
+fn level_of(level: &str) -> LoggingLevel {
+    match level {
+        "debug" => LoggingLevel::Debug,
+        "notice" => LoggingLevel::Notice,
+        "warning" => LoggingLevel::Warning,
+        "error" => LoggingLevel::Error,
+        "critical" => LoggingLevel::Critical,
+        "alert" => LoggingLevel::Alert,
+        "emergency" => LoggingLevel::Emergency,
+        _ => LoggingLevel::Info,
+    }
+}
+
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        _ => 7,
+    }
+}
+
+async fn list_changed(shared: &Shared) {
+    let (peers, sinks): (Vec<_>, Vec<_>) = {
+        let sessions = shared.sessions();
+        (
+            sessions.values().filter_map(|s| s.peer.clone()).collect(),
+            sessions.values().flat_map(|s| s.listens.iter().cloned()).collect(),
+        )
+    };
+    for peer in peers {
+        if peer.peer_info().is_some_and(|i| !i.protocol_version.has_initialize()) {
+            continue; // 2026-07-28: only on its listen streams
+        }
+        let _ = peer.notify_tool_list_changed().await;
+        let _ = peer.notify_prompt_list_changed().await;
+        let _ = peer.notify_resource_list_changed().await;
+    }
+    for sink in sinks {
+        let accepted = sink.accepted().clone();
+        if accepted.tools_list_changed == Some(true) {
+            let _ = sink.notify_tool_list_changed().await;
+        }
+        if accepted.prompts_list_changed == Some(true) {
+            let _ = sink.notify_prompt_list_changed().await;
+        }
+        if accepted.resources_list_changed == Some(true) {
+            let _ = sink.notify_resource_list_changed().await;
+        }
+    }
+}
+
+async fn log(shared: &Shared, server: &str, level: &str, data: serde_json::Value) {
+    let level = level_of(level);
+    let peers: Vec<_> = shared
+        .sessions()
+        .values()
+        .filter(|s| s.level.is_none_or(|min| rank(level) >= rank(min)))
+        .filter_map(|s| s.peer.clone())
+        .collect();
+    for peer in peers {
+        let mut param = LoggingMessageNotificationParam::new(level, data.clone());
+        param.logger = Some(server.to_string());
+        #[allow(deprecated)]
+        let _ = peer.notify_logging_message(param).await;
+    }
+}
+
+async fn updated(shared: &Shared, server: &str, uri: &str) {
+    let key = (server.to_string(), uri.to_string());
+    let targets: Vec<_> = shared
+        .sessions()
+        .values()
+        .filter(|s| s.subscribed.contains(&key))
+        .map(|s| (s.peer.clone(), s.listens.clone(), s.profile.clone()))
+        .collect();
+    for (peer, listens, profile) in targets {
+        let exposed = match shared.view(profile.as_deref()) {
+            Ok(view) => view.exposed_uri(server, uri),
+            Err(_) => uri.to_string(),
+        };
+        if listens.is_empty() {
+            if let Some(peer) = peer {
+                let _ = peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(exposed)).await;
+            }
+        } else {
+            for sink in listens {
+                let _ = sink.notify_resource_updated(exposed.clone()).await;
+            }
+        }
+    }
+}

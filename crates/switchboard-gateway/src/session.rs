@@ -1,0 +1,496 @@
+//! One downstream session: the rmcp `ServerHandler` the gateway serves.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+use switchboard::CallOptions;
+use switchboard::status::ServerStatus;
+
+use crate::relay::SessionPeer;
+use crate::{SessionState, Shared, UnknownProfile};
+
+/// The resource listing every server and its status.
+pub const SERVERS_URI: &str = "switchboard://servers";
+
+/// One downstream session (an rmcp `ServerHandler`). Made by [`crate::Gateway::session`].
+pub struct Session {
+    shared: Arc<Shared>,
+    id: u64,
+    registered: AtomicBool,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shared.session_gone(self.id);
+    }
+}
+
+fn error(e: switchboard::Error) -> McpError {
+    use switchboard::Error as E;
+    match &e {
+        E::UnknownTool { .. } | E::UnknownServer { .. } => McpError::invalid_params(e.to_string(), None),
+        _ => McpError::internal_error(e.to_string(), None),
+    }
+}
+
+fn profile_error(e: UnknownProfile) -> McpError {
+    McpError::invalid_params(format!("no profile `{}` in the config", e.0), None)
+}
+
+/// The `profile` a request asked for in its URL (`/mcp?profile=NAME`).
+fn asked_profile(ctx: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = ctx.extensions.get::<http::request::Parts>()?;
+    let query = parts.uri.query()?;
+    query.split('&').find_map(|kv| kv.strip_prefix("profile=")).map(|p| p.replace("%20", " "))
+}
+
+fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+impl Session {
+    pub(crate) fn new(shared: Arc<Shared>) -> Session {
+        let id = shared.new_session_id();
+        Session { shared, id, registered: AtomicBool::new(false) }
+    }
+
+    /// Records the session's peer and profile on its first request.
+    fn register(&self, ctx: &RequestContext<RoleServer>) -> Result<Option<String>, McpError> {
+        let profile = asked_profile(ctx);
+        if let Some(p) = &profile {
+            self.shared.filter(Some(p)).map_err(profile_error)?;
+        }
+        if !self.registered.swap(true, Ordering::AcqRel) {
+            let state = SessionState { peer: Some(ctx.peer.clone()), profile: profile.clone(), ..Default::default() };
+            self.shared.sessions().insert(self.id, state);
+            if let Some(relay) = &self.shared.relay {
+                relay.session_seen(SessionPeer { id: self.id, peer: ctx.peer.clone() });
+            }
+        }
+        Ok(profile)
+    }
+
+    /// The client's view, once every upstream has connected or failed (so the first list is
+    /// complete).
+    async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
+        let profile = self.register(ctx)?;
+        self.shared.hub.ready().await;
+        self.shared.view(profile.as_deref()).map_err(profile_error)
+    }
+
+    /// `private` when the answer depends on the client (a profile or `--only` narrows it).
+    fn cache_scope(&self, ctx: &RequestContext<RoleServer>) -> CacheScope {
+        let profile = asked_profile(ctx);
+        match self.shared.filter(profile.as_deref()) {
+            Ok(f) if !f.narrows() => CacheScope::Public,
+            _ => CacheScope::Private,
+        }
+    }
+
+    /// Waits for upstreams still starting, so the first answer says what is there.
+    async fn settle(&self) {
+        if self.shared.transparent_server().is_some() {
+            self.shared.hub.ready().await;
+        } else {
+            let _ = tokio::time::timeout(INITIALIZE_WAIT, self.shared.hub.ready()).await;
+        }
+    }
+
+    fn instructions(&self) -> String {
+        let filter = self.shared.filter(None).ok();
+        let mut out = String::from(
+            "switchboard: one MCP server in front of the servers below. Tool names are mcp__<server>__<tool> \
+             unless the gateway runs with --names bare.\n",
+        );
+        for s in self.shared.hub.servers() {
+            if filter.as_ref().is_some_and(|f| !f.server(&s.name)) {
+                continue;
+            }
+            let line = match &s.status {
+                ServerStatus::Connected { instructions, .. } => {
+                    let mut l = format!("- {}: connected", s.name);
+                    if let Some(i) = instructions.as_deref().filter(|i| !i.trim().is_empty()) {
+                        l.push_str(&format!(". Its instructions: {}", switchboard::text::excerpt(i, 2000)));
+                    }
+                    l
+                }
+                ServerStatus::Untrusted => {
+                    format!(
+                        "- {}: not started (a project server not trusted yet): run `switchboard trust {}`",
+                        s.name, s.name
+                    )
+                }
+                ServerStatus::Failed { kind: switchboard::status::FailureKind::NeedsAuth, .. } => {
+                    format!("- {}: needs a login: run `switchboard auth {}`", s.name, s.name)
+                }
+                other => format!("- {}: {}", s.name, other.summary()),
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let view = self.view(&ctx).await?;
+        let Some(exposed) = view.tool(&request.name) else {
+            // Not in this client's view: say why when the server is known but not connected.
+            let e = self.shared.hub.missing_tool(&request.name);
+            return Err(match e {
+                switchboard::Error::UnknownTool { .. } => {
+                    McpError::invalid_params(format!("unknown tool `{}`", request.name), None)
+                }
+                other => error(other),
+            });
+        };
+        let catalog_name = exposed.catalog_name.clone();
+        let server = self.shared.hub.catalog().tool(&catalog_name).map(|e| e.server.clone()).unwrap_or_default();
+        let mut options = CallOptions::new().cancel(ctx.ct.clone());
+        if !self.shared.options.model_results {
+            options = options.raw_only();
+        }
+        let progress = match ctx.meta.get_progress_token() {
+            Some(token) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<switchboard::Progress>();
+                options = options.progress(tx);
+                let peer = ctx.peer.clone();
+                Some(tokio::spawn(async move {
+                    while let Some(p) = rx.recv().await {
+                        let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+                        param.total = p.total;
+                        param.message = p.message;
+                        if peer.notify_progress(param).await.is_err() {
+                            break;
+                        }
+                    }
+                }))
+            }
+            None => None,
+        };
+        let _guard = self
+            .shared
+            .relay
+            .as_ref()
+            .map(|r| r.call_started(&server, SessionPeer { id: self.id, peer: ctx.peer.clone() }));
+        let outcome = self.shared.hub.call_tool(&catalog_name, request.arguments, options).await;
+        if let Some(task) = progress {
+            // Progress sent before the result goes first; the channel closed with the call.
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(200), task).await;
+        }
+        match outcome {
+            Ok(out) if self.shared.options.model_results => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text(out.model.text())]);
+                result.is_error = Some(out.model.is_error);
+                result.structured_content = out.raw.structured_content;
+                Ok(result)
+            }
+            Ok(out) => Ok(out.raw),
+            Err(switchboard::Error::Cancelled) => Err(McpError::internal_error("the call was cancelled", None)),
+            Err(e) => Err(error(e)),
+        }
+    }
+
+    fn servers_resource(&self) -> ReadResourceResult {
+        let servers: Vec<serde_json::Value> = self
+            .shared
+            .hub
+            .servers()
+            .into_iter()
+            .map(|s| {
+                let hint = match &s.status {
+                    ServerStatus::Untrusted => Some(format!("switchboard trust {}", s.name)),
+                    ServerStatus::Failed { kind: switchboard::status::FailureKind::NeedsAuth, .. } => {
+                        Some(format!("switchboard auth {}", s.name))
+                    }
+                    _ => None,
+                };
+                serde_json::json!({"name": s.name, "status": s.status, "fix": hint})
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&serde_json::json!({"servers": servers})).unwrap_or_default();
+        ReadResourceResult::new(vec![ResourceContents::text(text, SERVERS_URI).with_mime_type("application/json")])
+    }
+}
+
+/// How long `initialize` waits for upstreams still starting (a transparent gateway waits for
+/// its one upstream whatever it takes: its answer is that server's).
+const INITIALIZE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl ServerHandler for Session {
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        self.settle().await;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        self.settle().await;
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        if let Some(server) = self.shared.transparent_server()
+            && let Some(info) = self.shared.hub.server_peer_info(&server)
+        {
+            let mut config = ServerConfig::new(info.capabilities.clone());
+            if let Some(implementation) = info.server_info.clone() {
+                config = config.with_server_info(implementation);
+            }
+            config.instructions = info.instructions.clone();
+            return config;
+        }
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(
+                Implementation::new("switchboard", env!("CARGO_PKG_VERSION")).with_title("switchboard gateway"),
+            )
+            .with_instructions(self.instructions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let view = self.view(&ctx).await?;
+        let mut result = ListToolsResult::with_all_items(view.tools.iter().map(|t| t.tool.clone()).collect());
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.call(request, ctx).await.map(CallToolResponse::Complete)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let view = self.view(&ctx).await?;
+        let mut result = ListPromptsResult::with_all_items(view.prompts.iter().map(|p| p.prompt.clone()).collect());
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
+        }
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let view = self.view(&ctx).await?;
+        let prompt = view
+            .prompt(&request.name)
+            .ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{}`", request.name), None))?;
+        let result = self.shared.hub.get_prompt(&prompt.server, &prompt.raw, request.arguments).await.map_err(error)?;
+        Ok(GetPromptResponse::Complete(result))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let view = self.view(&ctx).await?;
+        let mut items = view.resources.clone();
+        if self.shared.transparent_server().is_none() {
+            let mut servers = Resource::new(SERVERS_URI, "switchboard servers").with_mime_type("application/json");
+            servers.description =
+                Some("Every server behind this gateway, its status, and the command that fixes it".into());
+            items.push(servers);
+        }
+        let mut result = ListResourcesResult::with_all_items(items);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
+        }
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let view = self.view(&ctx).await?;
+        let mut result = ListResourceTemplatesResult::with_all_items(view.templates.clone());
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
+        }
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let view = self.view(&ctx).await?;
+        if request.uri == SERVERS_URI && self.shared.transparent_server().is_none() {
+            return Ok(ReadResourceResponse::Complete(self.servers_resource()));
+        }
+        let owner = view.resource_owner(&request.uri).or_else(|| {
+            // A URI no listing or template names: the only server in view, if one.
+            (view.servers.len() == 1)
+                .then(|| crate::view::Owner { server: view.servers[0].clone(), uri: request.uri.clone() })
+        });
+        let Some(owner) = owner else {
+            return Err(McpError::resource_not_found(format!("no server offers `{}`", request.uri), None));
+        };
+        let mut result = self.shared.hub.read_resource(&owner.server, &owner.uri).await.map_err(error)?;
+        if owner.uri != request.uri {
+            for c in &mut result.contents {
+                set_uri(c, &request.uri);
+            }
+        }
+        Ok(ReadResourceResponse::Complete(result))
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let view = self.view(&ctx).await?;
+        let owner = view
+            .resource_owner(&request.uri)
+            .ok_or_else(|| McpError::resource_not_found(format!("no server offers `{}`", request.uri), None))?;
+        self.shared.subscribe(self.id, &owner.server, &owner.uri).await.map_err(error)
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let view = self.view(&ctx).await?;
+        let Some(owner) = view.resource_owner(&request.uri) else { return Ok(()) };
+        let key = (owner.server.clone(), owner.uri.clone());
+        let had = self.shared.sessions().get_mut(&self.id).is_some_and(|s| s.subscribed.remove(&key));
+        if had {
+            self.shared.unsubscribe(&owner.server, &owner.uri).await;
+        }
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        mut request: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let view = self.view(&ctx).await?;
+        let server = match &mut request.r#ref {
+            Reference::Prompt(p) => {
+                let prompt = view
+                    .prompt(&p.name)
+                    .ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{}`", p.name), None))?;
+                p.name = prompt.raw.clone();
+                prompt.server.clone()
+            }
+            Reference::Resource(r) => {
+                let owner = view
+                    .template_owner(&r.uri)
+                    .or_else(|| view.resource_owner(&r.uri))
+                    .ok_or_else(|| McpError::invalid_params(format!("no server offers `{}`", r.uri), None))?;
+                r.uri = owner.uri;
+                owner.server
+            }
+            _ => return Err(McpError::invalid_params("unknown kind of completion reference", None)),
+        };
+        self.shared.hub.complete(&server, request).await.map_err(error)
+    }
+
+    async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.register(&ctx)?;
+        if let Some(s) = self.shared.sessions().get_mut(&self.id) {
+            s.level = Some(request.level);
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let ctx = context.request_context();
+        self.register(ctx)?;
+        let sink = context.sink().clone();
+        let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let view = self.view(ctx).await?;
+        let mut owned = Vec::new();
+        for uri in &uris {
+            if let Some(owner) = view.resource_owner(uri) {
+                if let Err(e) = self.shared.subscribe(self.id, &owner.server, &owner.uri).await {
+                    tracing::debug!("subscribing to {uri} for a listen stream: {e}");
+                } else {
+                    owned.push(owner);
+                }
+            }
+        }
+        if let Some(s) = self.shared.sessions().get_mut(&self.id) {
+            s.listens.push(sink);
+        }
+        context.cancelled().await;
+        let id = context.sink().id().clone();
+        if let Some(s) = self.shared.sessions().get_mut(&self.id) {
+            s.listens.retain(|l| l.id() != &id);
+        }
+        for owner in owned {
+            let key = (owner.server.clone(), owner.uri.clone());
+            let had = self.shared.sessions().get_mut(&self.id).is_some_and(|s| s.subscribed.remove(&key));
+            if had {
+                self.shared.unsubscribe(&owner.server, &owner.uri).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn set_uri(contents: &mut ResourceContents, uri: &str) {
+    match contents {
+        ResourceContents::TextResourceContents { uri: u, .. }
+        | ResourceContents::BlobResourceContents { uri: u, .. } => {
+            *u = uri.to_string();
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,317 @@
+//! What one downstream client sees of the catalog: which servers (`--only`, a profile), which
+//! tools (a profile's globs), and under which names.
+//!
+//! Names: `prefixed` gives the catalog's model-visible names (`mcp__<server>__<tool>`);
+//! `bare` gives each upstream's own names, and a name two servers share is given the
+//! catalog's (hashed) name instead, so a name always leads to one tool. Prompts follow the
+//! same rule. Resource URIs are kept when only one server has them; a URI several servers
+//! list is rewritten, for every one of them, to `switchboard://<server>/<uri>` (reversible:
+//! the server is the first path segment, the rest is the original URI). A view is built per
+//! catalog snapshot and shared by the sessions that see the same servers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use switchboard::catalog::Catalog;
+use switchboard::catalog::naming;
+use switchboard::config::Profile;
+
+/// The prefix of rewritten resource URIs.
+pub const URI_PREFIX: &str = "switchboard://";
+
+/// How tools and prompts are named downstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Names {
+    /// The catalog's `mcp__<server>__<tool>` names.
+    #[default]
+    Prefixed,
+    /// The upstream's own names; a collision gets the catalog's hashed name.
+    Bare,
+}
+
+/// Which servers and tools a client sees.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// Only these servers (`--only`); empty: all.
+    pub only: Vec<String>,
+    /// A profile's servers and tool filter.
+    pub profile: Option<Profile>,
+}
+
+/// A compiled [`Scope`].
+#[derive(Debug)]
+pub(crate) struct Filter {
+    only: Vec<String>,
+    servers: Option<Vec<String>>,
+    allow: Option<globset::GlobSet>,
+    deny: Option<globset::GlobSet>,
+}
+
+fn globs(list: &[String]) -> Option<globset::GlobSet> {
+    if list.is_empty() {
+        return None;
+    }
+    let mut b = globset::GlobSetBuilder::new();
+    for g in list {
+        // Config validation checked every glob; one that still fails matches nothing.
+        if let Ok(g) = globset::Glob::new(g) {
+            b.add(g);
+        }
+    }
+    b.build().ok()
+}
+
+impl Filter {
+    pub(crate) fn new(scope: &Scope) -> Filter {
+        let profile = scope.profile.as_ref();
+        Filter {
+            only: scope.only.clone(),
+            servers: profile.and_then(|p| p.servers.clone()),
+            allow: profile.and_then(|p| globs(&p.tools.allow)),
+            deny: profile.and_then(|p| globs(&p.tools.deny)),
+        }
+    }
+
+    /// Whether the client sees `server` at all.
+    pub(crate) fn server(&self, server: &str) -> bool {
+        (self.only.is_empty() || self.only.iter().any(|s| s == server))
+            && self.servers.as_ref().is_none_or(|list| list.iter().any(|s| s == server))
+    }
+
+    /// Whether the client sees a tool (by model-visible name and raw `server/tool`).
+    fn tool(&self, server: &str, name: &str, raw: &str) -> bool {
+        if !self.server(server) {
+            return false;
+        }
+        let qualified = format!("{server}/{raw}");
+        let hit = |set: &globset::GlobSet| set.is_match(name) || set.is_match(&qualified) || set.is_match(raw);
+        self.allow.as_ref().is_none_or(hit) && !self.deny.as_ref().is_some_and(hit)
+    }
+
+    /// Whether the answer depends on who asks (a profile or `--only` narrows it).
+    pub(crate) fn narrows(&self) -> bool {
+        !self.only.is_empty() || self.servers.is_some() || self.allow.is_some() || self.deny.is_some()
+    }
+}
+
+/// A tool as exposed: its downstream definition and where it goes.
+#[derive(Debug, Clone)]
+pub(crate) struct ExposedTool {
+    /// The definition sent downstream (the upstream's, renamed).
+    pub tool: Tool,
+    /// The catalog's name (what [`switchboard::Hub::call_tool`] takes).
+    pub catalog_name: String,
+}
+
+/// A prompt as exposed.
+#[derive(Debug, Clone)]
+pub(crate) struct ExposedPrompt {
+    pub prompt: Prompt,
+    pub server: String,
+    pub raw: String,
+}
+
+/// Where a resource URI goes.
+#[derive(Debug, Clone)]
+pub(crate) struct Owner {
+    pub server: String,
+    pub uri: String,
+}
+
+/// The client's view of one catalog snapshot.
+#[derive(Debug, Default)]
+pub(crate) struct View {
+    pub tools: Vec<ExposedTool>,
+    tool_index: HashMap<String, usize>,
+    pub prompts: Vec<ExposedPrompt>,
+    prompt_index: HashMap<String, usize>,
+    pub resources: Vec<Resource>,
+    pub templates: Vec<ResourceTemplate>,
+    uri_index: HashMap<String, Owner>,
+    /// `(literal prefix of the template, server, exposed template)`, longest prefix first.
+    template_prefixes: Vec<(String, String, String)>,
+    /// Servers that offered anything in this view.
+    pub servers: Vec<String>,
+}
+
+impl View {
+    pub(crate) fn build(catalog: &Catalog, filter: &Filter, names: Names) -> View {
+        let mut view = View::default();
+        // Tools.
+        let entries: Vec<_> =
+            catalog.tools().iter().filter(|e| filter.tool(&e.server, &e.name, &e.tool.name)).collect();
+        let mut raw_count: HashMap<&str, usize> = HashMap::new();
+        for e in &entries {
+            *raw_count.entry(e.tool.name.as_ref()).or_default() += 1;
+        }
+        for e in entries {
+            let exposed = match names {
+                Names::Prefixed => e.name.clone(),
+                Names::Bare if raw_count.get(e.tool.name.as_ref()) == Some(&1) => e.tool.name.to_string(),
+                Names::Bare => e.name.clone(),
+            };
+            let mut tool = e.tool.clone();
+            tool.name = exposed.clone().into();
+            view.tool_index.insert(exposed, view.tools.len());
+            view.tools.push(ExposedTool { tool, catalog_name: e.name.clone() });
+        }
+        // Prompts: the same naming rule over (server, prompt).
+        let prompts: Vec<_> = catalog.prompts().iter().filter(|p| filter.server(&p.server)).collect();
+        let prefixed = naming::assign(prompts.iter().map(|p| (p.server.as_str(), p.prompt.name.as_str())));
+        let mut prompt_count: HashMap<&str, usize> = HashMap::new();
+        for p in &prompts {
+            *prompt_count.entry(p.prompt.name.as_str()).or_default() += 1;
+        }
+        for (p, prefixed) in prompts.into_iter().zip(prefixed) {
+            if prefixed.is_empty() {
+                continue;
+            }
+            let exposed = match names {
+                Names::Bare if prompt_count.get(p.prompt.name.as_str()) == Some(&1) => p.prompt.name.clone(),
+                _ => prefixed,
+            };
+            let mut prompt = p.prompt.clone();
+            prompt.name = exposed.clone();
+            view.prompt_index.insert(exposed, view.prompts.len());
+            view.prompts.push(ExposedPrompt { prompt, server: p.server.clone(), raw: p.prompt.name.clone() });
+        }
+        // Resources and templates: URIs kept when unique.
+        let resources: Vec<_> = catalog.resources().iter().filter(|r| filter.server(&r.server)).collect();
+        let mut uri_count: HashMap<&str, usize> = HashMap::new();
+        for r in &resources {
+            *uri_count.entry(r.resource.uri.as_str()).or_default() += 1;
+        }
+        for r in resources {
+            let uri = r.resource.uri.clone();
+            let exposed = if uri_count.get(uri.as_str()) == Some(&1) { uri.clone() } else { rewrite(&r.server, &uri) };
+            let mut resource = r.resource.clone();
+            resource.uri = exposed.clone();
+            view.uri_index.insert(exposed, Owner { server: r.server.clone(), uri });
+            view.resources.push(resource);
+        }
+        let templates: Vec<_> = catalog.resource_templates().iter().filter(|t| filter.server(&t.server)).collect();
+        let mut template_count: HashMap<&str, usize> = HashMap::new();
+        for t in &templates {
+            *template_count.entry(t.template.uri_template.as_str()).or_default() += 1;
+        }
+        for t in templates {
+            let raw = t.template.uri_template.clone();
+            let exposed =
+                if template_count.get(raw.as_str()) == Some(&1) { raw.clone() } else { rewrite(&t.server, &raw) };
+            let literal = exposed.split('{').next().unwrap_or_default().to_string();
+            view.template_prefixes.push((literal, t.server.clone(), exposed.clone()));
+            let mut template = t.template.clone();
+            template.uri_template = exposed;
+            view.templates.push(template);
+        }
+        view.template_prefixes.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.cmp(b)));
+        view.servers = catalog
+            .tools()
+            .iter()
+            .map(|e| e.server.as_str())
+            .chain(catalog.prompts().iter().map(|p| p.server.as_str()))
+            .chain(catalog.resources().iter().map(|r| r.server.as_str()))
+            .filter(|s| filter.server(s))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        view
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<&ExposedTool> {
+        self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    pub(crate) fn prompt(&self, name: &str) -> Option<&ExposedPrompt> {
+        self.prompt_index.get(name).map(|&i| &self.prompts[i])
+    }
+
+    /// The server and original URI behind an exposed URI: a listed resource, a rewritten URI,
+    /// or one a template of a single server produces.
+    pub(crate) fn resource_owner(&self, uri: &str) -> Option<Owner> {
+        if let Some(owner) = self.uri_index.get(uri) {
+            return Some(owner.clone());
+        }
+        if let Some((server, original)) = unrewrite(uri)
+            && self.servers.iter().any(|s| s == server)
+        {
+            return Some(Owner { server: server.to_string(), uri: original.to_string() });
+        }
+        for (prefix, server, exposed) in &self.template_prefixes {
+            if !prefix.is_empty() && uri.starts_with(prefix.as_str()) {
+                let uri = match unrewrite(exposed) {
+                    Some((_, _)) => unrewrite(uri).map_or(uri, |(_, o)| o),
+                    None => uri,
+                };
+                return Some(Owner { server: server.clone(), uri: uri.to_string() });
+            }
+        }
+        None
+    }
+
+    /// The server owning a template by its exposed URI template.
+    pub(crate) fn template_owner(&self, exposed: &str) -> Option<Owner> {
+        self.template_prefixes.iter().find(|(_, _, t)| t == exposed).map(|(_, server, t)| Owner {
+            server: server.clone(),
+            uri: unrewrite(t).map_or(t.as_str(), |(_, o)| o).to_string(),
+        })
+    }
+
+    /// The URI a client knows for `(server, uri)`.
+    pub(crate) fn exposed_uri(&self, server: &str, uri: &str) -> String {
+        let rewritten = rewrite(server, uri);
+        if self.uri_index.contains_key(&rewritten) { rewritten } else { uri.to_string() }
+    }
+}
+
+/// `switchboard://<server>/<uri>`.
+pub fn rewrite(server: &str, uri: &str) -> String {
+    format!("{URI_PREFIX}{server}/{uri}")
+}
+
+/// The server and original URI of a rewritten URI.
+pub fn unrewrite(uri: &str) -> Option<(&str, &str)> {
+    let rest = uri.strip_prefix(URI_PREFIX)?;
+    let (server, original) = rest.split_once('/')?;
+    (!server.is_empty() && !original.is_empty()).then_some((server, original))
+}
+
+/// A view cached per catalog snapshot.
+#[derive(Debug, Default)]
+pub(crate) struct Cached {
+    pub(crate) catalog: Option<Arc<Catalog>>,
+    pub(crate) view: Arc<View>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewritten_uris_go_back() {
+        let r = rewrite("docs", "file:///a/b");
+        assert_eq!(r, "switchboard://docs/file:///a/b");
+        assert_eq!(unrewrite(&r), Some(("docs", "file:///a/b")));
+        assert_eq!(unrewrite("switchboard://servers"), None);
+        assert_eq!(unrewrite("file:///x"), None);
+    }
+
+    #[test]
+    fn filters_match_visible_and_raw_names() {
+        let profile = Profile::new(
+            Some(vec!["gh".into(), "docs".into()]),
+            switchboard::config::ToolFilter::new(vec![], vec!["*delete*".into(), "docs/write".into()]),
+        );
+        let f = Filter::new(&Scope { only: vec![], profile: Some(profile) });
+        assert!(f.tool("gh", "mcp__gh__create_issue", "create_issue"));
+        assert!(!f.tool("gh", "mcp__gh__delete_repo", "delete_repo"));
+        assert!(!f.tool("docs", "mcp__docs__write", "write"));
+        assert!(f.tool("docs", "mcp__docs__read", "read"));
+        assert!(!f.tool("other", "mcp__other__read", "read"));
+        assert!(f.narrows());
+        assert!(!Filter::new(&Scope::default()).narrows());
+    }
+}

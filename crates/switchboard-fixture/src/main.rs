@@ -332,6 +332,11 @@ impl ServerHandler for Fixture {
                         biased;
                         _ = context.ct.cancelled() => {
                             eprintln!("fixture: slow call cancelled at step {step}");
+                            if let Some(log) = &self.opts.call_log
+                                && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log)
+                            {
+                                let _ = writeln!(f, "cancelled slow");
+                            }
                             return Err(ErrorData::internal_error("cancelled", None));
                         }
                         _ = pause => {}

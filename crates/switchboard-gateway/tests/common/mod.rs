@@ -1,0 +1,199 @@
+//! What the gateway's end-to-end tests share: a config with two real upstreams (the fixture
+//! and `server-everything`), the `switchboard gateway` binary on stdio or HTTP, and an rmcp
+//! client that records every notification and answers elicitation.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProgressNotificationParam, ResourceUpdatedNotificationParam,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use serde_json::json;
+use switchboard_testkit::{fixture, node_peer};
+use tokio::sync::mpsc;
+
+/// What the client saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seen {
+    Progress { token: String, progress: f64 },
+    ToolsChanged,
+    ResourceUpdated(String),
+    Log { logger: Option<String>, data: String },
+}
+
+/// A client that records and answers `name: Ada` to every form.
+#[derive(Clone)]
+pub struct Recorder {
+    pub seen: mpsc::UnboundedSender<Seen>,
+    pub elicitation: bool,
+}
+
+impl ClientHandler for Recorder {
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        if self.elicitation {
+            let mut e = ElicitationCapability::new();
+            e.form = Some(FormElicitationCapability::default());
+            caps.elicitation = Some(e);
+        }
+        ClientConfig::new(caps, Implementation::new("gateway-test", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let mut r = ElicitResult::new(ElicitationAction::Accept);
+        r.content = Some(json!({"name": "Ada"}));
+        Ok(r)
+    }
+
+    async fn on_progress(&self, p: ProgressNotificationParam, _ctx: NotificationContext<RoleClient>) {
+        let token = serde_json::to_value(&p.progress_token).unwrap().to_string();
+        let _ = self.seen.send(Seen::Progress { token, progress: p.progress });
+    }
+
+    async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        let _ = self.seen.send(Seen::ToolsChanged);
+    }
+
+    async fn on_resource_updated(&self, p: ResourceUpdatedNotificationParam, _ctx: NotificationContext<RoleClient>) {
+        let _ = self.seen.send(Seen::ResourceUpdated(p.uri));
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        p: rmcp::model::LoggingMessageNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.seen.send(Seen::Log { logger: p.logger, data: p.data.to_string() });
+    }
+}
+
+/// A private home: user file, data folder, and a `--config` file with the upstreams.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub call_log: PathBuf,
+    pub marker: String,
+}
+
+impl Home {
+    /// `fx` (the fixture, with a call log and `marker` in argv) and, with `everything`,
+    /// `ev` (server-everything over stdio).
+    pub fn new(everything: bool) -> Home {
+        Home::with(everything, json!({}))
+    }
+
+    /// With more servers or top-level keys merged in (`{"servers": {...}, "profiles": {...}}`).
+    pub fn with(everything: bool, extra: serde_json::Value) -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let call_log = dir.path().join("calls.log");
+        let marker = switchboard_testkit::unique_marker("gateway");
+        let mut servers = json!({
+            "fx": {"command": fixture(), "args": ["--name", "fx", "--call-log", call_log, "--marker", marker, "--forks", "hostile"]},
+        });
+        if everything {
+            servers["ev"] = json!({"command": "node", "args": [node_peer("server-everything"), "stdio"]});
+        }
+        if let Some(more) = extra.get("servers").and_then(|s| s.as_object()) {
+            for (k, v) in more {
+                servers[k] = v.clone();
+            }
+        }
+        let mut file = json!({"servers": servers});
+        if let Some(p) = extra.get("profiles") {
+            file["profiles"] = p.clone();
+        }
+        let config = dir.path().join("gateway.json");
+        std::fs::write(&config, file.to_string()).unwrap();
+        Home { dir, config, call_log, marker }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `switchboard --config <config> gateway <args>` with this home.
+    pub fn gateway(&self, args: &[&str]) -> tokio::process::Command {
+        let mut c = tokio::process::Command::new(switchboard_testkit::cli());
+        c.env("SWITCHBOARD_CONFIG", self.path().join("user.json"))
+            .env("SWITCHBOARD_DATA_DIR", self.path().join("data"))
+            .env_remove("RUST_LOG")
+            .current_dir(self.path())
+            .arg("--config")
+            .arg(&self.config)
+            .arg("gateway")
+            .args(args);
+        c
+    }
+
+    /// Lines of the fixture's call log.
+    pub fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.call_log).unwrap_or_default().lines().map(str::to_string).collect()
+    }
+
+    /// Waits until the call log has `line`.
+    pub async fn wait_call(&self, line: &str, limit: Duration) -> bool {
+        let start = std::time::Instant::now();
+        while start.elapsed() < limit {
+            if self.calls().iter().any(|l| l == line) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    /// The API token (made by the first gateway or serve).
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self.path().join("data/serve-token")).unwrap().trim().to_string()
+    }
+}
+
+/// Starts `switchboard gateway --http 127.0.0.1:0 <args>` and returns it with its `/mcp` URL.
+pub fn http_gateway(home: &Home, args: &[&str]) -> (Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut c = std::process::Command::new(switchboard_testkit::cli());
+    c.env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env_remove("RUST_LOG")
+        .current_dir(home.path())
+        .arg("--config")
+        .arg(&home.config)
+        .args(["gateway", "--http", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = c.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let url = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the gateway printed no address");
+        if let Some(rest) = line.trim().strip_prefix("switchboard gateway: MCP (Streamable HTTP) at ") {
+            break rest.to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    (child, url)
+}
+
+/// Receives until `want` matches (or `limit` passes); returns whether it did.
+pub async fn wait_seen(rx: &mut mpsc::UnboundedReceiver<Seen>, limit: Duration, want: impl Fn(&Seen) -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(s)) if want(&s) => return true,
+            Ok(Some(_)) => {}
+            _ => return false,
+        }
+    }
+}

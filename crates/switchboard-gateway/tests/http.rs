@@ -1,0 +1,159 @@
+//! `switchboard gateway --http`: rmcp's Streamable HTTP client through the gateway (token,
+//! progress, elicitation, list_changed), the front door's security (token, Host, loopback),
+//! and profiles chosen per client with `/mcp?profile=NAME`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Home, Recorder, Seen, wait_seen};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::json;
+
+fn client_transport(url: &str, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+    StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url).auth_header(token))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_over_http_with_the_token() {
+    let home = Home::new(false);
+    let (mut child, url) = common::http_gateway(&home, &[]);
+    let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let client = Recorder { seen: tx, elicitation: true }.serve(client_transport(&url, &home.token())).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "mcp__fx__echo"));
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("mcp__fx__slow")
+                .with_arguments(json!({"ms": 10, "steps": 2}).as_object().cloned().unwrap()),
+        )
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&r.content).unwrap().contains("slept 2"));
+    assert!(
+        wait_seen(
+            &mut seen,
+            Duration::from_secs(5),
+            |s| matches!(s, Seen::Progress { progress, .. } if *progress == 2.0)
+        )
+        .await
+    );
+    let r = client.call_tool(CallToolRequestParams::new("mcp__fx__ask")).await.unwrap();
+    assert!(serde_json::to_string(&r.content).unwrap().contains("Ada"));
+    client.call_tool(CallToolRequestParams::new("mcp__fx__mutate")).await.unwrap();
+    assert!(
+        wait_seen(&mut seen, Duration::from_secs(10), |s| *s == Seen::ToolsChanged).await,
+        "no list_changed on the GET stream"
+    );
+    client.cancel().await.unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn the_front_door_wants_the_token_and_its_own_host() {
+    let home = Home::new(false);
+    let (mut child, url) = common::http_gateway(&home, &[]);
+    let http = reqwest::blocking::Client::new();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let post = |token: Option<&str>, host: Option<&str>| {
+        let mut r = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(init);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        if let Some(h) = host {
+            r = r.header("host", h);
+        }
+        r.send().unwrap()
+    };
+    assert_eq!(post(None, None).status(), 401);
+    assert_eq!(post(Some("wrong-token-wrong-token-wrong-token"), None).status(), 401);
+    let port = url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/mcp");
+    assert_eq!(post(Some(&home.token()), Some(&format!("evil.example:{port}"))).status(), 421);
+    assert!(post(Some(&home.token()), None).status().is_success());
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // --no-auth: allowed on loopback (with a warning); refused elsewhere, as is a remote bind.
+    let (mut open, url) = common::http_gateway(&home, &["--no-auth"]);
+    let r = http
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(init)
+        .send()
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let _ = open.kill();
+    let _ = open.wait();
+    for args in [vec!["--http", "0.0.0.0:0"], vec!["--http", "0.0.0.0:0", "--allow-remote", "--no-auth"]] {
+        let out = std::process::Command::new(switchboard_testkit::cli())
+            .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
+            .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+            .arg("--config")
+            .arg(&home.config)
+            .arg("gateway")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("loopback"), "{err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_narrows_what_a_client_sees() {
+    let home = Home::with(
+        false,
+        json!({
+            "servers": {"other": {"command": switchboard_testkit::fixture(), "args": ["--name", "other"]}},
+            "profiles": {"reader": {"servers": ["fx"], "tools": {"deny": ["*mutate*", "fx/crash"]}}}
+        }),
+    );
+    let (mut child, url) = common::http_gateway(&home, &[]);
+    let token = home.token();
+    let names = |tools: Vec<rmcp::model::Tool>| tools.into_iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
+    let (tx, _seen) = tokio::sync::mpsc::unbounded_channel();
+    let all = Recorder { seen: tx.clone(), elicitation: false }.serve(client_transport(&url, &token)).await.unwrap();
+    let everything = names(all.list_all_tools().await.unwrap());
+    assert!(everything.contains(&"mcp__other__echo".into()) && everything.contains(&"mcp__fx__mutate".into()));
+    let reader = Recorder { seen: tx, elicitation: false }
+        .serve(client_transport(&format!("{url}?profile=reader"), &token))
+        .await
+        .unwrap();
+    let narrow = names(reader.list_all_tools().await.unwrap());
+    assert!(narrow.contains(&"mcp__fx__echo".into()), "{narrow:?}");
+    assert!(!narrow.iter().any(|n| n.contains("other") || n.contains("mutate") || n.ends_with("crash")), "{narrow:?}");
+    let refused = reader.call_tool(CallToolRequestParams::new("mcp__fx__mutate")).await;
+    assert!(refused.is_err(), "a tool outside the profile was called");
+    let r = all
+        .call_tool(
+            CallToolRequestParams::new("mcp__fx__echo")
+                .with_arguments(json!({"text": "x"}).as_object().cloned().unwrap()),
+        )
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&r.content).unwrap().contains('x'));
+    // An unknown profile is an error naming it.
+    let (tx, _seen) = tokio::sync::mpsc::unbounded_channel();
+    let unknown =
+        Recorder { seen: tx, elicitation: false }.serve(client_transport(&format!("{url}?profile=nope"), &token)).await;
+    match unknown {
+        Ok(c) => {
+            let e = c.list_all_tools().await.unwrap_err();
+            assert!(e.to_string().contains("nope"), "{e}");
+        }
+        Err(e) => assert!(e.to_string().contains("nope"), "{e}"),
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

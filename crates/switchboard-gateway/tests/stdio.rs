@@ -1,0 +1,133 @@
+//! `switchboard gateway` on stdio, driven by rmcp's client: two real upstreams (the fixture
+//! and server-everything) through one session; progress, cancellation, elicitation,
+//! list_changed, resource updates and logs forwarded; stdin EOF ends every upstream tree.
+// `resources/subscribe` is legacy-only in rmcp (deprecated), and exactly what is tested here.
+#![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Home, Recorder, Seen, wait_seen};
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, ReadResourceRequestParams, SubscribeRequestParams,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+use switchboard_testkit::{pids_with_arg, wait_gone};
+
+fn args(v: serde_json::Value) -> Option<rmcp::model::JsonObject> {
+    v.as_object().cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_session_reaches_both_upstreams_with_everything_forwarded() {
+    let home = Home::new(true);
+    let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let transport = TokioChildProcess::new(home.gateway(&[])).unwrap();
+    let client = Recorder { seen: tx, elicitation: true }.serve(transport).await.unwrap();
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("switchboard"));
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(instructions.contains("- fx: connected") && instructions.contains("- ev: connected"), "{instructions}");
+    assert!(info.capabilities.tools.as_ref().and_then(|t| t.list_changed) == Some(true));
+
+    // Both upstreams' tools, under prefixed names, schemas as the upstream wrote them.
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(names.contains(&"mcp__fx__echo") && names.contains(&"mcp__ev__echo"), "{names:?}");
+    let add = tools.iter().find(|t| t.name == "mcp__fx__add").unwrap();
+    assert_eq!(add.input_schema.get("required"), Some(&json!(["a", "b"])));
+
+    // A call to each, raw results.
+    let r = client
+        .call_tool(CallToolRequestParams::new("mcp__fx__add").with_arguments(args(json!({"a": 2, "b": 3})).unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": 5.0})));
+    let r = client
+        .call_tool(CallToolRequestParams::new("mcp__ev__echo").with_arguments(args(json!({"message": "hi"})).unwrap()))
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&r.content).unwrap().contains("hi"));
+
+    // Progress, with the client's own token.
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("mcp__fx__slow").with_arguments(args(json!({"ms": 20, "steps": 3})).unwrap()),
+    ));
+    let handle = client.send_request_with_option(request, PeerRequestOptions::no_options()).await.unwrap();
+    let token = serde_json::to_value(&handle.progress_token).unwrap().to_string();
+    handle.await_response().await.unwrap();
+    let mut steps = Vec::new();
+    while let Ok(Some(s)) = tokio::time::timeout(Duration::from_millis(300), seen.recv()).await {
+        if let Seen::Progress { token: t, progress } = s {
+            assert_eq!(t, token, "progress carries the client's token");
+            steps.push(progress);
+        }
+    }
+    assert_eq!(steps, vec![1.0, 2.0, 3.0]);
+
+    // Cancellation: the upstream request is cancelled, nothing else.
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("mcp__fx__slow").with_arguments(args(json!({"ms": 500, "steps": 20})).unwrap()),
+    ));
+    let handle = client.send_request_with_option(request, PeerRequestOptions::no_options()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    handle.cancel(Some("test".into())).await.unwrap();
+    assert!(
+        home.wait_call("cancelled slow", Duration::from_secs(10)).await,
+        "the upstream saw no cancellation: {:?}",
+        home.calls()
+    );
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("mcp__fx__echo").with_arguments(args(json!({"text": "still here"})).unwrap()),
+        )
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&r.content).unwrap().contains("still here"));
+
+    // An upstream's elicitation, answered by this client.
+    let r = client.call_tool(CallToolRequestParams::new("mcp__fx__ask")).await.unwrap();
+    let text = serde_json::to_string(&r.content).unwrap();
+    assert!(text.contains("accept") && text.contains("Ada"), "{text}");
+
+    // list_changed when an upstream adds a tool; the new tool is listed.
+    client.call_tool(CallToolRequestParams::new("mcp__fx__mutate")).await.unwrap();
+    assert!(wait_seen(&mut seen, Duration::from_secs(10), |s| *s == Seen::ToolsChanged).await);
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(
+        tools.iter().any(|t| t.name == "mcp__fx__added_0"),
+        "{:?}",
+        tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
+
+    // Resources: subscribe through the gateway, updates come back; the upstream's logs too.
+    let resources = client.list_all_resources().await.unwrap();
+    let uri = resources.iter().map(|r| r.uri.clone()).find(|u| u.starts_with("demo://")).unwrap();
+    assert!(resources.iter().any(|r| r.uri == "switchboard://servers"));
+    let servers = client.read_resource(ReadResourceRequestParams::new("switchboard://servers")).await.unwrap();
+    assert!(serde_json::to_string(&servers).unwrap().contains("connected"));
+    let read = client.read_resource(ReadResourceRequestParams::new(uri.clone())).await.unwrap();
+    assert!(!read.contents.is_empty());
+    client.subscribe(SubscribeRequestParams::new(uri.clone())).await.unwrap();
+    assert!(
+        wait_seen(
+            &mut seen,
+            Duration::from_secs(10),
+            |s| matches!(s, Seen::Log { logger: Some(l), data } if l == "ev" && data.contains("Subscribe"))
+        )
+        .await,
+        "the upstream's log message did not reach the client with its server's name"
+    );
+    client.call_tool(CallToolRequestParams::new("mcp__ev__toggle-subscriber-updates")).await.unwrap();
+    assert!(wait_seen(&mut seen, Duration::from_secs(15), |s| *s == Seen::ResourceUpdated(uri.clone())).await);
+
+    // stdin closes: the gateway ends every upstream's tree (the fixture's hostile forks too).
+    assert!(!pids_with_arg(&home.marker).is_empty(), "the fixture's forks are running");
+    client.cancel().await.unwrap();
+    let left = wait_gone(&home.marker, Duration::from_secs(15));
+    assert!(left.is_empty(), "left after stdin closed: {left:?}");
+}

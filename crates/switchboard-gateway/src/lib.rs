@@ -197,11 +197,12 @@ impl Shared {
     /// The view of the current catalog for a profile.
     fn view(&self, profile: Option<&str>) -> Result<Arc<view::View>, UnknownProfile> {
         let filter = self.filter(profile)?;
+        let repair = self.transparent_server().is_none();
         let catalog = self.hub.catalog();
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
         let cached = views.entry(profile.map(str::to_string)).or_default();
         if !cached.catalog.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) {
-            cached.view = Arc::new(view::View::build(&catalog, &filter, self.options.names));
+            cached.view = Arc::new(view::View::build(&catalog, &filter, self.options.names, repair));
             cached.catalog = Some(catalog);
         }
         Ok(cached.view.clone())

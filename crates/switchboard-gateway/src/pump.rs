@@ -116,6 +116,7 @@ async fn log(shared: &Shared, server: &str, level: &str, data: serde_json::Value
         .filter(|s| s.level.is_none_or(|min| rank(level) >= rank(min)))
         .filter_map(|s| s.peer.clone())
         .collect();
+    tracing::debug!(server, sessions = peers.len(), "forwarding a log message");
     for peer in peers {
         let mut param = LoggingMessageNotificationParam::new(level, data.clone());
         param.logger = Some(server.to_string());

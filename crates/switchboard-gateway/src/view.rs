@@ -137,7 +137,10 @@ pub(crate) struct View {
 }
 
 impl View {
-    pub(crate) fn build(catalog: &Catalog, filter: &Filter, names: Names) -> View {
+    /// `repair`: a tool whose input schema is not an object schema (which the spec requires,
+    /// and which makes some clients refuse the whole list) is given the catalog's normalised
+    /// one; off for a transparent gateway, which passes everything as the server sent it.
+    pub(crate) fn build(catalog: &Catalog, filter: &Filter, names: Names, repair: bool) -> View {
         let mut view = View::default();
         // Tools.
         let entries: Vec<_> =
@@ -154,6 +157,9 @@ impl View {
             };
             let mut tool = e.tool.clone();
             tool.name = exposed.clone().into();
+            if repair && tool.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+                tool.input_schema = e.input_schema.clone();
+            }
             view.tool_index.insert(exposed, view.tools.len());
             view.tools.push(ExposedTool { tool, catalog_name: e.name.clone() });
         }

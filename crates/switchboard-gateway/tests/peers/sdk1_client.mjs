@@ -1,0 +1,72 @@
+// The TypeScript SDK's client (@modelcontextprotocol/sdk 1.x) through `switchboard gateway`,
+// over stdio or Streamable HTTP. Prints one JSON line of what it saw; exits non-zero on error.
+//
+//   node sdk1_client.mjs <sdk folder> stdio <switchboard> <args...>
+//   node sdk1_client.mjs <sdk folder> http <url> <token>
+import { pathToFileURL } from "node:url";
+import path from "node:path";
+
+const [sdkDir, mode, ...rest] = process.argv.slice(2);
+const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
+const { Client } = await load("client/index.js");
+const { StdioClientTransport } = await load("client/stdio.js");
+const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
+const types = await load("types.js");
+
+const seen = { logs: [], progress: [], toolsChanged: 0 };
+const client = new Client({ name: "sdk1-test", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+client.setNotificationHandler(types.LoggingMessageNotificationSchema, (n) => seen.logs.push(n.params));
+client.setNotificationHandler(types.ToolListChangedNotificationSchema, () => seen.toolsChanged++);
+client.setRequestHandler(types.ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Ada" } }));
+
+let transport;
+if (mode === "stdio") {
+  const [command, ...args] = rest;
+  transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+} else {
+  const [url, token] = rest;
+  transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+}
+const out = {};
+try {
+  await client.connect(transport);
+  out.server = client.getServerVersion()?.name;
+  await client.setLoggingLevel("debug");
+  const tools = (await client.listTools()).tools.map((t) => t.name);
+  out.tools = tools;
+  const sum = await client.callTool({ name: "mcp__fx__add", arguments: { a: 2, b: 3 } });
+  out.sum = sum.structuredContent?.sum;
+  const slow = await client.callTool(
+    { name: "mcp__fx__slow", arguments: { ms: 20, steps: 3 } },
+    undefined,
+    { onprogress: (p) => seen.progress.push(p.progress) },
+  );
+  out.slow = slow.content?.[0]?.text;
+  const asked = await client.callTool({ name: "mcp__fx__ask", arguments: {} });
+  out.ask = asked.content?.[0]?.text;
+  // Cancel mid-call: the upstream must see notifications/cancelled.
+  const ac = new AbortController();
+  const pending = client.callTool({ name: "mcp__fx__slow", arguments: { ms: 500, steps: 20 } }, undefined, { signal: ac.signal });
+  setTimeout(() => ac.abort("test"), 700);
+  try {
+    await pending;
+    out.cancelled = false;
+  } catch {
+    out.cancelled = true;
+  }
+  if (tools.includes("mcp__ev__echo")) {
+    await client.callTool({ name: "mcp__ev__toggle-simulated-logging", arguments: {} });
+    await new Promise((r) => setTimeout(r, 2500));
+  }
+  await client.callTool({ name: "mcp__fx__mutate", arguments: {} });
+  const deadline = Date.now() + 10000;
+  while (seen.toolsChanged === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  out.added = (await client.listTools()).tools.some((t) => t.name === "mcp__fx__added_0");
+  out.seen = seen;
+  await client.close();
+  console.log(JSON.stringify(out));
+} catch (e) {
+  console.error("sdk1 client failed:", e);
+  console.log(JSON.stringify({ ...out, error: String(e), seen }));
+  process.exit(1);
+}

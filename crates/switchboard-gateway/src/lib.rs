@@ -19,6 +19,7 @@
 // every earlier revision use them: the gateway serves both.
 #![allow(deprecated)]
 
+mod call;
 mod pump;
 mod relay;
 mod session;
@@ -91,6 +92,9 @@ struct SessionState {
     listens: Vec<SubscriptionSink>,
     /// The profile it asked for (`None`: the gateway's default scope).
     profile: Option<String>,
+    /// The view it was last told about (it listed, or it started listening): list changes
+    /// are told against it, and only when a list it can see changed.
+    seen: Option<Arc<view::View>>,
 }
 
 pub(crate) struct Shared {
@@ -104,6 +108,10 @@ pub(crate) struct Shared {
     filters: Mutex<HashMap<Option<String>, Arc<view::Filter>>>,
     /// Upstream resource subscriptions, counted over sessions.
     subscriptions: Mutex<HashMap<(String, String), usize>>,
+    /// Calls waiting for a 2026-07-28 client's answers, by `requestState`.
+    parked: Mutex<HashMap<String, call::Parked>>,
+    /// Makes `requestState` values no one can guess.
+    state_keys: std::collections::hash_map::RandomState,
 }
 
 /// The gateway: shared by every downstream session of one hub.
@@ -136,6 +144,8 @@ impl Gateway {
             views: Mutex::default(),
             filters: Mutex::default(),
             subscriptions: Mutex::default(),
+            parked: Mutex::default(),
+            state_keys: std::collections::hash_map::RandomState::new(),
         });
         pump::start(&shared);
         Gateway { shared }
@@ -173,6 +183,25 @@ impl Shared {
 
     fn new_session_id(&self) -> u64 {
         self.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A fresh, unguessable `requestState` for a parked call.
+    fn new_request_state(&self) -> String {
+        use std::hash::{BuildHasher, Hasher};
+        let n = self.new_session_id();
+        let mut a = self.state_keys.build_hasher();
+        a.write_u64(n);
+        let mut b = self.state_keys.build_hasher();
+        b.write_u64(!n);
+        format!("sb1-{n:x}-{:016x}{:016x}", a.finish(), b.finish())
+    }
+
+    fn park(&self, state: String, parked: call::Parked) {
+        self.parked.lock().unwrap_or_else(PoisonError::into_inner).insert(state, parked);
+    }
+
+    fn parked_remove(&self, state: &str) -> Option<call::Parked> {
+        self.parked.lock().unwrap_or_else(PoisonError::into_inner).remove(state)
     }
 
     /// The compiled filter of a profile (`None`: the default scope).

@@ -78,32 +78,46 @@ fn rank(level: LoggingLevel) -> u8 {
     }
 }
 
+/// Tells each session which of the lists it saw have changed since (a session that never
+/// listed has nothing to be told: its first list is current).
 async fn list_changed(shared: &Shared) {
-    let (peers, sinks): (Vec<_>, Vec<_>) = {
-        let sessions = shared.sessions();
-        (
-            sessions.values().filter_map(|s| s.peer.clone()).collect(),
-            sessions.values().flat_map(|s| s.listens.iter().cloned()).collect(),
-        )
-    };
-    for peer in peers {
-        if peer.peer_info().is_some_and(|i| !i.protocol_version.has_initialize()) {
-            continue; // 2026-07-28: only on its listen streams
+    let sessions: Vec<(u64, Option<String>, Arc<crate::view::View>)> =
+        shared.sessions().iter().filter_map(|(id, s)| Some((*id, s.profile.clone(), s.seen.clone()?))).collect();
+    for (id, profile, seen) in sessions {
+        let Ok(now) = shared.view(profile.as_deref()) else { continue };
+        let (tools, prompts, resources) = now.changes(&seen);
+        if !(tools || prompts || resources) {
+            continue;
         }
-        let _ = peer.notify_tool_list_changed().await;
-        let _ = peer.notify_prompt_list_changed().await;
-        let _ = peer.notify_resource_list_changed().await;
-    }
-    for sink in sinks {
-        let accepted = sink.accepted().clone();
-        if accepted.tools_list_changed == Some(true) {
-            let _ = sink.notify_tool_list_changed().await;
+        let (peer, sinks) = {
+            let mut all = shared.sessions();
+            let Some(s) = all.get_mut(&id) else { continue };
+            s.seen = Some(now.clone());
+            (s.peer.clone(), s.listens.clone())
+        };
+        // 2026-07-28 clients hear of changes only on their listen streams.
+        if let Some(peer) = peer.filter(|p| p.peer_info().is_none_or(|i| i.protocol_version.has_initialize())) {
+            if tools {
+                let _ = peer.notify_tool_list_changed().await;
+            }
+            if prompts {
+                let _ = peer.notify_prompt_list_changed().await;
+            }
+            if resources {
+                let _ = peer.notify_resource_list_changed().await;
+            }
         }
-        if accepted.prompts_list_changed == Some(true) {
-            let _ = sink.notify_prompt_list_changed().await;
-        }
-        if accepted.resources_list_changed == Some(true) {
-            let _ = sink.notify_resource_list_changed().await;
+        for sink in sinks {
+            let accepted = sink.accepted().clone();
+            if tools && accepted.tools_list_changed == Some(true) {
+                let _ = sink.notify_tool_list_changed().await;
+            }
+            if prompts && accepted.prompts_list_changed == Some(true) {
+                let _ = sink.notify_prompt_list_changed().await;
+            }
+            if resources && accepted.resources_list_changed == Some(true) {
+                let _ = sink.notify_resource_list_changed().await;
+            }
         }
     }
 }

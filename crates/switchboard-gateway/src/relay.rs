@@ -1,13 +1,17 @@
 //! Server-to-client requests (elicitation, sampling) from upstreams, relayed to the downstream
-//! session whose call caused them.
+//! call that caused them.
 //!
 //! The hub asks its [`Elicitor`] and [`Sampler`] with only the server's name: a stdio upstream
 //! does not say which request a server-to-client request belongs to, and rmcp's task-local
-//! association does not cross the hub's tasks. So: the session with the only call in flight
-//! on that server; with several, the most recent of those calls; with none, the session that
-//! most recently declared the capability. A session that did not declare it gets nothing
+//! association does not cross the hub's tasks. So the question goes to the only call in flight
+//! on that server (with several, the most recent one). It is handed to that call's own handler
+//! task ([`crate::call`]), which asks its client in the client's era: a request sent from the
+//! handler task rides the call's own HTTP response stream (rmcp's SEP-2260 routing), and a
+//! 2026-07-28 client, which takes no server-to-client requests, gets an `input_required`
+//! result instead. With no call in flight: the session that most recently declared the
+//! capability (a legacy one; asked directly), else the fallback elicitor (`serve`'s
+//! dashboard), else a decline. A client that did not declare the capability gets nothing
 //! asked: the upstream receives a decline (elicitation) or a refusal (sampling), never a hang.
-//! Without any session (`serve` with no MCP client) the fallback elicitor answers, if any.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -19,6 +23,7 @@ use rmcp::model::{CreateMessageResult, ElicitRequestParams, ElicitResult, Elicit
 use rmcp::service::{Peer, RoleServer};
 use switchboard::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
 use switchboard::sampling::{Sampler, SamplingRequest};
+use tokio::sync::{mpsc, oneshot};
 
 /// A session's part in relaying.
 #[derive(Clone)]
@@ -27,11 +32,31 @@ pub(crate) struct SessionPeer {
     pub peer: Peer<RoleServer>,
 }
 
+/// A question from an upstream, for the call that caused it.
+pub(crate) enum Ask {
+    Elicit { request: ElicitationRequest, reply: oneshot::Sender<ElicitationAnswer> },
+    Sample { request: SamplingRequest, reply: oneshot::Sender<Result<CreateMessageResult, String>> },
+}
+
+impl Ask {
+    /// Answers it with "no": a decline, or a refused sampling.
+    pub(crate) fn refuse(self, why: &str) {
+        match self {
+            Ask::Elicit { reply, .. } => {
+                let _ = reply.send(ElicitationAnswer::Decline);
+            }
+            Ask::Sample { reply, .. } => {
+                let _ = reply.send(Err(why.to_string()));
+            }
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
-    /// Calls in flight: call number → (server, session).
-    calls: BTreeMap<u64, (String, SessionPeer)>,
-    /// Sessions by the order they last declared a capability: session → (order, peer).
+    /// Calls in flight: call number → (server, where its questions go).
+    calls: BTreeMap<u64, (String, mpsc::UnboundedSender<Ask>)>,
+    /// Sessions by the order they last made a request: session → (order, peer).
     sessions: BTreeMap<u64, (u64, SessionPeer)>,
 }
 
@@ -49,7 +74,7 @@ impl std::fmt::Debug for Relay {
     }
 }
 
-/// Removes a call from the relay when it ends.
+/// Takes a call out of the relay when it ends.
 pub(crate) struct CallGuard {
     relay: Arc<Relay>,
     call: u64,
@@ -83,24 +108,31 @@ impl Relay {
     }
 
     pub(crate) fn session_gone(&self, id: u64) {
-        let mut st = self.state();
-        st.sessions.remove(&id);
-        st.calls.retain(|_, (_, s)| s.id != id);
+        self.state().sessions.remove(&id);
     }
 
-    pub(crate) fn call_started(self: &Arc<Self>, server: &str, session: SessionPeer) -> CallGuard {
+    /// Registers a call on `server`; its questions arrive on the receiver until the guard drops.
+    pub(crate) fn call_started(self: &Arc<Self>, server: &str) -> (CallGuard, mpsc::UnboundedReceiver<Ask>) {
         let call = self.next.fetch_add(1, Ordering::Relaxed);
-        self.state().calls.insert(call, (server.to_string(), session));
-        CallGuard { relay: self.clone(), call }
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.state().calls.insert(call, (server.to_string(), tx));
+        (CallGuard { relay: self.clone(), call }, rx)
     }
 
-    /// The session to ask on behalf of `server`; `None`: no session at all.
-    fn route(&self, server: &str) -> Option<SessionPeer> {
+    /// The most recent call in flight on `server`.
+    fn call_for(&self, server: &str) -> Option<mpsc::UnboundedSender<Ask>> {
         let st = self.state();
-        if let Some((_, (_, s))) = st.calls.iter().rev().find(|(_, (srv, _))| srv == server) {
-            return Some(s.clone());
-        }
-        st.sessions.values().max_by_key(|(order, _)| *order).map(|(_, s)| s.clone())
+        st.calls.values().rev().find(|(srv, tx)| srv == server && !tx.is_closed()).map(|(_, tx)| tx.clone())
+    }
+
+    /// The legacy session that most recently made a request, if any.
+    fn recent_session(&self) -> Option<SessionPeer> {
+        let st = self.state();
+        st.sessions
+            .values()
+            .filter(|(_, s)| s.peer.peer_info().is_some_and(|i| i.protocol_version.has_initialize()))
+            .max_by_key(|(order, _)| *order)
+            .map(|(_, s)| s.clone())
     }
 
     fn fallback(&self) -> Option<Arc<dyn Elicitor>> {
@@ -108,7 +140,8 @@ impl Relay {
     }
 }
 
-fn answer(result: ElicitResult) -> ElicitationAnswer {
+/// The client's answer as the hub takes it.
+pub(crate) fn answer(result: ElicitResult) -> ElicitationAnswer {
     match result.action {
         ElicitationAction::Accept => {
             ElicitationAnswer::Accept(result.content.and_then(|c| c.as_object().cloned()).unwrap_or_default())
@@ -118,7 +151,8 @@ fn answer(result: ElicitResult) -> ElicitationAnswer {
     }
 }
 
-fn params(request: &ElicitationRequest) -> Option<ElicitRequestParams> {
+/// The request as it goes to the client (form or URL mode), if it can be sent.
+pub(crate) fn params(request: &ElicitationRequest) -> Option<ElicitRequestParams> {
     let wire = match (&request.url, &request.elicitation_id) {
         (Some(url), Some(id)) => {
             serde_json::json!({"mode": "url", "message": request.message, "url": url, "elicitationId": id})
@@ -128,33 +162,37 @@ fn params(request: &ElicitationRequest) -> Option<ElicitRequestParams> {
     serde_json::from_value(wire).ok()
 }
 
+/// Asks a legacy session directly (no call in flight to carry the question).
+async fn ask_session(session: SessionPeer, request: ElicitationRequest) -> ElicitationAnswer {
+    let caps = session.peer.peer_info().and_then(|i| i.capabilities.elicitation.clone());
+    let (Some(_), Some(params)) = (caps, params(&request)) else {
+        return ElicitationAnswer::Decline;
+    };
+    match session.peer.create_elicitation(params).await {
+        Ok(result) => answer(result),
+        Err(e) => {
+            tracing::info!(server = %request.server, "the client did not answer an elicitation: {e}");
+            ElicitationAnswer::Cancel
+        }
+    }
+}
+
 impl Elicitor for Relay {
     fn elicit(&self, request: ElicitationRequest) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
         Box::pin(async move {
-            let Some(session) = self.route(&request.server) else {
-                return match self.fallback() {
-                    Some(f) => f.elicit(request).await,
-                    None => ElicitationAnswer::Decline,
-                };
-            };
-            let caps = session.peer.peer_info().and_then(|i| i.capabilities.elicitation.clone());
-            let Some(caps) = caps else {
-                tracing::info!(server = %request.server, "elicitation declined: the client did not declare the capability");
-                return ElicitationAnswer::Decline;
-            };
-            if request.url.is_some() && caps.url.is_none() && caps.form.is_some() {
-                return ElicitationAnswer::Decline;
-            }
-            let Some(params) = params(&request) else {
-                tracing::info!(server = %request.server, "elicitation declined: its schema is not one a client can take");
-                return ElicitationAnswer::Decline;
-            };
-            match session.peer.create_elicitation(params).await {
-                Ok(result) => answer(result),
-                Err(e) => {
-                    tracing::info!(server = %request.server, "the client did not answer an elicitation: {e}");
-                    ElicitationAnswer::Cancel
+            if let Some(call) = self.call_for(&request.server) {
+                let (reply, answer) = oneshot::channel();
+                if call.send(Ask::Elicit { request, reply }).is_ok() {
+                    return answer.await.unwrap_or(ElicitationAnswer::Cancel);
                 }
+                return ElicitationAnswer::Cancel;
+            }
+            if let Some(session) = self.recent_session() {
+                return ask_session(session, request).await;
+            }
+            match self.fallback() {
+                Some(f) => f.elicit(request).await,
+                None => ElicitationAnswer::Decline,
             }
         })
     }
@@ -170,11 +208,15 @@ impl Sampler for Relay {
         request: SamplingRequest,
     ) -> Pin<Box<dyn Future<Output = Result<CreateMessageResult, String>> + Send + '_>> {
         Box::pin(async move {
-            let session = self.route(&request.server).ok_or("no MCP client is connected to the gateway")?;
+            if let Some(call) = self.call_for(&request.server) {
+                let (reply, answer) = oneshot::channel();
+                call.send(Ask::Sample { request, reply }).map_err(|_| "the call ended".to_string())?;
+                return answer.await.map_err(|_| "the call ended".to_string())?;
+            }
+            let session = self.recent_session().ok_or("no MCP client is connected to the gateway")?;
             if session.peer.peer_info().and_then(|i| i.capabilities.sampling.clone()).is_none() {
                 return Err("the client in front of the gateway does not offer sampling".into());
             }
-            #[allow(deprecated)]
             session.peer.create_message(request.params).await.map_err(|e| format!("the client refused: {e}"))
         })
     }

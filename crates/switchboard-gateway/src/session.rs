@@ -6,15 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
+    ResourceContents, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
-use switchboard::CallOptions;
 use switchboard::status::ServerStatus;
 
 use crate::relay::SessionPeer;
@@ -86,7 +85,11 @@ impl Session {
     async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         let profile = self.register(ctx)?;
         self.shared.hub.ready().await;
-        self.shared.view(profile.as_deref()).map_err(profile_error)
+        let view = self.shared.view(profile.as_deref()).map_err(profile_error)?;
+        if let Some(s) = self.shared.sessions().get_mut(&self.id) {
+            s.seen = Some(view.clone());
+        }
+        Ok(view)
     }
 
     /// `private` when the answer depends on the client (a profile or `--only` narrows it).
@@ -142,66 +145,18 @@ impl Session {
         out
     }
 
-    async fn call(
-        &self,
-        request: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let view = self.view(&ctx).await?;
-        let Some(exposed) = view.tool(&request.name) else {
-            // Not in this client's view: say why when the server is known but not connected.
-            let e = self.shared.hub.missing_tool(&request.name);
-            return Err(match e {
+    /// The catalog name behind a tool name of this client's view; an error that says why
+    /// when there is none (the server is known but not connected, or no such tool).
+    async fn resolve(&self, name: &str, ctx: &RequestContext<RoleServer>) -> Result<String, McpError> {
+        let view = self.view(ctx).await?;
+        match view.tool(name) {
+            Some(exposed) => Ok(exposed.catalog_name.clone()),
+            None => Err(match self.shared.hub.missing_tool(name) {
                 switchboard::Error::UnknownTool { .. } => {
-                    McpError::invalid_params(format!("unknown tool `{}`", request.name), None)
+                    McpError::invalid_params(format!("unknown tool `{name}`"), None)
                 }
                 other => error(other),
-            });
-        };
-        let catalog_name = exposed.catalog_name.clone();
-        let server = self.shared.hub.catalog().tool(&catalog_name).map(|e| e.server.clone()).unwrap_or_default();
-        let mut options = CallOptions::new().cancel(ctx.ct.clone());
-        if !self.shared.options.model_results {
-            options = options.raw_only();
-        }
-        let progress = match ctx.meta.get_progress_token() {
-            Some(token) => {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<switchboard::Progress>();
-                options = options.progress(tx);
-                let peer = ctx.peer.clone();
-                Some(tokio::spawn(async move {
-                    while let Some(p) = rx.recv().await {
-                        let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
-                        param.total = p.total;
-                        param.message = p.message;
-                        if peer.notify_progress(param).await.is_err() {
-                            break;
-                        }
-                    }
-                }))
-            }
-            None => None,
-        };
-        let _guard = self
-            .shared
-            .relay
-            .as_ref()
-            .map(|r| r.call_started(&server, SessionPeer { id: self.id, peer: ctx.peer.clone() }));
-        let outcome = self.shared.hub.call_tool(&catalog_name, request.arguments, options).await;
-        if let Some(task) = progress {
-            // Progress sent before the result goes first; the channel closed with the call.
-            let _ = tokio::time::timeout(std::time::Duration::from_millis(200), task).await;
-        }
-        match outcome {
-            Ok(out) if self.shared.options.model_results => {
-                let mut result = CallToolResult::success(vec![ContentBlock::text(out.model.text())]);
-                result.is_error = Some(out.model.is_error);
-                result.structured_content = out.raw.structured_content;
-                Ok(result)
-            }
-            Ok(out) => Ok(out.raw),
-            Err(switchboard::Error::Cancelled) => Err(McpError::internal_error("the call was cancelled", None)),
-            Err(e) => Err(error(e)),
+            }),
         }
     }
 
@@ -294,7 +249,14 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.call(request, ctx).await.map(CallToolResponse::Complete)
+        let name = match &request.request_state {
+            Some(_) => None,
+            None => Some(self.resolve(&request.name, &ctx).await?),
+        };
+        if request.request_state.is_some() {
+            self.register(&ctx)?;
+        }
+        crate::call::call(&self.shared, name, request, ctx).await
     }
 
     async fn list_prompts(
@@ -319,7 +281,9 @@ impl ServerHandler for Session {
         let prompt = view
             .prompt(&request.name)
             .ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{}`", request.name), None))?;
-        let result = self.shared.hub.get_prompt(&prompt.server, &prompt.raw, request.arguments).await.map_err(error)?;
+        let mut result =
+            self.shared.hub.get_prompt(&prompt.server, &prompt.raw, request.arguments).await.map_err(error)?;
+        result.result_type = Some(ResultType::COMPLETE);
         Ok(GetPromptResponse::Complete(result))
     }
 
@@ -374,6 +338,7 @@ impl ServerHandler for Session {
             return Err(McpError::resource_not_found(format!("no server offers `{}`", request.uri), None));
         };
         let mut result = self.shared.hub.read_resource(&owner.server, &owner.uri).await.map_err(error)?;
+        result.result_type = Some(ResultType::COMPLETE);
         if owner.uri != request.uri {
             for c in &mut result.contents {
                 set_uri(c, &request.uri);

@@ -227,6 +227,14 @@ impl View {
         view
     }
 
+    /// Which lists differ from `older`: (tools, prompts, resources and templates).
+    pub(crate) fn changes(&self, older: &View) -> (bool, bool, bool) {
+        let tools = !self.tools.iter().map(|t| &t.tool).eq(older.tools.iter().map(|t| &t.tool));
+        let prompts = !self.prompts.iter().map(|p| &p.prompt).eq(older.prompts.iter().map(|p| &p.prompt));
+        let resources = self.resources != older.resources || self.templates != older.templates;
+        (tools, prompts, resources)
+    }
+
     pub(crate) fn tool(&self, name: &str) -> Option<&ExposedTool> {
         self.tool_index.get(name).map(|&i| &self.tools[i])
     }

@@ -58,9 +58,10 @@ try {
     await client.callTool({ name: "mcp__ev__toggle-simulated-logging", arguments: {} });
     await new Promise((r) => setTimeout(r, 2500));
   }
+  const before = seen.toolsChanged;
   await client.callTool({ name: "mcp__fx__mutate", arguments: {} });
   const deadline = Date.now() + 10000;
-  while (seen.toolsChanged === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (seen.toolsChanged === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   out.added = (await client.listTools()).tools.some((t) => t.name === "mcp__fx__added_0");
   out.seen = seen;
   await client.close();

@@ -1,0 +1,339 @@
+//! One `tools/call` through the gateway, in the client's era.
+//!
+//! The hub's call runs as its own task; the handler task waits for it and for the questions
+//! its upstream asks meanwhile ([`Ask`], from the [`Relay`](crate::Relay)). A client of an
+//! earlier revision is asked at once, from this task, so the question rides the call's own
+//! response stream. A 2026-07-28 client takes no server-to-client requests: the call is
+//! parked under a fresh `requestState` and the client gets an `input_required` result listing
+//! the questions; when it calls again with that state and its `inputResponses`, the answers go
+//! to the upstream, which was waiting all along, and the same call goes on. (An upstream's own
+//! `input_required` rounds reach a legacy client as ordinary requests the same way: the hub
+//! answers them through the relay.) A parked call nobody resumes within [`PARK_TTL`] is
+//! cancelled upstream.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CreateMessageResult, ElicitResult,
+    InputRequest, InputRequiredResult, ProgressNotificationParam, ProgressToken, ProtocolVersion, ResultType,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use switchboard::elicitation::ElicitationAnswer;
+use switchboard::{CallOptions, ToolOutput};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::Shared;
+use crate::relay::{Ask, CallGuard, answer, params};
+
+/// How long a parked call waits for its client to come back with the answers.
+pub const PARK_TTL: Duration = Duration::from_secs(600);
+
+/// Where a call's progress goes now (none while parked).
+type ProgressTarget = Arc<Mutex<Option<(Peer<RoleServer>, ProgressToken)>>>;
+
+/// A call waiting for a 2026-07-28 client's answers.
+pub(crate) struct Parked {
+    call: JoinHandle<Result<ToolOutput, switchboard::Error>>,
+    asks: mpsc::UnboundedReceiver<Ask>,
+    pending: Vec<(String, Ask)>,
+    guard: Option<CallGuard>,
+    cancel: CancellationToken,
+    progress: ProgressTarget,
+    forwarder: JoinHandle<()>,
+    expiry: Option<tokio::task::AbortHandle>,
+}
+
+/// A running call.
+struct Running {
+    call: JoinHandle<Result<ToolOutput, switchboard::Error>>,
+    asks: mpsc::UnboundedReceiver<Ask>,
+    guard: Option<CallGuard>,
+    cancel: CancellationToken,
+    progress: ProgressTarget,
+    /// Sends progress on; ends when the call does (its channel closes).
+    forwarder: JoinHandle<()>,
+    armed: CancelOnDrop,
+}
+
+/// Cancels the upstream call when the client's request goes away (its future is dropped:
+/// the client disconnected) unless the call was parked.
+struct CancelOnDrop(Option<CancellationToken>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            token.cancel();
+        }
+    }
+}
+
+fn modern(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+fn error(e: switchboard::Error) -> McpError {
+    use switchboard::Error as E;
+    match &e {
+        E::UnknownTool { .. } | E::UnknownServer { .. } => McpError::invalid_params(e.to_string(), None),
+        _ => McpError::internal_error(e.to_string(), None),
+    }
+}
+
+fn unpoisoned<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs (or resumes) a call to `catalog_name` (resolved by the caller from the client's view).
+pub(crate) async fn call(
+    shared: &Arc<Shared>,
+    catalog_name: Option<String>,
+    request: CallToolRequestParams,
+    ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, McpError> {
+    let target = ctx.meta.get_progress_token().map(|t| (ctx.peer.clone(), t));
+    let running = match &request.request_state {
+        // Resuming: answer what was asked, point progress at this request.
+        Some(state) => match shared.parked_remove(state) {
+            Some(parked) => resume(parked, &request, target),
+            None => {
+                return Err(McpError::invalid_params(
+                    "unknown or expired requestState (a parked call waits 10 minutes for its answers)",
+                    None,
+                ));
+            }
+        },
+        None => {
+            let Some(name) = catalog_name else {
+                return Err(McpError::invalid_params(format!("unknown tool `{}`", request.name), None));
+            };
+            start(shared, name, request.arguments.clone(), target)
+        }
+    };
+    drive(shared, running, &ctx).await
+}
+
+fn start(
+    shared: &Arc<Shared>,
+    name: String,
+    arguments: Option<rmcp::model::JsonObject>,
+    target: Option<(Peer<RoleServer>, ProgressToken)>,
+) -> Running {
+    let server = shared.hub.catalog().tool(&name).map(|e| e.server.clone()).unwrap_or_default();
+    let cancel = CancellationToken::new();
+    let mut options = CallOptions::new().cancel(cancel.clone());
+    if !shared.options.model_results {
+        options = options.raw_only();
+    }
+    let progress: ProgressTarget = Arc::new(Mutex::new(target));
+    let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::Progress>();
+    options = options.progress(tx);
+    let to = progress.clone();
+    let forwarder = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            let Some((peer, token)) = unpoisoned(&to).clone() else { continue };
+            let mut param = ProgressNotificationParam::new(token, p.progress);
+            param.total = p.total;
+            param.message = p.message;
+            let _ = peer.notify_progress(param).await;
+        }
+    });
+    let (guard, asks) = match &shared.relay {
+        Some(relay) => {
+            let (guard, asks) = relay.call_started(&server);
+            (Some(guard), asks)
+        }
+        None => (None, mpsc::unbounded_channel().1),
+    };
+    let hub = shared.hub.clone();
+    let call = tokio::spawn(async move { hub.call_tool(&name, arguments, options).await });
+    let armed = CancelOnDrop(Some(cancel.clone()));
+    Running { call, asks, guard, cancel, progress, forwarder, armed }
+}
+
+fn resume(
+    mut parked: Parked,
+    request: &CallToolRequestParams,
+    target: Option<(Peer<RoleServer>, ProgressToken)>,
+) -> Running {
+    if let Some(expiry) = parked.expiry.take() {
+        expiry.abort();
+    }
+    let responses = request.input_responses.clone().unwrap_or_default();
+    for (key, ask) in parked.pending.drain(..) {
+        let value = responses.get(&key).cloned();
+        match ask {
+            Ask::Elicit { reply, .. } => {
+                let answer = value
+                    .and_then(|v| serde_json::from_value::<ElicitResult>(v).ok())
+                    .map(answer)
+                    .unwrap_or(ElicitationAnswer::Cancel);
+                let _ = reply.send(answer);
+            }
+            Ask::Sample { reply, .. } => {
+                let result = value
+                    .and_then(|v| serde_json::from_value::<CreateMessageResult>(v).ok())
+                    .ok_or_else(|| "the client gave no sampling result".to_string());
+                let _ = reply.send(result);
+            }
+        }
+    }
+    *unpoisoned(&parked.progress) = target;
+    let armed = CancelOnDrop(Some(parked.cancel.clone()));
+    Running {
+        call: parked.call,
+        asks: parked.asks,
+        guard: parked.guard,
+        cancel: parked.cancel,
+        progress: parked.progress,
+        forwarder: parked.forwarder,
+        armed,
+    }
+}
+
+async fn drive(
+    shared: &Arc<Shared>,
+    mut running: Running,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, McpError> {
+    loop {
+        tokio::select! {
+            done = &mut running.call => {
+                // Progress sent before the result goes first.
+                let _ = tokio::time::timeout(Duration::from_millis(200), &mut running.forwarder).await;
+                return finish(shared, done);
+            }
+            Some(ask) = running.asks.recv() => {
+                if modern(ctx) {
+                    return Ok(CallToolResponse::InputRequired(park(shared, running, ask, ctx).await));
+                }
+                ask_now(ask, ctx).await;
+            }
+            () = ctx.ct.cancelled() => {
+                running.cancel.cancel();
+                return Err(McpError::internal_error("the call was cancelled", None));
+            }
+        }
+    }
+}
+
+/// Asks a client of an earlier revision, from the call's own task.
+async fn ask_now(ask: Ask, ctx: &RequestContext<RoleServer>) {
+    let caps = ctx.peer.peer_info().map(|i| i.capabilities.clone()).unwrap_or_default();
+    match ask {
+        Ask::Elicit { request, reply } => {
+            let answer = match (caps.elicitation.as_ref(), params(&request)) {
+                (Some(_), Some(p)) => match ctx.peer.create_elicitation(p).await {
+                    Ok(r) => answer(r),
+                    Err(e) => {
+                        tracing::info!(server = %request.server, "the client did not answer an elicitation: {e}");
+                        ElicitationAnswer::Cancel
+                    }
+                },
+                _ => ElicitationAnswer::Decline,
+            };
+            let _ = reply.send(answer);
+        }
+        Ask::Sample { request, reply } => {
+            let result = match caps.sampling {
+                Some(_) => {
+                    ctx.peer.create_message(request.params).await.map_err(|e| format!("the client refused: {e}"))
+                }
+                None => Err("the client in front of the gateway does not offer sampling".into()),
+            };
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// Parks the call and says what the client must answer (with the questions asked together).
+async fn park(
+    shared: &Arc<Shared>,
+    mut running: Running,
+    first: Ask,
+    ctx: &RequestContext<RoleServer>,
+) -> InputRequiredResult {
+    let caps = ctx.client_capabilities().unwrap_or_default();
+    let mut asks = vec![first];
+    // Questions asked together (the hub answers an upstream's round at once) go in one round.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    while let Ok(more) = running.asks.try_recv() {
+        asks.push(more);
+    }
+    let mut requests = BTreeMap::new();
+    let mut pending = Vec::new();
+    for (i, ask) in asks.into_iter().enumerate() {
+        let key = format!("switchboard-{i}");
+        let wire = match &ask {
+            Ask::Elicit { request, .. } if caps.elicitation.is_some() => params(request)
+                .and_then(|p| serde_json::to_value(p).ok())
+                .map(|p| serde_json::json!({"method": "elicitation/create", "params": p})),
+            Ask::Sample { request, .. } if caps.sampling.is_some() => serde_json::to_value(&request.params)
+                .ok()
+                .map(|p| serde_json::json!({"method": "sampling/createMessage", "params": p})),
+            _ => None,
+        };
+        match wire.and_then(|w| serde_json::from_value::<InputRequest>(w).ok()) {
+            Some(r) => {
+                requests.insert(key.clone(), r);
+                pending.push((key, ask));
+            }
+            None => ask.refuse("the client did not declare the capability"),
+        }
+    }
+    *unpoisoned(&running.progress) = None;
+    running.armed.0 = None;
+    let state = shared.new_request_state();
+    let expiry = {
+        let shared = shared.clone();
+        let state = state.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(PARK_TTL).await;
+            if let Some(p) = shared.parked_remove(&state) {
+                p.cancel.cancel();
+            }
+        })
+        .abort_handle()
+    };
+    let parked = Parked {
+        call: running.call,
+        asks: running.asks,
+        pending,
+        guard: running.guard.take(),
+        cancel: running.cancel.clone(),
+        progress: running.progress.clone(),
+        forwarder: running.forwarder,
+        expiry: Some(expiry),
+    };
+    shared.park(state.clone(), parked);
+    InputRequiredResult::new(Some(requests), Some(state))
+}
+
+fn finish(
+    shared: &Shared,
+    done: Result<Result<ToolOutput, switchboard::Error>, tokio::task::JoinError>,
+) -> Result<CallToolResponse, McpError> {
+    // A 2026-07-28 client needs `resultType` (the upstream may be of an earlier revision);
+    // rmcp takes it off again for clients of earlier revisions.
+    let complete = Some(ResultType::COMPLETE);
+    match done {
+        Ok(Ok(out)) if shared.options.model_results => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(out.model.text())]);
+            result.is_error = Some(out.model.is_error);
+            result.structured_content = out.raw.structured_content;
+            result.result_type = complete;
+            Ok(CallToolResponse::Complete(result))
+        }
+        Ok(Ok(mut out)) => {
+            out.raw.result_type = complete;
+            Ok(CallToolResponse::Complete(out.raw))
+        }
+        Ok(Err(switchboard::Error::Cancelled)) => Err(McpError::internal_error("the call was cancelled", None)),
+        Ok(Err(e)) => Err(error(e)),
+        Err(e) => Err(McpError::internal_error(format!("the call failed: {e}"), None)),
+    }
+}

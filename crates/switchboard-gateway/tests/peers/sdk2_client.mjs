@@ -1,0 +1,76 @@
+// The TypeScript SDK 2.x client (@modelcontextprotocol/client) through `switchboard gateway`,
+// in either era: `legacy` (initialize, 2025-11-25) or `modern` (pinned 2026-07-28:
+// server/discover, per-request _meta, input_required rounds, subscriptions/listen).
+// Prints one JSON line of what it saw; exits non-zero on error.
+//
+//   node sdk2_client.mjs <folder> <legacy|modern> stdio <switchboard> <args...>
+//   node sdk2_client.mjs <folder> <legacy|modern> http <url> <token>
+import { pathToFileURL } from "node:url";
+import path from "node:path";
+
+const [dir, era, mode, ...rest] = process.argv.slice(2);
+const load = (p) => import(pathToFileURL(path.join(dir, "node_modules/@modelcontextprotocol/client/dist", p)).href);
+const { Client, StreamableHTTPClientTransport } = await load("index.mjs");
+const { StdioClientTransport } = await load("stdio.mjs");
+
+const seen = { logs: [], progress: [], toolsChanged: 0 };
+const options = {
+  capabilities: { elicitation: { form: {} } },
+  listChanged: { tools: { onChanged: () => seen.toolsChanged++ } },
+};
+if (era === "modern") options.versionNegotiation = { mode: { pin: "2026-07-28" } };
+const client = new Client({ name: "sdk2-test", version: "2.0.0" }, options);
+client.setNotificationHandler("notifications/message", (n) => seen.logs.push(n.params));
+client.setRequestHandler("elicitation/create", async () => ({ action: "accept", content: { name: "Ada" } }));
+
+let transport;
+if (mode === "stdio") {
+  const [command, ...args] = rest;
+  transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+} else {
+  const [url, token] = rest;
+  transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+}
+const out = { era };
+try {
+  await client.connect(transport);
+  out.protocol = client.protocolVersion ?? transport.protocolVersion;
+  out.server = client.getServerVersion()?.name;
+  const tools = (await client.listTools()).tools.map((t) => t.name);
+  out.tools = tools.length;
+  out.has = ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"].every((n) => tools.includes(n));
+  const sum = await client.callTool({ name: "mcp__fx__add", arguments: { a: 2, b: 3 } });
+  out.sum = sum.structuredContent?.sum;
+  const slow = await client.callTool(
+    { name: "mcp__fx__slow", arguments: { ms: 20, steps: 3 } },
+    { onprogress: (p) => seen.progress.push(p.progress) },
+  );
+  out.slow = slow.content?.[0]?.text;
+  try {
+    const asked = await client.callTool({ name: "mcp__fx__ask", arguments: {} });
+    out.ask = asked.content?.[0]?.text;
+  } catch (e) {
+    out.ask = `error: ${e}`;
+  }
+  const ac = new AbortController();
+  const pending = client.callTool({ name: "mcp__fx__slow", arguments: { ms: 500, steps: 20 } }, { signal: ac.signal });
+  setTimeout(() => ac.abort("test"), 700);
+  try {
+    await pending;
+    out.cancelled = false;
+  } catch {
+    out.cancelled = true;
+  }
+  const before = seen.toolsChanged;
+  await client.callTool({ name: "mcp__fx__mutate", arguments: {} });
+  const deadline = Date.now() + 10000;
+  while (seen.toolsChanged === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  out.added = (await client.listTools()).tools.some((t) => t.name === "mcp__fx__added_0");
+  out.seen = seen;
+  await client.close();
+  console.log(JSON.stringify(out));
+} catch (e) {
+  console.error("sdk2 client failed:", e);
+  console.log(JSON.stringify({ ...out, error: String(e), seen }));
+  process.exit(1);
+}

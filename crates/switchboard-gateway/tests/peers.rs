@@ -1,0 +1,219 @@
+//! Real clients no one here wrote, through `switchboard gateway` over stdio and over HTTP: the
+//! TypeScript SDK 1.x client, the TypeScript SDK 2.x client in both eras (2025-11-25 and
+//! 2026-07-28, where an upstream's elicitation becomes an `input_required` round), the Python
+//! SDK's client, and the MCP Inspector's CLI. Each lists, calls with progress, answers an
+//! upstream's elicitation, cancels a call (the upstream sees it), and sees a list change.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::Home;
+use serde_json::Value;
+use switchboard_testkit::{node_peers, node22_bin, npm_folder, python};
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers").join(name)
+}
+
+fn env(c: &mut Command, home: &Home) {
+    c.env("SWITCHBOARD_CONFIG", &home.config)
+        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env_remove("RUST_LOG");
+}
+
+/// Runs a client script; its last stdout line is its JSON report.
+fn report(mut c: Command) -> Value {
+    let out = c.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    let v: Value = serde_json::from_str(line)
+        .unwrap_or_else(|_| panic!("no report: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success() && v.get("error").is_none(), "{v}\n{}", String::from_utf8_lossy(&out.stderr));
+    v
+}
+
+/// What every client must have seen.
+fn check(v: &Value, what: &str, cancels: bool) {
+    assert_eq!(v["server"], "switchboard", "{what}: {v}");
+    assert_eq!(v["has"], true, "{what}: {v}");
+    assert_eq!(v["sum"].as_f64(), Some(5.0), "{what}: {v}");
+    assert_eq!(v["slow"], "slept 3 x 20 ms", "{what}: {v}");
+    let progress: Vec<f64> = v["seen"]["progress"].as_array().unwrap().iter().filter_map(Value::as_f64).collect();
+    assert_eq!(progress, vec![1.0, 2.0, 3.0], "{what}: {v}");
+    assert_eq!(v["ask"], "accept: {\"name\":\"Ada\"}", "{what}: {v}");
+    assert_eq!(v["added"], true, "{what}: list_changed then the new tool: {v}");
+    if cancels {
+        assert_eq!(v["cancelled"], true, "{what}: {v}");
+    }
+}
+
+fn cancelled_upstream(home: &Home, what: &str) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if home.calls().iter().any(|l| l == "cancelled slow") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{what}: the upstream saw no notifications/cancelled: {:?}", home.calls());
+}
+
+fn sdk1(home: &Home, transport: &[String]) -> Value {
+    let mut c = Command::new("node");
+    c.arg(script("sdk1_client.mjs")).arg(node_peers()).args(transport);
+    env(&mut c, home);
+    report(c)
+}
+
+fn sdk2(home: &Home, era: &str, transport: &[String]) -> Value {
+    let dir = npm_folder("sdk2", &["@modelcontextprotocol/client@2.4.0"]);
+    let mut c = Command::new("node");
+    c.arg(script("sdk2_client.mjs")).arg(dir).arg(era).args(transport);
+    env(&mut c, home);
+    report(c)
+}
+
+fn py(home: &Home, transport: &[String]) -> Value {
+    let mut c = Command::new(python());
+    c.arg("-W").arg("ignore").arg(script("py_client.py")).args(transport);
+    env(&mut c, home);
+    report(c)
+}
+
+/// The stdio form, as in an agent's config: SDK clients start servers with a minimal
+/// environment, so the config goes on the command line.
+fn stdio(home: &Home) -> Vec<String> {
+    vec![
+        "stdio".into(),
+        switchboard_testkit::cli().display().to_string(),
+        "--config".into(),
+        home.config.display().to_string(),
+        "gateway".into(),
+    ]
+}
+
+#[test]
+fn typescript_sdk_1_client() {
+    for http in [false, true] {
+        let home = Home::new(false);
+        let (child, transport) = if http {
+            let (child, url) = common::http_gateway(&home, &[]);
+            (Some(child), vec!["http".into(), url, home.token()])
+        } else {
+            (None, stdio(&home))
+        };
+        let v = sdk1(&home, &transport);
+        check(&v, if http { "sdk 1 over http" } else { "sdk 1 over stdio" }, true);
+        cancelled_upstream(&home, "sdk 1");
+        if let Some(mut c) = child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn typescript_sdk_2_client_in_both_eras() {
+    for http in [false, true] {
+        for era in ["legacy", "modern"] {
+            let home = Home::new(false);
+            let (child, transport) = if http {
+                let (child, url) = common::http_gateway(&home, &[]);
+                (Some(child), vec!["http".into(), url, home.token()])
+            } else {
+                (None, stdio(&home))
+            };
+            let v = sdk2(&home, era, &transport);
+            let what = format!("sdk 2 {era} over {}", if http { "http" } else { "stdio" });
+            check(&v, &what, true);
+            if era == "modern" {
+                assert_eq!(v["protocol"], "2026-07-28", "{what}: {v}");
+            }
+            cancelled_upstream(&home, &what);
+            if let Some(mut c) = child {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+#[test]
+fn python_sdk_client() {
+    for http in [false, true] {
+        let home = Home::new(false);
+        let (child, transport) = if http {
+            let (child, url) = common::http_gateway(&home, &[]);
+            (Some(child), vec!["http".into(), url, home.token()])
+        } else {
+            (None, stdio(&home))
+        };
+        let v = py(&home, &transport);
+        check(&v, if http { "python over http" } else { "python over stdio" }, false);
+        if let Some(mut c) = child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn mcp_inspector_cli_lists_and_calls() {
+    let dir = npm_folder("inspector", &["@modelcontextprotocol/inspector@2.12.0"]);
+    let entry = dir.join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    let home = Home::new(false);
+    let inspector = |args: &[String]| {
+        let path = format!("{}:{}", node22_bin().display(), std::env::var("PATH").unwrap_or_default());
+        let out = Command::new(node22_bin().join("node"))
+            .arg(&entry)
+            .arg("--cli")
+            .args(args)
+            .env("PATH", path)
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str::<Value>(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+    };
+    // stdio: the Inspector passes only a default environment on, hence `-e`.
+    let mut stdio: Vec<String> = vec![
+        "-e".into(),
+        format!("SWITCHBOARD_CONFIG={}", home.config.display()),
+        "-e".into(),
+        format!("SWITCHBOARD_DATA_DIR={}", home.path().join("data").display()),
+        switchboard_testkit::cli().display().to_string(),
+        "gateway".into(),
+    ];
+    let listed = inspector(&[stdio.clone(), vec!["--method".into(), "tools/list".into()]].concat());
+    assert!(listed["tools"].as_array().unwrap().iter().any(|t| t["name"] == "mcp__fx__add"), "{listed}");
+    stdio.extend(
+        ["--method", "tools/call", "--tool-name", "mcp__fx__add", "--tool-arg", "a=2", "b=3"].map(String::from),
+    );
+    let called = inspector(&stdio);
+    assert_eq!(called["structuredContent"]["sum"].as_f64(), Some(5.0), "{called}");
+    // HTTP, with the token.
+    let (mut child, url) = common::http_gateway(&home, &[]);
+    let auth = format!("Authorization: Bearer {}", home.token());
+    let called = inspector(
+        &[
+            url,
+            "--header".into(),
+            auth,
+            "--method".into(),
+            "tools/call".into(),
+            "--tool-name".into(),
+            "mcp__fx__echo".into(),
+        ]
+        .into_iter()
+        .chain(["--tool-arg".to_string(), "text=hello".to_string()])
+        .collect::<Vec<_>>(),
+    );
+    assert_eq!(called["content"][0]["text"], "hello", "{called}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

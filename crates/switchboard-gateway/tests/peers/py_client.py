@@ -1,0 +1,88 @@
+"""The Python SDK's client (`mcp` from PyPI) through `switchboard gateway`, over stdio or
+Streamable HTTP. Prints one JSON line of what it saw; exits non-zero on error.
+
+    python py_client.py stdio <switchboard> <args...>
+    python py_client.py http <url> <token>
+"""
+
+import json
+import os
+import sys
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+seen = {"logs": [], "progress": [], "tools_changed": 0}
+
+
+async def on_elicit(context, params):
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+async def on_log(params):
+    seen["logs"].append({"logger": params.logger, "level": params.level})
+
+
+async def on_message(message):
+    if isinstance(message, types.ServerNotification) and isinstance(message, types.ToolListChangedNotification):
+        seen["tools_changed"] += 1
+    elif getattr(message, "method", None) == "notifications/tools/list_changed":
+        seen["tools_changed"] += 1
+    elif getattr(getattr(message, "root", None), "method", None) == "notifications/tools/list_changed":
+        seen["tools_changed"] += 1
+
+
+async def run(read, write, out):
+    async with ClientSession(
+        read, write, elicitation_callback=on_elicit, logging_callback=on_log, message_handler=on_message
+    ) as session:
+        init = await session.initialize()
+        out["server"] = init.server_info.name if hasattr(init, "server_info") else init.serverInfo.name
+        await session.set_logging_level("debug")
+        tools = [t.name for t in (await session.list_tools()).tools]
+        out["tools"] = len(tools)
+        out["has"] = all(n in tools for n in ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"])
+        r = await session.call_tool("mcp__fx__add", {"a": 2, "b": 3})
+        sc = getattr(r, "structured_content", None) or getattr(r, "structuredContent", None) or {}
+        out["sum"] = sc.get("sum")
+
+        async def progress(p, total, message):
+            seen["progress"].append(p)
+
+        r = await session.call_tool("mcp__fx__slow", {"ms": 20, "steps": 3}, progress_callback=progress)
+        out["slow"] = r.content[0].text
+        r = await session.call_tool("mcp__fx__ask", {})
+        out["ask"] = r.content[0].text
+        before = seen["tools_changed"]
+        await session.call_tool("mcp__fx__mutate", {})
+        with anyio.move_on_after(10):
+            while seen["tools_changed"] == before:
+                await anyio.sleep(0.05)
+        out["added"] = any(t.name == "mcp__fx__added_0" for t in (await session.list_tools()).tools)
+        out["seen"] = seen
+
+
+async def main():
+    mode, rest = sys.argv[1], sys.argv[2:]
+    out = {}
+    try:
+        if mode == "stdio":
+            params = StdioServerParameters(command=rest[0], args=rest[1:], env=dict(os.environ))
+            async with stdio_client(params) as (read, write):
+                await run(read, write, out)
+        else:
+            url, token = rest
+            client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with client, streamable_http_client(url, http_client=client) as streams:
+                await run(streams[0], streams[1], out)
+    except BaseException as e:  # noqa: BLE001 - the test reads what failed
+        out["error"] = repr(e)
+        print(json.dumps(out, default=str))
+        sys.exit(1)
+    print(json.dumps(out, default=str))
+
+
+anyio.run(main)

@@ -61,7 +61,8 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         note!("config: {}", switchboard::text::for_terminal(&d.to_string()));
     }
     let relay = Relay::new();
-    let mut options = HubOptions::new(ctx.paths.clone()).elicitor(relay.clone()).sampler(relay.clone());
+    let mut options =
+        HubOptions::new(ctx.paths.clone()).elicitor(relay.clone()).sampler(relay.clone()).roots_source(relay.clone());
     // Start only what any client can see.
     let mut only: BTreeSet<String> = args.only.iter().cloned().collect();
     if only.is_empty()

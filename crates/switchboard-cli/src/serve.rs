@@ -26,8 +26,10 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     let questions = Questions::new();
     let relay = switchboard_gateway::Relay::new();
     relay.with_fallback(questions.clone());
-    let hub =
-        Hub::start(&ctx.loaded, HubOptions::new(ctx.paths.clone()).elicitor(relay.clone()).sampler(relay.clone()));
+    let hub = Hub::start(
+        &ctx.loaded,
+        HubOptions::new(ctx.paths.clone()).elicitor(relay.clone()).sampler(relay.clone()).roots_source(relay.clone()),
+    );
     let gateway = switchboard_gateway::Gateway::new(
         hub.clone(),
         switchboard_gateway::GatewayOptions::new().profiles(ctx.loaded.profiles.clone()),

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CreateMessageResult, ElicitResult,
-    InputRequest, InputRequiredResult, ProgressNotificationParam, ProgressToken, ProtocolVersion, ResultType,
+    CallToolResult, ContentBlock, CreateMessageResult, ElicitResult, GetPromptResult, InputRequest,
+    InputRequiredResult, ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceResult, ResultType,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use switchboard::elicitation::ElicitationAnswer;
@@ -33,12 +33,26 @@ use crate::relay::{Ask, CallGuard, answer, params};
 /// How long a parked call waits for its client to come back with the answers.
 pub const PARK_TTL: Duration = Duration::from_secs(600);
 
+/// What the hub's task gives back, by kind of request.
+pub(crate) enum Outcome {
+    Tool(Result<ToolOutput, switchboard::Error>),
+    Prompt(Result<GetPromptResult, switchboard::Error>),
+    Resource(Result<ReadResourceResult, switchboard::Error>),
+}
+
+/// What the client asked: the kind decides the hub call and the result's shape.
+pub(crate) enum Work {
+    Tool { name: String, arguments: Option<rmcp::model::JsonObject> },
+    Prompt { server: String, name: String, arguments: Option<rmcp::model::JsonObject> },
+    Resource { server: String, uri: String, exposed: String },
+}
+
 /// Where a call's progress goes now (none while parked).
 type ProgressTarget = Arc<Mutex<Option<(Peer<RoleServer>, ProgressToken)>>>;
 
 /// A call waiting for a 2026-07-28 client's answers.
 pub(crate) struct Parked {
-    call: JoinHandle<Result<ToolOutput, switchboard::Error>>,
+    call: JoinHandle<Outcome>,
     asks: mpsc::UnboundedReceiver<Ask>,
     pending: Vec<(String, Ask)>,
     guard: Option<CallGuard>,
@@ -50,7 +64,7 @@ pub(crate) struct Parked {
 
 /// A running call.
 struct Running {
-    call: JoinHandle<Result<ToolOutput, switchboard::Error>>,
+    call: JoinHandle<Outcome>,
     asks: mpsc::UnboundedReceiver<Ask>,
     guard: Option<CallGuard>,
     cancel: CancellationToken,
@@ -76,30 +90,23 @@ fn modern(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
-fn error(e: switchboard::Error) -> McpError {
-    use switchboard::Error as E;
-    match &e {
-        E::UnknownTool { .. } | E::UnknownServer { .. } => McpError::invalid_params(e.to_string(), None),
-        _ => McpError::internal_error(e.to_string(), None),
-    }
-}
-
 fn unpoisoned<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Runs (or resumes) a call to `catalog_name` (resolved by the caller from the client's view).
-pub(crate) async fn call(
+/// Runs `work`, or resumes the call parked under `request_state` with `responses`.
+pub(crate) async fn run(
     shared: &Arc<Shared>,
-    catalog_name: Option<String>,
-    request: CallToolRequestParams,
+    work: Option<Work>,
+    request_state: Option<&str>,
+    responses: Option<&rmcp::model::InputResponses>,
     ctx: RequestContext<RoleServer>,
-) -> Result<CallToolResponse, McpError> {
+) -> Result<Done, McpError> {
     let target = ctx.meta.get_progress_token().map(|t| (ctx.peer.clone(), t));
-    let running = match &request.request_state {
+    let running = match request_state {
         // Resuming: answer what was asked, point progress at this request.
         Some(state) => match shared.parked_remove(state) {
-            Some(parked) => resume(parked, &request, target),
+            Some(parked) => resume(parked, responses, target),
             None => {
                 return Err(McpError::invalid_params(
                     "unknown or expired requestState (a parked call waits 10 minutes for its answers)",
@@ -107,27 +114,41 @@ pub(crate) async fn call(
                 ));
             }
         },
-        None => {
-            let Some(name) = catalog_name else {
-                return Err(McpError::invalid_params(format!("unknown tool `{}`", request.name), None));
-            };
-            start(shared, name, request.arguments.clone(), target)
-        }
+        None => match work {
+            Some(work) => start(shared, work, target, ctx.client_capabilities()),
+            None => return Err(McpError::invalid_params("nothing to run", None)),
+        },
     };
     drive(shared, running, &ctx).await
 }
 
+/// How a request ended: its result, or a round of questions for a 2026-07-28 client.
+pub(crate) enum Done {
+    Tool(CallToolResult),
+    Prompt(GetPromptResult),
+    Resource(ReadResourceResult),
+    Input(InputRequiredResult),
+}
+
+/// `caps`: the client's capabilities, passed on to a 2026-07-28 upstream so it asks only for
+/// what this client can answer.
 fn start(
     shared: &Arc<Shared>,
-    name: String,
-    arguments: Option<rmcp::model::JsonObject>,
+    work: Work,
     target: Option<(Peer<RoleServer>, ProgressToken)>,
+    caps: Option<rmcp::model::ClientCapabilities>,
 ) -> Running {
-    let server = shared.hub.catalog().tool(&name).map(|e| e.server.clone()).unwrap_or_default();
+    let server = match &work {
+        Work::Tool { name, .. } => shared.hub.catalog().tool(name).map(|e| e.server.clone()).unwrap_or_default(),
+        Work::Prompt { server, .. } | Work::Resource { server, .. } => server.clone(),
+    };
     let cancel = CancellationToken::new();
     let mut options = CallOptions::new().cancel(cancel.clone());
     if !shared.options.model_results {
         options = options.raw_only();
+    }
+    if let Some(caps) = caps {
+        options = options.client_capabilities(caps);
     }
     let progress: ProgressTarget = Arc::new(Mutex::new(target));
     let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::Progress>();
@@ -150,20 +171,37 @@ fn start(
         None => (None, mpsc::unbounded_channel().1),
     };
     let hub = shared.hub.clone();
-    let call = tokio::spawn(async move { hub.call_tool(&name, arguments, options).await });
+    let call = tokio::spawn(async move {
+        match work {
+            Work::Tool { name, arguments } => Outcome::Tool(hub.call_tool(&name, arguments, options).await),
+            Work::Prompt { server, name, arguments } => {
+                Outcome::Prompt(hub.get_prompt(&server, &name, arguments).await)
+            }
+            Work::Resource { server, uri, exposed } => {
+                Outcome::Resource(hub.read_resource(&server, &uri).await.map(|mut r| {
+                    if exposed != uri {
+                        for c in &mut r.contents {
+                            crate::session::set_uri(c, &exposed);
+                        }
+                    }
+                    r
+                }))
+            }
+        }
+    });
     let armed = CancelOnDrop(Some(cancel.clone()));
     Running { call, asks, guard, cancel, progress, forwarder, armed }
 }
 
 fn resume(
     mut parked: Parked,
-    request: &CallToolRequestParams,
+    responses: Option<&rmcp::model::InputResponses>,
     target: Option<(Peer<RoleServer>, ProgressToken)>,
 ) -> Running {
     if let Some(expiry) = parked.expiry.take() {
         expiry.abort();
     }
-    let responses = request.input_responses.clone().unwrap_or_default();
+    let responses = responses.cloned().unwrap_or_default();
     for (key, ask) in parked.pending.drain(..) {
         let value = responses.get(&key).cloned();
         match ask {
@@ -180,6 +218,12 @@ fn resume(
                     .ok_or_else(|| "the client gave no sampling result".to_string());
                 let _ = reply.send(result);
             }
+            Ask::Roots { reply, .. } => {
+                let roots = value
+                    .and_then(|v| serde_json::from_value::<rmcp::model::ListRootsResult>(v).ok())
+                    .unwrap_or_else(|| rmcp::model::ListRootsResult::new(Vec::new()));
+                let _ = reply.send(roots);
+            }
         }
     }
     *unpoisoned(&parked.progress) = target;
@@ -195,11 +239,7 @@ fn resume(
     }
 }
 
-async fn drive(
-    shared: &Arc<Shared>,
-    mut running: Running,
-    ctx: &RequestContext<RoleServer>,
-) -> Result<CallToolResponse, McpError> {
+async fn drive(shared: &Arc<Shared>, mut running: Running, ctx: &RequestContext<RoleServer>) -> Result<Done, McpError> {
     loop {
         tokio::select! {
             done = &mut running.call => {
@@ -209,7 +249,7 @@ async fn drive(
             }
             Some(ask) = running.asks.recv() => {
                 if modern(ctx) {
-                    return Ok(CallToolResponse::InputRequired(park(shared, running, ask, ctx).await));
+                    return park(shared, running, ask, ctx).await.map(Done::Input);
                 }
                 ask_now(ask, ctx).await;
             }
@@ -247,6 +287,14 @@ async fn ask_now(ask: Ask, ctx: &RequestContext<RoleServer>) {
             };
             let _ = reply.send(result);
         }
+        Ask::Roots { reply, .. } => {
+            let empty = rmcp::model::ListRootsResult::new(Vec::new());
+            let roots = match caps.roots {
+                Some(_) => ctx.peer.list_roots().await.unwrap_or(empty),
+                None => empty,
+            };
+            let _ = reply.send(roots);
+        }
     }
 }
 
@@ -256,7 +304,7 @@ async fn park(
     mut running: Running,
     first: Ask,
     ctx: &RequestContext<RoleServer>,
-) -> InputRequiredResult {
+) -> Result<InputRequiredResult, McpError> {
     let caps = ctx.client_capabilities().unwrap_or_default();
     let mut asks = vec![first];
     // Questions asked together (the hub answers an upstream's round at once) go in one round.
@@ -264,10 +312,36 @@ async fn park(
     while let Ok(more) = running.asks.try_recv() {
         asks.push(more);
     }
+    // Without the capability a question needs, a 2026-07-28 client gets -32021 naming it (the
+    // upstream's question is declined and the call cancelled).
+    let needs_elicitation = asks.iter().any(|a| matches!(a, Ask::Elicit { .. })) && caps.elicitation.is_none();
+    let needs_sampling = asks.iter().any(|a| matches!(a, Ask::Sample { .. })) && caps.sampling.is_none();
+    let needs_roots = asks.iter().any(|a| matches!(a, Ask::Roots { .. })) && caps.roots.is_none();
+    if needs_elicitation || needs_sampling || needs_roots {
+        let mut needed = rmcp::model::ClientCapabilities::default();
+        if needs_elicitation {
+            needed.elicitation = Some(rmcp::model::ElicitationCapability::new());
+        }
+        if needs_sampling {
+            needed.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
+        if needs_roots {
+            needed.roots = Some(rmcp::model::RootsCapabilities::default());
+        }
+        for ask in asks {
+            ask.refuse("the client did not declare the capability");
+        }
+        running.cancel.cancel();
+        return Err(McpError::missing_required_client_capability(needed));
+    }
     let mut requests = BTreeMap::new();
     let mut pending = Vec::new();
     for (i, ask) in asks.into_iter().enumerate() {
-        let key = format!("switchboard-{i}");
+        // The upstream's own key when it gave one (an upstream round relayed), else ours.
+        let key = match ask.input_key() {
+            Some(k) if !requests.contains_key(k) => k.to_string(),
+            _ => format!("switchboard-{i}"),
+        };
         let wire = match &ask {
             Ask::Elicit { request, .. } if caps.elicitation.is_some() => params(request)
                 .and_then(|p| serde_json::to_value(p).ok())
@@ -275,6 +349,7 @@ async fn park(
             Ask::Sample { request, .. } if caps.sampling.is_some() => serde_json::to_value(&request.params)
                 .ok()
                 .map(|p| serde_json::json!({"method": "sampling/createMessage", "params": p})),
+            Ask::Roots { .. } if caps.roots.is_some() => Some(serde_json::json!({"method": "roots/list"})),
             _ => None,
         };
         match wire.and_then(|w| serde_json::from_value::<InputRequest>(w).ok()) {
@@ -310,30 +385,46 @@ async fn park(
         expiry: Some(expiry),
     };
     shared.park(state.clone(), parked);
-    InputRequiredResult::new(Some(requests), Some(state))
+    Ok(InputRequiredResult::new(Some(requests), Some(state)))
 }
 
-fn finish(
-    shared: &Shared,
-    done: Result<Result<ToolOutput, switchboard::Error>, tokio::task::JoinError>,
-) -> Result<CallToolResponse, McpError> {
+fn finish(shared: &Shared, done: Result<Outcome, tokio::task::JoinError>) -> Result<Done, McpError> {
     // A 2026-07-28 client needs `resultType` (the upstream may be of an earlier revision);
     // rmcp takes it off again for clients of earlier revisions.
     let complete = Some(ResultType::COMPLETE);
-    match done {
-        Ok(Ok(out)) if shared.options.model_results => {
+    let outcome = done.map_err(|e| McpError::internal_error(format!("the request failed: {e}"), None))?;
+    match outcome {
+        Outcome::Tool(Ok(out)) if shared.options.model_results => {
             let mut result = CallToolResult::success(vec![ContentBlock::text(out.model.text())]);
             result.is_error = Some(out.model.is_error);
             result.structured_content = out.raw.structured_content;
             result.result_type = complete;
-            Ok(CallToolResponse::Complete(result))
+            Ok(Done::Tool(result))
         }
-        Ok(Ok(mut out)) => {
+        Outcome::Tool(Ok(mut out)) => {
             out.raw.result_type = complete;
-            Ok(CallToolResponse::Complete(out.raw))
+            Ok(Done::Tool(out.raw))
         }
-        Ok(Err(switchboard::Error::Cancelled)) => Err(McpError::internal_error("the call was cancelled", None)),
-        Ok(Err(e)) => Err(error(e)),
-        Err(e) => Err(McpError::internal_error(format!("the call failed: {e}"), None)),
+        Outcome::Prompt(Ok(mut r)) => {
+            r.result_type = complete;
+            Ok(Done::Prompt(r))
+        }
+        Outcome::Resource(Ok(mut r)) => {
+            r.result_type = complete;
+            Ok(Done::Resource(r))
+        }
+        Outcome::Tool(Err(e)) | Outcome::Prompt(Err(e)) | Outcome::Resource(Err(e)) => Err(error(e)),
+    }
+}
+
+/// A failure from the hub as a JSON-RPC error naming the server and the cause.
+pub(crate) fn error(e: switchboard::Error) -> McpError {
+    use switchboard::Error as E;
+    match &e {
+        E::Cancelled => McpError::internal_error("the call was cancelled", None),
+        E::UnknownTool { .. } | E::UnknownServer { .. } => McpError::invalid_params(e.to_string(), None),
+        // The upstream's own refusal keeps its code (the message names the server).
+        E::Rejected { code, data, .. } => McpError::new(rmcp::model::ErrorCode(*code), e.to_string(), data.clone()),
+        _ => McpError::internal_error(e.to_string(), None),
     }
 }

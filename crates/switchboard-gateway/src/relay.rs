@@ -19,9 +19,10 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::{CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction};
+use rmcp::model::{CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction, ListRootsResult};
 use rmcp::service::{Peer, RoleServer};
 use switchboard::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
+use switchboard::roots::RootsSource;
 use switchboard::sampling::{Sampler, SamplingRequest};
 use tokio::sync::{mpsc, oneshot};
 
@@ -34,11 +35,31 @@ pub(crate) struct SessionPeer {
 
 /// A question from an upstream, for the call that caused it.
 pub(crate) enum Ask {
-    Elicit { request: ElicitationRequest, reply: oneshot::Sender<ElicitationAnswer> },
-    Sample { request: SamplingRequest, reply: oneshot::Sender<Result<CreateMessageResult, String>> },
+    Elicit {
+        request: ElicitationRequest,
+        reply: oneshot::Sender<ElicitationAnswer>,
+    },
+    Sample {
+        request: SamplingRequest,
+        reply: oneshot::Sender<Result<CreateMessageResult, String>>,
+    },
+    /// `None`: the client has no roots to give (the upstream then sees none).
+    Roots {
+        input_key: Option<String>,
+        reply: oneshot::Sender<ListRootsResult>,
+    },
 }
 
 impl Ask {
+    /// The upstream's key for the question, when it came in an `input_required` round.
+    pub(crate) fn input_key(&self) -> Option<&str> {
+        match self {
+            Ask::Elicit { request, .. } => request.input_key.as_deref(),
+            Ask::Sample { request, .. } => request.input_key.as_deref(),
+            Ask::Roots { input_key, .. } => input_key.as_deref(),
+        }
+    }
+
     /// Answers it with "no": a decline, or a refused sampling.
     pub(crate) fn refuse(self, why: &str) {
         match self {
@@ -47,6 +68,9 @@ impl Ask {
             }
             Ask::Sample { reply, .. } => {
                 let _ = reply.send(Err(why.to_string()));
+            }
+            Ask::Roots { reply, .. } => {
+                let _ = reply.send(ListRootsResult::new(Vec::new()));
             }
         }
     }
@@ -218,6 +242,35 @@ impl Sampler for Relay {
                 return Err("the client in front of the gateway does not offer sampling".into());
             }
             session.peer.create_message(request.params).await.map_err(|e| format!("the client refused: {e}"))
+        })
+    }
+}
+
+/// The client's roots are what upstreams see: those of the client whose call is in flight on
+/// that server, else of the legacy session that made the last request; a client without the
+/// capability has none to give, so the upstream sees an empty list (never the gateway's own
+/// folder).
+impl RootsSource for Relay {
+    fn roots(
+        &self,
+        server: &str,
+        input_key: Option<String>,
+    ) -> Pin<Box<dyn Future<Output = Option<ListRootsResult>> + Send + '_>> {
+        let server = server.to_string();
+        Box::pin(async move {
+            let empty = || ListRootsResult::new(Vec::new());
+            if let Some(call) = self.call_for(&server) {
+                let (reply, answer) = oneshot::channel();
+                if call.send(Ask::Roots { input_key, reply }).is_ok() {
+                    return Some(answer.await.unwrap_or_else(|_| empty()));
+                }
+                return Some(empty());
+            }
+            let Some(session) = self.recent_session() else { return Some(empty()) };
+            if session.peer.peer_info().and_then(|i| i.capabilities.roots.clone()).is_none() {
+                return Some(empty());
+            }
+            Some(session.peer.list_roots().await.unwrap_or_else(|_| empty()))
         })
     }
 }

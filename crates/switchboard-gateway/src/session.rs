@@ -10,12 +10,13 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
-    ResourceContents, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
     SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use switchboard::status::ServerStatus;
 
+use crate::call::{Done, Work};
 use crate::relay::SessionPeer;
 use crate::{SessionState, Shared, UnknownProfile};
 
@@ -35,13 +36,7 @@ impl Drop for Session {
     }
 }
 
-fn error(e: switchboard::Error) -> McpError {
-    use switchboard::Error as E;
-    match &e {
-        E::UnknownTool { .. } | E::UnknownServer { .. } => McpError::invalid_params(e.to_string(), None),
-        _ => McpError::internal_error(e.to_string(), None),
-    }
-}
+use crate::call::error;
 
 fn profile_error(e: UnknownProfile) -> McpError {
     McpError::invalid_params(format!("no profile `{}` in the config", e.0), None)
@@ -249,14 +244,22 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let name = match &request.request_state {
-            Some(_) => None,
-            None => Some(self.resolve(&request.name, &ctx).await?),
+        let work = match &request.request_state {
+            Some(_) => {
+                self.register(&ctx)?;
+                None
+            }
+            None => Some(Work::Tool {
+                name: self.resolve(&request.name, &ctx).await?,
+                arguments: request.arguments.clone(),
+            }),
         };
-        if request.request_state.is_some() {
-            self.register(&ctx)?;
+        let state = request.request_state.clone();
+        match crate::call::run(&self.shared, work, state.as_deref(), request.input_responses.as_ref(), ctx).await? {
+            Done::Tool(r) => Ok(CallToolResponse::Complete(r)),
+            Done::Input(i) => Ok(CallToolResponse::InputRequired(i)),
+            _ => Err(McpError::internal_error("a parked request of another kind was resumed as tools/call", None)),
         }
-        crate::call::call(&self.shared, name, request, ctx).await
     }
 
     async fn list_prompts(
@@ -281,10 +284,18 @@ impl ServerHandler for Session {
         let prompt = view
             .prompt(&request.name)
             .ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{}`", request.name), None))?;
-        let mut result =
-            self.shared.hub.get_prompt(&prompt.server, &prompt.raw, request.arguments).await.map_err(error)?;
-        result.result_type = Some(ResultType::COMPLETE);
-        Ok(GetPromptResponse::Complete(result))
+        let work = Work::Prompt {
+            server: prompt.server.clone(),
+            name: prompt.raw.clone(),
+            arguments: request.arguments.clone(),
+        };
+        let work = request.request_state.is_none().then_some(work);
+        let state = request.request_state.clone();
+        match crate::call::run(&self.shared, work, state.as_deref(), request.input_responses.as_ref(), ctx).await? {
+            Done::Prompt(r) => Ok(GetPromptResponse::Complete(r)),
+            Done::Input(i) => Ok(GetPromptResponse::InputRequired(i)),
+            _ => Err(McpError::internal_error("a parked request of another kind was resumed as prompts/get", None)),
+        }
     }
 
     async fn list_resources(
@@ -337,14 +348,14 @@ impl ServerHandler for Session {
         let Some(owner) = owner else {
             return Err(McpError::resource_not_found(format!("no server offers `{}`", request.uri), None));
         };
-        let mut result = self.shared.hub.read_resource(&owner.server, &owner.uri).await.map_err(error)?;
-        result.result_type = Some(ResultType::COMPLETE);
-        if owner.uri != request.uri {
-            for c in &mut result.contents {
-                set_uri(c, &request.uri);
-            }
+        let work = Work::Resource { server: owner.server, uri: owner.uri, exposed: request.uri.clone() };
+        let work = request.request_state.is_none().then_some(work);
+        let state = request.request_state.clone();
+        match crate::call::run(&self.shared, work, state.as_deref(), request.input_responses.as_ref(), ctx).await? {
+            Done::Resource(r) => Ok(ReadResourceResponse::Complete(r)),
+            Done::Input(i) => Ok(ReadResourceResponse::InputRequired(i)),
+            _ => Err(McpError::internal_error("a parked request of another kind was resumed as resources/read", None)),
         }
-        Ok(ReadResourceResponse::Complete(result))
     }
 
     #[allow(deprecated)]
@@ -450,7 +461,7 @@ impl ServerHandler for Session {
     }
 }
 
-fn set_uri(contents: &mut ResourceContents, uri: &str) {
+pub(crate) fn set_uri(contents: &mut ResourceContents, uri: &str) {
     match contents {
         ResourceContents::TextResourceContents { uri: u, .. }
         | ResourceContents::BlobResourceContents { uri: u, .. } => {

@@ -27,12 +27,28 @@ pub struct ElicitationRequest {
     pub url: Option<String>,
     /// URL mode: the server's id for this elicitation.
     pub elicitation_id: Option<String>,
+    /// When the question is one of a 2026-07-28 `input_required` round: the server's key for
+    /// it (a host relaying the round to its own client keeps it).
+    pub input_key: Option<String>,
 }
 
 impl ElicitationRequest {
+    /// With the key of the `input_required` round it belongs to.
+    pub fn with_input_key(mut self, key: Option<String>) -> Self {
+        self.input_key = key;
+        self
+    }
+
     /// A form-mode request (for tests and for applications that relay requests).
     pub fn new(server: impl Into<String>, message: impl Into<String>, schema: Value) -> Self {
-        ElicitationRequest { server: server.into(), message: message.into(), schema, url: None, elicitation_id: None }
+        ElicitationRequest {
+            server: server.into(),
+            message: message.into(),
+            schema,
+            url: None,
+            elicitation_id: None,
+            input_key: None,
+        }
     }
 
     /// A URL-mode request.
@@ -48,6 +64,7 @@ impl ElicitationRequest {
             schema: Value::Null,
             url: Some(url.into()),
             elicitation_id: Some(elicitation_id.into()),
+            input_key: None,
         }
     }
 }

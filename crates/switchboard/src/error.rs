@@ -95,6 +95,9 @@ pub enum Error {
         code: i32,
         /// What it said.
         message: String,
+        /// The error's `data`, as the server sent it (a gateway passes it on: `-32021` names
+        /// the capabilities wanted, `-32042` the URLs to open).
+        data: Option<serde_json::Value>,
     },
     /// The server answered with something unexpected.
     #[error("server `{server}`: {message}")]

@@ -39,6 +39,7 @@ pub mod output;
 mod paths;
 pub mod policy;
 pub mod process;
+pub mod roots;
 pub mod sampling;
 pub mod status;
 pub mod text;

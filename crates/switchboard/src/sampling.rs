@@ -23,12 +23,20 @@ pub struct SamplingRequest {
     pub server: String,
     /// What it asks for: messages, system prompt, token limit, model preferences.
     pub params: CreateMessageRequestParams,
+    /// When the request is one of a 2026-07-28 `input_required` round: the server's key for it.
+    pub input_key: Option<String>,
 }
 
 impl SamplingRequest {
+    /// With the key of the `input_required` round it belongs to.
+    pub fn with_input_key(mut self, key: Option<String>) -> Self {
+        self.input_key = key;
+        self
+    }
+
     /// A request (for tests and for applications that relay requests).
     pub fn new(server: impl Into<String>, params: CreateMessageRequestParams) -> Self {
-        SamplingRequest { server: server.into(), params }
+        SamplingRequest { server: server.into(), params, input_key: None }
     }
 }
 

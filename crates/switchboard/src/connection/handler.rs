@@ -179,6 +179,8 @@ pub(crate) struct Handler {
     pub(crate) sampler: Option<Arc<dyn Sampler>>,
     /// The folders offered as roots (`roots/list`).
     pub(crate) roots: Arc<Vec<std::path::PathBuf>>,
+    /// Who decides the roots instead, if anyone (a gateway's client).
+    pub(crate) roots_source: Option<Arc<dyn crate::roots::RootsSource>>,
     /// The protocol version `initialize` asks for (`protocol_version` in config); `None`: the
     /// newest with a handshake.
     pub(crate) protocol_version: Option<ProtocolVersion>,
@@ -236,9 +238,20 @@ impl Handler {
         ListRootsResult::new(roots)
     }
 
+    /// The roots for this server now: the roots source's, else the hub's own.
+    pub(crate) async fn roots_now(&self, key: Option<String>) -> ListRootsResult {
+        if let Some(source) = &self.roots_source
+            && let Some(roots) = source.roots(&self.server, key).await
+        {
+            return roots;
+        }
+        self.roots()
+    }
+
     /// Asks the elicitor: form mode, or URL mode (an http(s) URL) if it takes URLs; declines
     /// otherwise.
-    pub(crate) async fn elicit(&self, request: ElicitRequestParams) -> ElicitResult {
+    /// `key`: the server's key when the question is part of an `input_required` round.
+    pub(crate) async fn elicit(&self, request: ElicitRequestParams, key: Option<String>) -> ElicitResult {
         let Some(elicitor) = &self.elicitor else {
             // No one to ask (the capability was not declared): decline, so the server goes on.
             return ElicitResult::new(ElicitationAction::Decline);
@@ -256,6 +269,7 @@ impl Handler {
             }
             _ => return ElicitResult::new(ElicitationAction::Decline),
         };
+        let asked = asked.with_input_key(key);
         let url_mode = asked.url.is_some();
         match elicitor.elicit(asked).await {
             // URL mode: `accept` is the person's consent to open the URL; no values go back.
@@ -269,12 +283,16 @@ impl Handler {
     }
 
     /// Asks the sampler; without one, sampling was not declared and the request is refused.
-    pub(crate) async fn sample(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, ErrorData> {
+    pub(crate) async fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+        key: Option<String>,
+    ) -> Result<CreateMessageResult, ErrorData> {
         let Some(sampler) = &self.sampler else {
             return Err(ErrorData::method_not_found::<rmcp::model::CreateMessageRequestMethod>());
         };
         sampler
-            .create_message(SamplingRequest::new(self.server.clone(), params))
+            .create_message(SamplingRequest::new(self.server.clone(), params).with_input_key(key))
             .await
             .map_err(|reason| ErrorData::internal_error(format!("sampling refused: {reason}"), None))
     }
@@ -306,7 +324,7 @@ impl ClientHandler for Handler {
     }
 
     async fn list_roots(&self, _ctx: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        Ok(self.roots())
+        Ok(self.roots_now(None).await)
     }
 
     async fn create_message(
@@ -314,7 +332,7 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         _ctx: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        self.sample(params).await
+        self.sample(params, None).await
     }
 
     async fn create_elicitation(
@@ -325,7 +343,7 @@ impl ClientHandler for Handler {
         // The server may withdraw its question (`notifications/cancelled`) or go away: then the
         // person is no longer asked (the elicitor's future is dropped).
         tokio::select! {
-            answer = self.elicit(request) => Ok(answer),
+            answer = self.elicit(request, None) => Ok(answer),
             () = ctx.ct.cancelled() => Ok(ElicitResult::new(ElicitationAction::Cancel)),
         }
     }

@@ -76,6 +76,7 @@ pub(crate) struct ConnectCtx {
     pub elicitor: Option<Arc<dyn crate::elicitation::Elicitor>>,
     pub sampler: Option<Arc<dyn crate::sampling::Sampler>>,
     pub roots: Arc<Vec<PathBuf>>,
+    pub roots_source: Option<Arc<dyn crate::roots::RootsSource>>,
     pub tokens: crate::auth::TokenStore,
     /// Notifications a second taken from one server (0: all).
     pub notification_rate: u32,
@@ -165,6 +166,7 @@ impl Connection {
             elicitor: ctx.elicitor.clone(),
             sampler: ctx.sampler.clone(),
             roots: ctx.roots.clone(),
+            roots_source: ctx.roots_source.clone(),
             protocol_version: config
                 .protocol_version
                 .as_ref()

@@ -40,11 +40,13 @@ impl Connection {
         *state_only = 0;
         let answers = futures::future::try_join_all(requests.into_iter().map(|(key, request)| async move {
             let value = match request {
-                InputRequest::Elicitation(request) => to_value(self.handler.elicit(request.params).await)?,
-                InputRequest::ListRoots(_) => to_value(self.handler.roots())?,
-                InputRequest::CreateMessage(request) => {
-                    to_value(self.handler.sample(request.params).await.map_err(|e| e.message.to_string())?)?
+                InputRequest::Elicitation(request) => {
+                    to_value(self.handler.elicit(request.params, Some(key.clone())).await)?
                 }
+                InputRequest::ListRoots(_) => to_value(self.handler.roots_now(Some(key.clone())).await)?,
+                InputRequest::CreateMessage(request) => to_value(
+                    self.handler.sample(request.params, Some(key.clone())).await.map_err(|e| e.message.to_string())?,
+                )?,
                 other => {
                     let method = serde_json::to_value(&other)
                         .ok()

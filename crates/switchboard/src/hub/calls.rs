@@ -42,6 +42,12 @@ pub struct CallOptions {
     /// that pass results on, such as a gateway. [`ToolOutput::model`] then holds only
     /// `is_error`.
     pub raw_only: bool,
+    /// On a server of protocol 2026-07-28 or later, the capabilities this request declares
+    /// (its `_meta`), so the server asks only for what can be answered: a gateway passes its
+    /// own client's on. Those the hub cannot answer itself (elicitation without an elicitor,
+    /// sampling without a sampler) are left out. Earlier revisions fix capabilities at
+    /// `initialize`: ignored there.
+    pub client_capabilities: Option<rmcp::model::ClientCapabilities>,
 }
 
 impl CallOptions {
@@ -67,6 +73,11 @@ impl CallOptions {
     /// With a cancellation token.
     pub fn cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+    /// Declaring these client capabilities (see [`CallOptions::client_capabilities`]).
+    pub fn client_capabilities(mut self, capabilities: rmcp::model::ClientCapabilities) -> Self {
+        self.client_capabilities = Some(capabilities);
         self
     }
     /// Without model formatting (see [`CallOptions::raw_only`]).
@@ -133,10 +144,13 @@ impl Hub {
         let publish = self.inner.publish_progress(&entry.server, &entry.name);
         let mut state_only = 0;
         let mut round = 0;
+        let meta = options.client_capabilities.as_ref().map(|asked| self.request_capabilities(asked));
         let raw = loop {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let progress = ProgressTo { caller: options.progress.clone(), publish: publish.clone() };
-            let sent = send(&self.inner, &slot, &conn, request, limits, progress, options.cancel.clone(), &what).await;
+            let meta = meta.clone().filter(|_| conn.is_stateless());
+            let sent =
+                send(&self.inner, &slot, &conn, request, limits, progress, options.cancel.clone(), &what, meta).await;
             let result = match sent {
                 Ok(r) => r,
                 Err(Failure { sent: false, error }) if !resent => {
@@ -316,6 +330,20 @@ impl Rounds for GetPromptRequestParams {
 }
 
 impl Hub {
+    /// The `_meta` declaring `asked`, less what this hub cannot answer.
+    fn request_capabilities(&self, asked: &rmcp::model::ClientCapabilities) -> rmcp::model::RequestMetaObject {
+        let mut caps = asked.clone();
+        if self.inner.options.elicitor.is_none() {
+            caps.elicitation = None;
+        }
+        if self.inner.options.sampler.is_none() {
+            caps.sampling = None;
+        }
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        meta.set_client_capabilities(caps);
+        meta
+    }
+
     /// Why `name` is not in the catalog: its server is not connected (say why), or there is no
     /// such tool. What [`Hub::call_tool`] returns for a name it cannot find.
     pub fn missing_tool(&self, name: &str) -> Error {
@@ -373,6 +401,20 @@ pub(super) async fn resubscribe(slot: &Slot, conn: &Connection) {
 // legacy in favour of 2026-07-28's `subscriptions/listen`.
 #[allow(deprecated)]
 async fn send_subscription(slot: &Slot, conn: &Connection, uri: &str, on: bool) -> Result<(), Error> {
+    // A server that did not declare `resources.subscribe` is not asked (one that cannot take
+    // it may never answer, and a listen stream would wait for an acknowledgement in vain).
+    let declared = conn
+        .peer
+        .peer_info()
+        .is_some_and(|i| i.capabilities.resources.as_ref().is_some_and(|r| r.subscribe == Some(true)));
+    if on && !declared {
+        return Err(Error::Rejected {
+            server: slot.name.clone(),
+            code: rmcp::model::ErrorCode::METHOD_NOT_FOUND.0,
+            message: format!("subscribing to {uri}: the server does not offer resource subscriptions"),
+            data: None,
+        });
+    }
     if conn.is_stateless() {
         // 2026-07-28 has no `resources/subscribe`: the URI joins the listen stream.
         return conn.listen_resource(uri, on).await.map_err(|message| Error::Protocol {

@@ -69,6 +69,8 @@ pub struct HubOptions {
     pub sampler: Option<Arc<dyn Sampler>>,
     /// The folders offered to servers as roots; `None`: the project root.
     pub roots: Option<Vec<PathBuf>>,
+    /// Who decides the roots instead (a gateway asks its client); `None`: `roots`.
+    pub roots_source: Option<Arc<dyn crate::roots::RootsSource>>,
     /// How servers that go away are tried again (default: on timers, for a long-running host).
     pub reconnect: Reconnect,
     /// Kept outputs (`<data>/results`) older than this are removed at start (default 7 days).
@@ -108,6 +110,7 @@ impl HubOptions {
             elicitor: None,
             sampler: None,
             roots: None,
+            roots_source: None,
             reconnect: Reconnect::default(),
             results_keep: Duration::from_secs(7 * 24 * 3600),
             results_max_bytes: 500 * 1000 * 1000,
@@ -140,6 +143,11 @@ impl HubOptions {
         self
     }
 
+    /// With the roots decided by `source` (see [`crate::roots`]).
+    pub fn roots_source(mut self, source: Arc<dyn crate::roots::RootsSource>) -> Self {
+        self.roots_source = Some(source);
+        self
+    }
     /// With these folders offered as roots instead of the project root.
     pub fn roots(mut self, roots: Vec<PathBuf>) -> Self {
         self.roots = Some(roots);

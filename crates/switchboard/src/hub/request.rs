@@ -46,8 +46,9 @@ pub(super) async fn send(
     progress: ProgressTo,
     cancel: Option<CancellationToken>,
     what: &str,
+    meta: Option<rmcp::model::RequestMetaObject>,
 ) -> Result<ServerResult, Failure> {
-    let result = send_once(inner, slot, conn, request, limits, progress, cancel, what).await;
+    let result = send_once(inner, slot, conn, request, limits, progress, cancel, what, meta).await;
     if result.is_err() && conn.tree.is_none() && conn.is_closed() {
         // A remote server's transport closed under this request: the status says so at once.
         let reason = format!("closed the connection during `{what}`");
@@ -79,13 +80,18 @@ async fn send_once(
     progress: ProgressTo,
     cancel: Option<CancellationToken>,
     what: &str,
+    meta: Option<rmcp::model::RequestMetaObject>,
 ) -> Result<ServerResult, Failure> {
+    let options = match meta {
+        Some(m) => PeerRequestOptions::no_options().with_meta(m),
+        None => PeerRequestOptions::no_options(),
+    };
     let mut watched = inner.watchdog.watch(limits.idle, limits.total);
     // Sending can itself wait (a transport renewing its session, a full queue): the deadline
     // and the caller's cancellation hold from here, not only once the request is out.
     let sending = tokio::select! {
         biased;
-        sent = conn.request(request, PeerRequestOptions::no_options()) => Ok(sent),
+        sent = conn.request(request, options) => Ok(sent),
         why = &mut watched.expired => Err(why.ok()),
         () = cancelled(cancel.as_ref()) => Err(None),
     };
@@ -213,6 +219,7 @@ pub(super) async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, w
         ServiceError::McpError(ref data) => Error::Rejected {
             server: slot.name.clone(),
             code: data.code.0,
+            data: data.data.clone(),
             message: format!("{what}: {}{}", describe_error(&e), urls_to_open(data)),
         },
         other => Error::Protocol { server: slot.name.clone(), message: format!("{what}: {}", describe_error(&other)) },

@@ -158,8 +158,31 @@ impl Home {
     }
 }
 
+/// A child process killed when dropped (a failing test leaves nothing running).
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Killed {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Killed {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 /// Starts `switchboard gateway --http 127.0.0.1:0 <args>` and returns it with its `/mcp` URL.
-pub fn http_gateway(home: &Home, args: &[&str]) -> (Child, String) {
+pub fn http_gateway(home: &Home, args: &[&str]) -> (Killed, String) {
     use std::io::{BufRead, BufReader};
     let mut c = std::process::Command::new(switchboard_testkit::cli());
     c.env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
@@ -172,7 +195,7 @@ pub fn http_gateway(home: &Home, args: &[&str]) -> (Child, String) {
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(Stdio::null());
     let mut child = c.spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let url = loop {
@@ -183,7 +206,7 @@ pub fn http_gateway(home: &Home, args: &[&str]) -> (Child, String) {
         }
     };
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    (child, url)
+    (Killed(child), url)
 }
 
 /// Receives until `want` matches (or `limit` passes); returns whether it did.

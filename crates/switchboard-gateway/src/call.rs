@@ -23,7 +23,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use switchboard::elicitation::ElicitationAnswer;
 use switchboard::{CallOptions, ToolOutput};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -58,8 +58,30 @@ pub(crate) struct Parked {
     guard: Option<CallGuard>,
     cancel: CancellationToken,
     progress: ProgressTarget,
-    forwarder: JoinHandle<()>,
+    forwarder: Forwarder,
     expiry: Option<tokio::task::AbortHandle>,
+}
+
+/// Sends a call's progress on, with the downstream's token.
+struct Forwarder {
+    task: JoinHandle<()>,
+    flush: mpsc::UnboundedSender<oneshot::Sender<()>>,
+}
+
+impl Forwarder {
+    /// Sends what is queued (the progress that came before the result), bounded.
+    async fn flush(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.flush.send(ack).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_millis(200), done).await;
+        }
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// A running call.
@@ -69,8 +91,8 @@ struct Running {
     guard: Option<CallGuard>,
     cancel: CancellationToken,
     progress: ProgressTarget,
-    /// Sends progress on; ends when the call does (its channel closes).
-    forwarder: JoinHandle<()>,
+    /// Sends progress on.
+    forwarder: Forwarder,
     armed: CancelOnDrop,
 }
 
@@ -154,15 +176,36 @@ fn start(
     let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::Progress>();
     options = options.progress(tx);
     let to = progress.clone();
-    let forwarder = tokio::spawn(async move {
-        while let Some(p) = rx.recv().await {
-            let Some((peer, token)) = unpoisoned(&to).clone() else { continue };
+    let (flush, mut flushes) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+    let forward = move |p: switchboard::Progress| {
+        let target = unpoisoned(&to).clone();
+        async move {
+            let Some((peer, token)) = target else { return };
             let mut param = ProgressNotificationParam::new(token, p.progress);
             param.total = p.total;
             param.message = p.message;
             let _ = peer.notify_progress(param).await;
         }
+    };
+    let forwarder = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                p = rx.recv() => match p {
+                    Some(p) => forward(p).await,
+                    None => return,
+                },
+                // The call ended: what came before its result is sent, then the call goes on.
+                Some(ack) = flushes.recv() => {
+                    while let Ok(p) = rx.try_recv() {
+                        forward(p).await;
+                    }
+                    let _ = ack.send(());
+                }
+            }
+        }
     });
+    let forwarder = Forwarder { task: forwarder, flush };
     let (guard, asks) = match &shared.relay {
         Some(relay) => {
             let (guard, asks) = relay.call_started(&server);
@@ -244,7 +287,7 @@ async fn drive(shared: &Arc<Shared>, mut running: Running, ctx: &RequestContext<
         tokio::select! {
             done = &mut running.call => {
                 // Progress sent before the result goes first.
-                let _ = tokio::time::timeout(Duration::from_millis(200), &mut running.forwarder).await;
+                running.forwarder.flush().await;
                 return finish(shared, done);
             }
             Some(ask) = running.asks.recv() => {

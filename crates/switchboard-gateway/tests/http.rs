@@ -157,3 +157,54 @@ async fn a_profile_narrows_what_a_client_sees() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `switchboard serve` answers `/mcp` on its own port with the same token and the same hub as
+/// the dashboard; a page of another origin is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_mcp_with_its_own_token() {
+    let home = Home::new(false);
+    std::fs::copy(&home.config, home.path().join("user.json")).unwrap();
+    let mut serve = switchboard_testkit::switchboard(home.path())
+        .args(["serve", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = switchboard_testkit::serve_address(&mut serve);
+    let serve = common::Killed(serve);
+    let url = format!("http://{addr}/mcp");
+    let (tx, _seen) = tokio::sync::mpsc::unbounded_channel();
+    let client = Recorder { seen: tx, elicitation: true }.serve(client_transport(&url, &home.token())).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "mcp__fx__echo"), "{tools:?}");
+    let r = client.call_tool(CallToolRequestParams::new("mcp__fx__ask")).await.unwrap();
+    assert!(serde_json::to_string(&r.content).unwrap().contains("Ada"), "the question went to the MCP client");
+    // The dashboard's API sees the same hub.
+    let http = reqwest::Client::new();
+    let servers: serde_json::Value =
+        http.get(format!("http://{addr}/api/servers")).bearer_auth(home.token()).send().await.unwrap().json().await.unwrap();
+    assert!(servers.to_string().contains("\"fx\""), "{servers}");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let refused = http
+        .post(&url)
+        .bearer_auth(home.token())
+        .header("origin", "http://evil.example")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(init)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    let no_token = http
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(init)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_token.status(), 401);
+    client.cancel().await.unwrap();
+    drop(serve);
+}

@@ -131,3 +131,52 @@ async fn one_session_reaches_both_upstreams_with_everything_forwarded() {
     let left = wait_gone(&home.marker, Duration::from_secs(15));
     assert!(left.is_empty(), "left after stdin closed: {left:?}");
 }
+
+/// Era translation the other way: a 2026-07-28 upstream (the Python SDK's server) asks through
+/// `input_required` rounds; this client of 2025-11-25 gets ordinary requests, answers them, and
+/// the upstream sees this client's answers and roots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_upstreams_rounds_reach_a_legacy_client_as_requests() {
+    let script = switchboard_testkit::workspace().join("tests/peers/py_server.py");
+    let home = Home::with(
+        false,
+        json!({"servers": {"py": {"command": switchboard_testkit::python(), "args": [script], "protocol_version": "2026-07-28"}}}),
+    );
+    let (tx, _seen) = tokio::sync::mpsc::unbounded_channel();
+    let client = Recorder { seen: tx, elicitation: true }
+        .serve(TokioChildProcess::new(home.gateway(&[])).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(client.peer_info().unwrap().protocol_version.as_str(), "2025-11-25");
+    let r = client.call_tool(CallToolRequestParams::new("mcp__py__favourite_colour")).await.unwrap();
+    let text = serde_json::to_string(&r.content).unwrap();
+    // The client answered `name` only: the server's model takes its default colour.
+    assert!(text.contains("colour: teal"), "{text}");
+    let r = client.call_tool(CallToolRequestParams::new("mcp__py__client_roots")).await.unwrap();
+    let text = serde_json::to_string(&r.content).unwrap();
+    assert!(text.contains("file:///home/ada/project"), "the upstream did not see the client's roots: {text}");
+    client.cancel().await.unwrap();
+}
+
+/// Results pass through raw by default; `--model-results` applies switchboard's budget (the
+/// text cut, the whole kept in a file the note names).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_results_apply_the_budget_raw_results_do_not() {
+    let home = Home::new(false);
+    let big = || CallToolRequestParams::new("mcp__fx__big").with_arguments(args(json!({"bytes": 300000})).unwrap());
+    for (flags, cut) in [(vec![], false), (vec!["--model-results"], true)] {
+        let (tx, _seen) = tokio::sync::mpsc::unbounded_channel();
+        let client = Recorder { seen: tx, elicitation: false }
+            .serve(TokioChildProcess::new(home.gateway(&flags)).unwrap())
+            .await
+            .unwrap();
+        let r = client.call_tool(big()).await.unwrap();
+        let text = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<String>();
+        if cut {
+            assert!(text.len() < 300000 && text.contains("Output truncated"), "{} bytes", text.len());
+        } else {
+            assert_eq!(text.len(), 300000);
+        }
+        client.cancel().await.unwrap();
+    }
+}

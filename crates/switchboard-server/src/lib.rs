@@ -314,7 +314,11 @@ fn mcp_router(
 ) -> Router {
     let service = switchboard_gateway::http_service(gateway, cancel, MCP_BODY_LIMIT);
     let router = Router::new().route_service("/mcp", service);
-    if auth { router.layer(axum::middleware::from_fn_with_state(access, security::check_bearer)) } else { router }
+    if auth {
+        router.layer(axum::middleware::from_fn_with_state(access, security::check_bearer))
+    } else {
+        router.layer(axum::middleware::from_fn_with_state(access, security::check_origin))
+    }
 }
 
 /// How `switchboard gateway --http` serves.

@@ -206,8 +206,31 @@ pub async fn check_auth(State(access): State<Arc<Access>>, request: Request, nex
     next.run(request).await
 }
 
-/// Refuses an MCP request without the bearer token (no cookies: MCP clients are programs).
+/// Refuses a request a web page of another origin sent (`--no-auth` MCP: no token, but still
+/// no page elsewhere).
+pub async fn check_origin(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    if !access.origin_ok(request.headers()) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "bad_origin",
+            "a page of another origin may not use this server's MCP endpoint",
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Refuses an MCP request without the bearer token (no cookies: MCP clients are programs), or
+/// one a web page of another origin sent (the spec asks servers to check `Origin`).
 pub async fn check_bearer(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    if !access.origin_ok(request.headers()) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "bad_origin",
+            "a page of another origin may not use this server's MCP endpoint",
+        )
+        .into_response();
+    }
     if !access.bearer_ok(request.headers()) {
         let mut response = ApiError::new(
             StatusCode::UNAUTHORIZED,

@@ -40,6 +40,7 @@ impl ClientHandler for Recorder {
             let mut e = ElicitationCapability::new();
             e.form = Some(FormElicitationCapability::default());
             caps.elicitation = Some(e);
+            caps.roots = Some(Default::default());
         }
         ClientConfig::new(caps, Implementation::new("gateway-test", "1"))
     }
@@ -52,6 +53,11 @@ impl ClientHandler for Recorder {
         let mut r = ElicitResult::new(ElicitationAction::Accept);
         r.content = Some(json!({"name": "Ada"}));
         Ok(r)
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(&self, _ctx: RequestContext<RoleClient>) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        Ok(rmcp::model::ListRootsResult::new(vec![rmcp::model::Root::new("file:///home/ada/project")]))
     }
 
     async fn on_progress(&self, p: ProgressNotificationParam, _ctx: NotificationContext<RoleClient>) {

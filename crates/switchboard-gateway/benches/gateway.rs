@@ -1,0 +1,314 @@
+//! `cargo bench -p switchboard-gateway --bench gateway`: echo calls through `switchboard
+//! gateway` against the same calls sent straight to the same minimal server, in one run.
+//!
+//! The client is a bare rmcp client on a current-thread runtime, pinned to CPU 0; every server,
+//! gateway and upstream runs pinned to CPU 1 (set before exec, inherited by their children).
+//! The upstream is `examples/echo.rs` (one tool, nothing else). Rows, each measured sequentially
+//! and with 64 calls in flight, in interleaved rounds (medians, and the spread over rounds):
+//!
+//! - stdio front: client → echo over stdio (twice: the A/A row shows the noise), and client →
+//!   `switchboard gateway` over stdio → echo over stdio.
+//! - HTTP front: client → echo serving Streamable HTTP itself, and client → `switchboard gateway
+//!   --http` → echo over stdio; and the peer gateways that install from npm and PyPI in front of
+//!   the same echo over stdio: `mcp-proxy` (PyPI), `supergateway` and `mcp-hub` (npm).
+//!
+//! Then the gateway's resident memory with 20 upstreams and 50 HTTP sessions open.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+
+/// How long each row is measured, per round and mode (calls completed in the window count).
+const WINDOW: Duration = Duration::from_secs(2);
+const IN_FLIGHT: usize = 64;
+const ROUNDS: usize = 3;
+
+type Client = RunningService<RoleClient, ()>;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn build() -> (PathBuf, PathBuf) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let ok = Command::new(cargo)
+        .args(["build", "-q", "--release", "-p", "switchboard-cli", "-p", "switchboard-gateway", "--bins", "--example", "echo"])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    (root().join("target/release/switchboard"), root().join("target/release/examples/echo"))
+}
+
+/// `program` pinned to CPU 1, the servers' CPU (children inherit it).
+fn on_cpu1(program: &Path) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(program);
+    // SAFETY: between fork and exec only sched_setaffinity, a plain system call.
+    unsafe {
+        c.pre_exec(|| {
+            pin(1);
+            Ok(())
+        });
+    }
+    c
+}
+
+/// Pins the calling process to one CPU.
+fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes into it; the call affects this process.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn pin_self_to_cpu0() {
+    pin(0);
+}
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_port(port: u16) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(60), "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One way of reaching the echo tool.
+struct Target {
+    name: &'static str,
+    front: &'static str,
+    client: Client,
+    tool: String,
+    _procs: Vec<Killed>,
+    seq: Vec<f64>,
+    conc: Vec<f64>,
+}
+
+async fn stdio_client(cmd: Command) -> Client {
+    let cmd = tokio::process::Command::from(cmd);
+    ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap()
+}
+
+async fn http_client(url: &str) -> Client {
+    let t = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url));
+    ().serve(t).await.unwrap()
+}
+
+async fn echo_tool(client: &Client) -> String {
+    let tools = client.list_all_tools().await.unwrap();
+    tools.iter().map(|t| t.name.to_string()).find(|n| n.ends_with("echo")).expect("an echo tool")
+}
+
+async fn target(name: &'static str, front: &'static str, client: Client, procs: Vec<Killed>) -> Target {
+    let tool = echo_tool(&client).await;
+    Target { name, front, client, tool, _procs: procs, seq: Vec::new(), conc: Vec::new() }
+}
+
+/// Calls/s over `window`, `in_flight` at a time (batches of that many; the last batch in the
+/// window is waited for and counted).
+async fn rate(client: &Client, tool: &str, window: Duration, in_flight: usize) -> f64 {
+    let call = |i: usize| {
+        let args = serde_json::json!({"text": format!("hello {i}")}).as_object().cloned().unwrap();
+        client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+    };
+    let start = Instant::now();
+    let mut done = 0;
+    while start.elapsed() < window {
+        let batch: Vec<_> = (done..done + in_flight).map(call).collect();
+        for r in join_all(batch).await {
+            r.unwrap();
+        }
+        done += in_flight;
+    }
+    done as f64 / start.elapsed().as_secs_f64()
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn spread(v: &[f64]) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(0.0, f64::max);
+    format!("{:.0}-{:.0}", lo, hi)
+}
+
+fn config(dir: &Path, servers: usize, echo: &Path) -> PathBuf {
+    let mut map = serde_json::Map::new();
+    for i in 0..servers {
+        let name = if servers == 1 { "echo".to_string() } else { format!("echo{i}") };
+        map.insert(name, serde_json::json!({"command": echo, "args": ["stdio"]}));
+    }
+    let path = dir.join(format!("gateway-{servers}.json"));
+    std::fs::write(&path, serde_json::json!({"servers": map}).to_string()).unwrap();
+    path
+}
+
+fn switchboard(bin: &Path, home: &Path, config: &Path) -> Command {
+    let mut c = on_cpu1(bin);
+    c.env("SWITCHBOARD_CONFIG", home.join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
+        .env_remove("RUST_LOG")
+        .arg("--config")
+        .arg(config)
+        .arg("gateway");
+    c
+}
+
+/// `switchboard gateway --http` on a free port (no token: loopback, a benchmark).
+fn http_gateway(bin: &Path, home: &Path, config: &Path) -> (Killed, String) {
+    let port = free_port();
+    let child = switchboard(bin, home, config)
+        .args(["--http", &format!("127.0.0.1:{port}"), "--no-auth"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_port(port);
+    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
+    let mut out = Vec::new();
+    let py = switchboard_testkit::python_venv("bench-mcp-proxy", &["mcp-proxy==0.13.0"]);
+    let node = switchboard_testkit::npm_folder("bench-gateways", &["supergateway@4.0.0", "mcp-hub@4.2.1"]);
+    let spawn = |mut c: Command| Killed(c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+
+    let port = free_port();
+    let mut c = on_cpu1(&py.join("bin/mcp-proxy"));
+    c.args(["--port", &port.to_string(), "--transport", "streamablehttp"]).arg(echo).arg("stdio");
+    let p = spawn(c);
+    wait_port(port);
+    out.push(target("mcp-proxy 0.13 (PyPI)", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![p]).await);
+
+    let port = free_port();
+    let mut c = on_cpu1(Path::new("node"));
+    c.arg(node.join("node_modules/.bin/supergateway"))
+        // Stateful: one echo process per session (stateless, it starts one per request).
+        .args(["--stdio", &format!("{} stdio", echo.display()), "--outputTransport", "streamableHttp", "--stateful"])
+        .args(["--port", &port.to_string()]);
+    let p = spawn(c);
+    wait_port(port);
+    out.push(target("supergateway 4.0 (npm)", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![p]).await);
+
+    let port = free_port();
+    let hub_config = dir.join("mcp-hub.json");
+    std::fs::write(&hub_config, serde_json::json!({"mcpServers": {"echo": {"command": echo, "args": ["stdio"]}}}).to_string())
+        .unwrap();
+    let mut c = on_cpu1(Path::new("node"));
+    c.arg(node.join("node_modules/.bin/mcp-hub")).args(["--port", &port.to_string(), "--config"]).arg(&hub_config);
+    let p = spawn(c);
+    wait_port(port);
+    tokio::time::sleep(Duration::from_secs(2)).await; // it connects its servers after listening
+    // mcp-hub serves the legacy HTTP+SSE transport at /mcp: reached through switchboard's own
+    // legacy SSE client transport (rmcp has none).
+    let url = reqwest::Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
+    let sse = switchboard::transport::SseClientTransport::connect(url, Default::default(), 16 << 20).await.unwrap();
+    out.push(target("mcp-hub 4.2 (npm; legacy SSE)", "http", ().serve(sse).await.unwrap(), vec![p]).await);
+    out
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() {
+    pin_self_to_cpu0();
+    let (bin, echo) = build();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let one = config(dir.path(), 1, &echo);
+        let mut targets = Vec::new();
+        let mut echo_stdio = on_cpu1(&echo);
+        echo_stdio.arg("stdio");
+        targets.push(target("direct (A)", "stdio", stdio_client(echo_stdio).await, vec![]).await);
+        let mut echo_stdio = on_cpu1(&echo);
+        echo_stdio.arg("stdio");
+        targets.push(target("direct (A/A)", "stdio", stdio_client(echo_stdio).await, vec![]).await);
+        targets.push(target("switchboard gateway", "stdio", stdio_client(switchboard(&bin, dir.path(), &one)).await, vec![]).await);
+        let port = free_port();
+        let direct_http = Killed(on_cpu1(&echo).args(["http", &port.to_string()]).stdout(Stdio::null()).spawn().unwrap());
+        wait_port(port);
+        targets.push(target("direct", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![direct_http]).await);
+        let (gw, url) = http_gateway(&bin, dir.path(), &one);
+        targets.push(target("switchboard gateway --http", "http", http_client(&url).await, vec![gw]).await);
+        targets.extend(peers(&echo, dir.path()).await);
+
+        for t in &targets {
+            rate(&t.client, &t.tool, Duration::from_millis(300), 1).await; // warm up
+        }
+        for _ in 0..ROUNDS {
+            for t in &mut targets {
+                let s = rate(&t.client, &t.tool, WINDOW, 1).await;
+                let c = rate(&t.client, &t.tool, WINDOW, IN_FLIGHT).await;
+                t.seq.push(s);
+                t.conc.push(c);
+            }
+        }
+        println!("\n| front | path | sequential calls/s (spread) | ratio | 64 in flight calls/s (spread) | ratio |");
+        println!("|---|---|--:|--:|--:|--:|");
+        for front in ["stdio", "http"] {
+            let base = targets.iter().find(|t| t.front == front).map(|t| (median(&t.seq), median(&t.conc))).unwrap();
+            for t in targets.iter().filter(|t| t.front == front) {
+                let (s, c) = (median(&t.seq), median(&t.conc));
+                println!(
+                    "| {front} | {} | {s:.0} ({}) | {:.2} | {c:.0} ({}) | {:.2} |",
+                    t.name,
+                    spread(&t.seq),
+                    s / base.0,
+                    spread(&t.conc),
+                    c / base.1
+                );
+            }
+        }
+        drop(targets);
+
+        // Memory: 20 upstreams, 50 HTTP sessions, each having listed and called once.
+        let twenty = config(dir.path(), 20, &echo);
+        let (gw, url) = http_gateway(&bin, dir.path(), &twenty);
+        let mut sessions = Vec::new();
+        for _ in 0..50 {
+            let c = http_client(&url).await;
+            let tools = c.list_all_tools().await.unwrap();
+            assert_eq!(tools.len(), 20);
+            let args = serde_json::json!({"text": "x"}).as_object().cloned().unwrap();
+            c.call_tool(CallToolRequestParams::new(tools[0].name.to_string()).with_arguments(args)).await.unwrap();
+            sessions.push(c);
+        }
+        println!(
+            "\ngateway RSS with 20 upstreams and 50 HTTP sessions: {:.1} MB (the upstreams are processes of their own)",
+            rss_kb(gw.0.id()) as f64 / 1024.0
+        );
+        drop(sessions);
+        drop(gw);
+    });
+}

@@ -40,7 +40,18 @@ fn root() -> PathBuf {
 fn build() -> (PathBuf, PathBuf) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = Command::new(cargo)
-        .args(["build", "-q", "--release", "-p", "switchboard-cli", "-p", "switchboard-gateway", "--bins", "--example", "echo"])
+        .args([
+            "build",
+            "-q",
+            "--release",
+            "-p",
+            "switchboard-cli",
+            "-p",
+            "switchboard-gateway",
+            "--bins",
+            "--example",
+            "echo",
+        ])
         .current_dir(root())
         .status()
         .unwrap();
@@ -204,7 +215,10 @@ async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
     c.args(["--port", &port.to_string(), "--transport", "streamablehttp"]).arg(echo).arg("stdio");
     let p = spawn(c);
     wait_port(port);
-    out.push(target("mcp-proxy 0.13 (PyPI)", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![p]).await);
+    out.push(
+        target("mcp-proxy 0.13 (PyPI)", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![p])
+            .await,
+    );
 
     let port = free_port();
     let mut c = on_cpu1(Path::new("node"));
@@ -214,12 +228,18 @@ async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
         .args(["--port", &port.to_string()]);
     let p = spawn(c);
     wait_port(port);
-    out.push(target("supergateway 4.0 (npm)", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![p]).await);
+    out.push(
+        target("supergateway 4.0 (npm)", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![p])
+            .await,
+    );
 
     let port = free_port();
     let hub_config = dir.join("mcp-hub.json");
-    std::fs::write(&hub_config, serde_json::json!({"mcpServers": {"echo": {"command": echo, "args": ["stdio"]}}}).to_string())
-        .unwrap();
+    std::fs::write(
+        &hub_config,
+        serde_json::json!({"mcpServers": {"echo": {"command": echo, "args": ["stdio"]}}}).to_string(),
+    )
+    .unwrap();
     let mut c = on_cpu1(Path::new("node"));
     c.arg(node.join("node_modules/.bin/mcp-hub")).args(["--port", &port.to_string(), "--config"]).arg(&hub_config);
     let p = spawn(c);
@@ -254,11 +274,18 @@ fn main() {
         let mut echo_stdio = on_cpu1(&echo);
         echo_stdio.arg("stdio");
         targets.push(target("direct (A/A)", "stdio", stdio_client(echo_stdio).await, vec![]).await);
-        targets.push(target("switchboard gateway", "stdio", stdio_client(switchboard(&bin, dir.path(), &one)).await, vec![]).await);
+        targets.push(
+            target("switchboard gateway", "stdio", stdio_client(switchboard(&bin, dir.path(), &one)).await, vec![])
+                .await,
+        );
         let port = free_port();
-        let direct_http = Killed(on_cpu1(&echo).args(["http", &port.to_string()]).stdout(Stdio::null()).spawn().unwrap());
+        let direct_http =
+            Killed(on_cpu1(&echo).args(["http", &port.to_string()]).stdout(Stdio::null()).spawn().unwrap());
         wait_port(port);
-        targets.push(target("direct", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![direct_http]).await);
+        targets.push(
+            target("direct", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![direct_http])
+                .await,
+        );
         let (gw, url) = http_gateway(&bin, dir.path(), &one);
         targets.push(target("switchboard gateway --http", "http", http_client(&url).await, vec![gw]).await);
         targets.extend(peers(&echo, dir.path()).await);

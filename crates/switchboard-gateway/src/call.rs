@@ -21,9 +21,12 @@ use rmcp::model::{
     InputRequiredResult, ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceResult, ResultType,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
+use std::future::Future;
+use std::pin::Pin;
 use switchboard::elicitation::ElicitationAnswer;
 use switchboard::{CallOptions, ToolOutput};
 use tokio::sync::{mpsc, oneshot};
+
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -52,13 +55,13 @@ type ProgressTarget = Arc<Mutex<Option<(Peer<RoleServer>, ProgressToken)>>>;
 
 /// A call waiting for a 2026-07-28 client's answers.
 pub(crate) struct Parked {
-    call: JoinHandle<Outcome>,
+    call: Guarded,
     asks: mpsc::UnboundedReceiver<Ask>,
     pending: Vec<(String, Ask)>,
     guard: Option<CallGuard>,
     cancel: CancellationToken,
     progress: ProgressTarget,
-    forwarder: Forwarder,
+    forwarder: Option<Forwarder>,
     expiry: Option<tokio::task::AbortHandle>,
 }
 
@@ -84,15 +87,46 @@ impl Drop for Forwarder {
     }
 }
 
+/// The hub's call, polled by the handler task itself (no task of its own: a task hop per call
+/// cost a third of the gateway's throughput on one CPU). Dropped unfinished — the client went
+/// away — it is cancelled and left to finish on its own task, so the upstream is told.
+pub(crate) struct Guarded {
+    fut: Option<Pin<Box<dyn Future<Output = Outcome> + Send>>>,
+    cancel: CancellationToken,
+    armed: bool,
+}
+
+impl Guarded {
+    async fn wait(&mut self) -> Outcome {
+        let Some(fut) = self.fut.as_mut() else { return std::future::pending().await };
+        let out = fut.await;
+        self.fut = None;
+        out
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if let Some(fut) = self.fut.take()
+            && self.armed
+        {
+            self.cancel.cancel();
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(fut);
+            }
+        }
+    }
+}
+
 /// A running call.
 struct Running {
-    call: JoinHandle<Outcome>,
+    call: Guarded,
     asks: mpsc::UnboundedReceiver<Ask>,
     guard: Option<CallGuard>,
     cancel: CancellationToken,
     progress: ProgressTarget,
-    /// Sends progress on.
-    forwarder: Forwarder,
+    /// Sends progress on (none when no one can want it).
+    forwarder: Option<Forwarder>,
     armed: CancelOnDrop,
 }
 
@@ -137,7 +171,7 @@ pub(crate) async fn run(
             }
         },
         None => match work {
-            Some(work) => start(shared, work, target, ctx.client_capabilities()),
+            Some(work) => start(shared, work, target, ctx.client_capabilities(), modern(&ctx)),
             None => return Err(McpError::invalid_params("nothing to run", None)),
         },
     };
@@ -159,6 +193,7 @@ fn start(
     work: Work,
     target: Option<(Peer<RoleServer>, ProgressToken)>,
     caps: Option<rmcp::model::ClientCapabilities>,
+    resumable: bool,
 ) -> Running {
     let server = match &work {
         Work::Tool { name, .. } => shared.hub.catalog().tool(name).map(|e| e.server.clone()).unwrap_or_default(),
@@ -172,40 +207,49 @@ fn start(
     if let Some(caps) = caps {
         options = options.client_capabilities(caps);
     }
+    // Progress is forwarded only when the request has a token, or may have one once resumed
+    // (a 2026-07-28 call can come back with a new token); otherwise none is routed at all.
+    let wanted = target.is_some() || resumable;
     let progress: ProgressTarget = Arc::new(Mutex::new(target));
     let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::Progress>();
-    options = options.progress(tx);
-    let to = progress.clone();
-    let (flush, mut flushes) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
-    let forward = move |p: switchboard::Progress| {
-        let target = unpoisoned(&to).clone();
-        async move {
-            let Some((peer, token)) = target else { return };
-            let mut param = ProgressNotificationParam::new(token, p.progress);
-            param.total = p.total;
-            param.message = p.message;
-            let _ = peer.notify_progress(param).await;
-        }
-    };
-    let forwarder = tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                biased;
-                p = rx.recv() => match p {
-                    Some(p) => forward(p).await,
-                    None => return,
-                },
-                // The call ended: what came before its result is sent, then the call goes on.
-                Some(ack) = flushes.recv() => {
-                    while let Ok(p) = rx.try_recv() {
-                        forward(p).await;
+    if wanted {
+        options = options.progress(tx);
+    }
+    let forwarder = if wanted {
+        let to = progress.clone();
+        let (flush, mut flushes) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+        let forward = move |p: switchboard::Progress| {
+            let target = unpoisoned(&to).clone();
+            async move {
+                let Some((peer, token)) = target else { return };
+                let mut param = ProgressNotificationParam::new(token, p.progress);
+                param.total = p.total;
+                param.message = p.message;
+                let _ = peer.notify_progress(param).await;
+            }
+        };
+        let forwarder = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    p = rx.recv() => match p {
+                        Some(p) => forward(p).await,
+                        None => return,
+                    },
+                    // The call ended: what came before its result is sent, then the call goes on.
+                    Some(ack) = flushes.recv() => {
+                        while let Ok(p) = rx.try_recv() {
+                            forward(p).await;
+                        }
+                        let _ = ack.send(());
                     }
-                    let _ = ack.send(());
                 }
             }
-        }
-    });
-    let forwarder = Forwarder { task: forwarder, flush };
+        });
+        Some(Forwarder { task: forwarder, flush })
+    } else {
+        None
+    };
     let (guard, asks) = match &shared.relay {
         Some(relay) => {
             let (guard, asks) = relay.call_started(&server);
@@ -214,7 +258,7 @@ fn start(
         None => (None, mpsc::unbounded_channel().1),
     };
     let hub = shared.hub.clone();
-    let call = tokio::spawn(async move {
+    let call = Box::pin(async move {
         match work {
             Work::Tool { name, arguments } => Outcome::Tool(hub.call_tool(&name, arguments, options).await),
             Work::Prompt { server, name, arguments } => {
@@ -233,6 +277,7 @@ fn start(
         }
     });
     let armed = CancelOnDrop(Some(cancel.clone()));
+    let call = Guarded { fut: Some(call), cancel: cancel.clone(), armed: true };
     Running { call, asks, guard, cancel, progress, forwarder, armed }
 }
 
@@ -285,9 +330,11 @@ fn resume(
 async fn drive(shared: &Arc<Shared>, mut running: Running, ctx: &RequestContext<RoleServer>) -> Result<Done, McpError> {
     loop {
         tokio::select! {
-            done = &mut running.call => {
+            done = running.call.wait() => {
                 // Progress sent before the result goes first.
-                running.forwarder.flush().await;
+                if let Some(f) = &running.forwarder {
+                    f.flush().await;
+                }
                 return finish(shared, done);
             }
             Some(ask) = running.asks.recv() => {
@@ -431,11 +478,10 @@ async fn park(
     Ok(InputRequiredResult::new(Some(requests), Some(state)))
 }
 
-fn finish(shared: &Shared, done: Result<Outcome, tokio::task::JoinError>) -> Result<Done, McpError> {
+fn finish(shared: &Shared, outcome: Outcome) -> Result<Done, McpError> {
     // A 2026-07-28 client needs `resultType` (the upstream may be of an earlier revision);
     // rmcp takes it off again for clients of earlier revisions.
     let complete = Some(ResultType::COMPLETE);
-    let outcome = done.map_err(|e| McpError::internal_error(format!("the request failed: {e}"), None))?;
     match outcome {
         Outcome::Tool(Ok(out)) if shared.options.model_results => {
             let mut result = CallToolResult::success(vec![ContentBlock::text(out.model.text())]);

@@ -181,8 +181,15 @@ async fn serve_answers_mcp_with_its_own_token() {
     assert!(serde_json::to_string(&r.content).unwrap().contains("Ada"), "the question went to the MCP client");
     // The dashboard's API sees the same hub.
     let http = reqwest::Client::new();
-    let servers: serde_json::Value =
-        http.get(format!("http://{addr}/api/servers")).bearer_auth(home.token()).send().await.unwrap().json().await.unwrap();
+    let servers: serde_json::Value = http
+        .get(format!("http://{addr}/api/servers"))
+        .bearer_auth(home.token())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert!(servers.to_string().contains("\"fx\""), "{servers}");
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let refused = http

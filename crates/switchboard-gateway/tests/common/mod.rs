@@ -56,7 +56,10 @@ impl ClientHandler for Recorder {
     }
 
     #[allow(deprecated)]
-    async fn list_roots(&self, _ctx: RequestContext<RoleClient>) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+    async fn list_roots(
+        &self,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
         Ok(rmcp::model::ListRootsResult::new(vec![rmcp::model::Root::new("file:///home/ada/project")]))
     }
 

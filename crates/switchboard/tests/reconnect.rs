@@ -160,6 +160,16 @@ async fn a_remote_server_stopped_and_started_again_is_noticed_without_a_call_and
     let Event::StatusChanged { status: ServerStatus::Failed { kind, retry, .. }, .. } = e else { unreachable!() };
     assert_eq!(kind, FailureKind::NetworkUnreachable);
     assert!(retry.is_some_and(|r| r.at_ms.is_some()), "{retry:?}");
+    // Away for more attempts than a crash loop counts: still tried (an unreachable server is
+    // not crashing; under load the restart below can take that long).
+    for _ in 0..5 {
+        let e =
+            wait_event(&mut events, |e| matches!(e, Event::StatusChanged { status: ServerStatus::Failed { .. }, .. }))
+                .await;
+        let Event::StatusChanged { status: ServerStatus::Failed { kind, retry, .. }, .. } = e else { unreachable!() };
+        assert_eq!(kind, FailureKind::NetworkUnreachable, "not a crash loop");
+        assert!(retry.is_some_and(|r| r.at_ms.is_some()), "{retry:?}");
+    }
     // Back on the same port: connected again by itself.
     let _peer = switchboard_testkit::python_script("py_server.py", &["streamable-http".into(), port.to_string()], port);
     wait_event(&mut events, |e| matches!(e, Event::StatusChanged { status: ServerStatus::Connected { .. }, .. })).await;

@@ -124,7 +124,13 @@ pub(super) fn lost(inner: &Arc<Inner>, slot: &Arc<Slot>, status: ServerStatus) {
         } else {
             b.attempt = 0;
         }
-        b.recent.push_back(now);
+        // A remote server that cannot be reached is away, not crashing: it is tried on with
+        // backoff (up to the longest delay) however long it takes; only exits and failed starts
+        // count towards a crash loop.
+        let unreachable = matches!(&status, ServerStatus::Failed { kind: FailureKind::NetworkUnreachable, .. });
+        if !unreachable {
+            b.recent.push_back(now);
+        }
         while b.recent.front().is_some_and(|t| now.duration_since(*t) > policy.crash_window) {
             b.recent.pop_front();
         }

@@ -226,11 +226,12 @@ impl Shared {
     /// The view of the current catalog for a profile.
     fn view(&self, profile: Option<&str>) -> Result<Arc<view::View>, UnknownProfile> {
         let filter = self.filter(profile)?;
-        let repair = self.transparent_server().is_none();
         let catalog = self.hub.catalog();
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
         let cached = views.entry(profile.map(str::to_string)).or_default();
+        // Rebuilt only when the catalog changed (not on every call: this is every call's path).
         if !cached.catalog.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) {
+            let repair = self.transparent_server().is_none();
             cached.view = Arc::new(view::View::build(&catalog, &filter, self.options.names, repair));
             cached.catalog = Some(catalog);
         }

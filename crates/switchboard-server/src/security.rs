@@ -206,16 +206,23 @@ pub async fn check_auth(State(access): State<Arc<Access>>, request: Request, nex
     next.run(request).await
 }
 
-/// Refuses a request a web page of another origin sent (`--no-auth` MCP: no token, but still
-/// no page elsewhere).
-pub async fn check_origin(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
-    if !access.origin_ok(request.headers()) {
-        return ApiError::new(
+/// The 403 for an MCP request a web page of another origin sent, if it is one.
+fn foreign_origin(access: &Access, headers: &HeaderMap) -> Option<Response> {
+    (!access.origin_ok(headers)).then(|| {
+        ApiError::new(
             StatusCode::FORBIDDEN,
             "bad_origin",
             "a page of another origin may not use this server's MCP endpoint",
         )
-        .into_response();
+        .into_response()
+    })
+}
+
+/// Refuses a request a web page of another origin sent (`--no-auth` MCP: no token, but still
+/// no page elsewhere).
+pub async fn check_origin(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    if let Some(refused) = foreign_origin(&access, request.headers()) {
+        return refused;
     }
     next.run(request).await
 }
@@ -223,13 +230,8 @@ pub async fn check_origin(State(access): State<Arc<Access>>, request: Request, n
 /// Refuses an MCP request without the bearer token (no cookies: MCP clients are programs), or
 /// one a web page of another origin sent (the spec asks servers to check `Origin`).
 pub async fn check_bearer(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
-    if !access.origin_ok(request.headers()) {
-        return ApiError::new(
-            StatusCode::FORBIDDEN,
-            "bad_origin",
-            "a page of another origin may not use this server's MCP endpoint",
-        )
-        .into_response();
+    if let Some(refused) = foreign_origin(&access, request.headers()) {
+        return refused;
     }
     if !access.bearer_ok(request.headers()) {
         let mut response = ApiError::new(

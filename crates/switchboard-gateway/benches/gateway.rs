@@ -6,13 +6,18 @@
 //! The upstream is `examples/echo.rs` (one tool, nothing else). Rows, each measured sequentially
 //! and with 64 calls in flight, in interleaved rounds (medians, and the spread over rounds):
 //!
-//! - stdio front: client → echo over stdio (twice: the A/A row shows the noise), and client →
-//!   `switchboard gateway` over stdio → echo over stdio.
+//! - stdio front: client → echo over stdio (twice: the A/A row shows the noise), client →
+//!   `examples/bare_proxy.rs` → echo (rmcp's server and client back to back with nothing in
+//!   between: the floor for any gateway built on rmcp), and client → `switchboard gateway` over
+//!   stdio → echo over stdio.
 //! - HTTP front: client → echo serving Streamable HTTP itself, and client → `switchboard gateway
 //!   --http` → echo over stdio; and the peer gateways that install from npm and PyPI in front of
 //!   the same echo over stdio: `mcp-proxy` (PyPI), `supergateway` and `mcp-hub` (npm).
 //!
 //! Then the gateway's resident memory with 20 upstreams and 50 HTTP sessions open.
+//!
+//! `SWITCHBOARD_BENCH_FRONT=stdio` (or `http`) measures only that front's own rows (no peers,
+//! no memory row): for profiling the gateway while it runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -37,7 +42,7 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn build() -> (PathBuf, PathBuf) {
+fn build() -> (PathBuf, PathBuf, PathBuf) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = Command::new(cargo)
         .args([
@@ -51,12 +56,15 @@ fn build() -> (PathBuf, PathBuf) {
             "--bins",
             "--example",
             "echo",
+            "--example",
+            "bare_proxy",
         ])
         .current_dir(root())
         .status()
         .unwrap();
     assert!(ok.success());
-    (root().join("target/release/switchboard"), root().join("target/release/examples/echo"))
+    let release = root().join("target/release");
+    (release.join("switchboard"), release.join("examples/echo"), release.join("examples/bare_proxy"))
 }
 
 /// `program` pinned to CPU 1, the servers' CPU (children inherit it).
@@ -262,33 +270,44 @@ fn rss_kb(pid: u32) -> u64 {
 
 fn main() {
     pin_self_to_cpu0();
-    let (bin, echo) = build();
+    let (bin, echo, bare_proxy) = build();
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let only = std::env::var("SWITCHBOARD_BENCH_FRONT").ok();
+    let wants = |front: &str| only.as_deref().is_none_or(|o| o == front);
     rt.block_on(async {
         let one = config(dir.path(), 1, &echo);
         let mut targets = Vec::new();
-        let mut echo_stdio = on_cpu1(&echo);
-        echo_stdio.arg("stdio");
-        targets.push(target("direct (A)", "stdio", stdio_client(echo_stdio).await, vec![]).await);
-        let mut echo_stdio = on_cpu1(&echo);
-        echo_stdio.arg("stdio");
-        targets.push(target("direct (A/A)", "stdio", stdio_client(echo_stdio).await, vec![]).await);
-        targets.push(
-            target("switchboard gateway", "stdio", stdio_client(switchboard(&bin, dir.path(), &one)).await, vec![])
-                .await,
-        );
-        let port = free_port();
-        let direct_http =
-            Killed(on_cpu1(&echo).args(["http", &port.to_string()]).stdout(Stdio::null()).spawn().unwrap());
-        wait_port(port);
-        targets.push(
-            target("direct", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![direct_http])
-                .await,
-        );
-        let (gw, url) = http_gateway(&bin, dir.path(), &one);
-        targets.push(target("switchboard gateway --http", "http", http_client(&url).await, vec![gw]).await);
-        targets.extend(peers(&echo, dir.path()).await);
+        if wants("stdio") {
+            let mut echo_stdio = on_cpu1(&echo);
+            echo_stdio.arg("stdio");
+            targets.push(target("direct (A)", "stdio", stdio_client(echo_stdio).await, vec![]).await);
+            let mut echo_stdio = on_cpu1(&echo);
+            echo_stdio.arg("stdio");
+            targets.push(target("direct (A/A)", "stdio", stdio_client(echo_stdio).await, vec![]).await);
+            let mut proxy = on_cpu1(&bare_proxy);
+            proxy.arg(&echo).arg("stdio");
+            targets.push(target("bare rmcp proxy (floor)", "stdio", stdio_client(proxy).await, vec![]).await);
+            targets.push(
+                target("switchboard gateway", "stdio", stdio_client(switchboard(&bin, dir.path(), &one)).await, vec![])
+                    .await,
+            );
+        }
+        if wants("http") {
+            let port = free_port();
+            let direct_http =
+                Killed(on_cpu1(&echo).args(["http", &port.to_string()]).stdout(Stdio::null()).spawn().unwrap());
+            wait_port(port);
+            targets.push(
+                target("direct", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![direct_http])
+                    .await,
+            );
+            let (gw, url) = http_gateway(&bin, dir.path(), &one);
+            targets.push(target("switchboard gateway --http", "http", http_client(&url).await, vec![gw]).await);
+            if only.is_none() {
+                targets.extend(peers(&echo, dir.path()).await);
+            }
+        }
 
         for t in &targets {
             rate(&t.client, &t.tool, Duration::from_millis(300), 1).await; // warm up
@@ -303,7 +322,7 @@ fn main() {
         }
         println!("\n| front | path | sequential calls/s (spread) | ratio | 64 in flight calls/s (spread) | ratio |");
         println!("|---|---|--:|--:|--:|--:|");
-        for front in ["stdio", "http"] {
+        for front in ["stdio", "http"].into_iter().filter(|f| wants(f)) {
             let base = targets.iter().find(|t| t.front == front).map(|t| (median(&t.seq), median(&t.conc))).unwrap();
             for t in targets.iter().filter(|t| t.front == front) {
                 let (s, c) = (median(&t.seq), median(&t.conc));
@@ -318,6 +337,9 @@ fn main() {
             }
         }
         drop(targets);
+        if only.is_some() {
+            return;
+        }
 
         // Memory: 20 upstreams, 50 HTTP sessions, each having listed and called once.
         let twenty = config(dir.path(), 20, &echo);

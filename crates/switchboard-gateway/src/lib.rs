@@ -23,6 +23,7 @@ mod call;
 mod pump;
 mod relay;
 mod session;
+mod stdio;
 pub mod view;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -316,7 +317,7 @@ impl Shared {
 /// stdin, or `cancel` fires.
 pub async fn serve_stdio(gateway: &Gateway, cancel: tokio_util::sync::CancellationToken) -> std::io::Result<()> {
     use rmcp::ServiceExt;
-    let transport = (tokio::io::stdin(), tokio::io::stdout());
+    let transport = (stdio::input(), stdio::output());
     let running = gateway
         .session()
         .serve_with_ct(transport, cancel)

@@ -49,6 +49,12 @@ impl Activity {
         a
     }
 
+    /// An activity clock watched by no watchdog (for tests of what touches it).
+    #[cfg(test)]
+    pub(crate) fn unwatched() -> Arc<Activity> {
+        Arc::new(Activity::new(Instant::now()))
+    }
+
     /// Records activity now (resets the idle timeout).
     pub(crate) fn touch(&self) {
         let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);

@@ -61,6 +61,9 @@ pub(crate) struct ProgressRouter {
 struct RouterState {
     routes: HashMap<ProgressToken, Route>,
     early: VecDeque<(ProgressToken, Progress)>,
+    /// Finished requests' routes, oldest first: each is dropped once its grace is over (at a
+    /// later registration, so pruning costs one clock reading, not a scan of every route).
+    retired: VecDeque<(Instant, ProgressToken)>,
 }
 
 /// Where one request's progress goes: its activity clock (progress resets the idle timeout),
@@ -72,7 +75,7 @@ struct Route {
     tx: Option<mpsc::UnboundedSender<Progress>>,
     publish: Option<Publish>,
     /// Set once the request is over: a notification sent just before the response may still
-    /// arrive until then (pruned at the next registration).
+    /// arrive for [`ROUTE_GRACE`] after it.
     retired_at: Option<Instant>,
 }
 
@@ -119,7 +122,7 @@ impl ProgressRouter {
     ) {
         let route = Route { activity, tx, publish, retired_at: None };
         let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        st.routes.retain(|_, r| r.retired_at.is_none_or(|at| at.elapsed() < ROUTE_GRACE));
+        st.prune();
         if st.early.is_empty() {
             st.routes.insert(token, route);
             return;
@@ -146,8 +149,13 @@ impl ProgressRouter {
     /// Marks a finished request's route: it still takes late progress for [`ROUTE_GRACE`]
     /// and is dropped at a later registration (no timer).
     pub(crate) fn retire(&self, token: &ProgressToken) {
-        if let Some(route) = self.inner.lock().unwrap_or_else(PoisonError::into_inner).routes.get_mut(token) {
-            route.retired_at = Some(Instant::now());
+        let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(route) = st.routes.get_mut(token)
+            && route.retired_at.is_none()
+        {
+            let now = Instant::now();
+            route.retired_at = Some(now);
+            st.retired.push_back((now, token.clone()));
         }
     }
 
@@ -161,6 +169,27 @@ impl ProgressRouter {
                     st.early.pop_front();
                 }
                 st.early.push_back((param.progress_token, progress));
+            }
+        }
+    }
+}
+
+impl RouterState {
+    /// Drops the routes whose grace is over (a token registered again since it retired keeps
+    /// its new route).
+    fn prune(&mut self) {
+        let Some(&(oldest, _)) = self.retired.front() else { return };
+        let now = Instant::now();
+        if now.duration_since(oldest) < ROUTE_GRACE {
+            return;
+        }
+        while let Some((at, _)) = self.retired.front() {
+            if now.duration_since(*at) < ROUTE_GRACE {
+                break;
+            }
+            let Some((at, token)) = self.retired.pop_front() else { break };
+            if self.routes.get(&token).is_some_and(|r| r.retired_at == Some(at)) {
+                self.routes.remove(&token);
             }
         }
     }
@@ -410,6 +439,46 @@ fn file_uri(path: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn progress(token: &ProgressToken, n: f64) -> ProgressNotificationParam {
+        ProgressNotificationParam::new(token.clone(), n)
+    }
+
+    #[test]
+    fn a_retired_route_takes_late_progress_for_its_grace_then_goes() {
+        let router = ProgressRouter::default();
+        let token = |n: i64| ProgressToken(rmcp::model::NumberOrString::Number(n));
+        let route = || {
+            let (tx, rx) = mpsc::unbounded_channel();
+            router.register(token(0), Activity::unwatched(), None, None); // prunes
+            (tx, rx)
+        };
+        let (tx1, mut rx1) = route();
+        router.register(token(1), Activity::unwatched(), Some(tx1), None);
+        router.retire(&token(1));
+        router.dispatch(progress(&token(1), 1.0));
+        assert_eq!(rx1.try_recv().map(|p| p.progress).ok(), Some(1.0), "late progress within the grace");
+        // Never retired; and retired, then registered again under the same token.
+        let (tx2, mut rx2) = route();
+        router.register(token(2), Activity::unwatched(), Some(tx2), None);
+        let (tx3, mut rx3) = route();
+        router.register(token(3), Activity::unwatched(), None, None);
+        router.retire(&token(3));
+        router.register(token(3), Activity::unwatched(), Some(tx3), None);
+
+        std::thread::sleep(ROUTE_GRACE + Duration::from_millis(20));
+        router.register(token(4), Activity::unwatched(), None, None);
+        for (n, rx) in [(2, &mut rx2), (3, &mut rx3)] {
+            router.dispatch(progress(&token(n), n as f64));
+            assert_eq!(rx.try_recv().map(|p| p.progress).ok(), Some(n as f64), "route {n} stays");
+        }
+        router.dispatch(progress(&token(1), 3.0));
+        assert!(rx1.try_recv().is_err(), "nothing reaches a pruned route");
+        let st = router.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(!st.routes.contains_key(&token(1)) && st.retired.is_empty());
+    }
+
     #[test]
     fn file_uris_are_encoded() {
         assert_eq!(super::file_uri(std::path::Path::new("/home/me/my project")), "file:///home/me/my%20project");

@@ -3,6 +3,7 @@
 //! HTTP client under rmcp's Streamable HTTP (reqwest, with a fix for servers that refuse a
 //! session they forgot with an uncorrelated error).
 
+mod answers;
 pub mod http;
 pub mod sse;
 pub mod stdio;

@@ -52,6 +52,8 @@ pub struct StdioTransport {
     flood: crate::connection::flood::Flood,
     /// Notifications dropped since the reading last paused.
     since_pause: u32,
+    /// The `tools/call` requests in flight, whose answers are decoded without rmcp's search.
+    calls: super::answers::ToolCalls,
 }
 
 impl StdioTransport {
@@ -75,6 +77,7 @@ impl StdioTransport {
             dropped: RateNote::default(),
             flood: crate::connection::flood::Flood::default(),
             since_pause: 0,
+            calls: Default::default(),
         }
     }
 
@@ -174,6 +177,7 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = self.writer.clone();
+        self.calls.sent(&item);
         async move {
             let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             bytes.push(b'\n');
@@ -217,7 +221,10 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
                             continue;
                         }
                     }
-                    let parsed = parse(&self.line);
+                    let parsed = match super::answers::decode(&self.calls, request_id, &self.line) {
+                        Some(answer) => Parsed::Message(Box::new(answer)),
+                        None => parse(&self.line),
+                    };
                     let size = self.line.len();
                     let head = match parsed {
                         Parsed::Undecodable(_) => self.line[..size.min(HEAD)].to_vec(),

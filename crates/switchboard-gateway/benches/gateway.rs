@@ -10,9 +10,10 @@
 //!   `examples/bare_proxy.rs` → echo (rmcp's server and client back to back with nothing in
 //!   between: the floor for any gateway built on rmcp), and client → `switchboard gateway` over
 //!   stdio → echo over stdio.
-//! - HTTP front: client → echo serving Streamable HTTP itself, and client → `switchboard gateway
-//!   --http` → echo over stdio; and the peer gateways that install from npm and PyPI in front of
-//!   the same echo over stdio: `mcp-proxy` (PyPI), `supergateway` and `mcp-hub` (npm).
+//! - HTTP front: client → echo serving Streamable HTTP itself, client → the bare proxy serving
+//!   Streamable HTTP → echo over stdio (the floor again), client → `switchboard gateway --http`
+//!   → echo over stdio; and the peer gateways that install from npm and PyPI in front of the
+//!   same echo over stdio: `mcp-proxy` (PyPI), `supergateway` and `mcp-hub` (npm).
 //!
 //! Then the gateway's resident memory with 20 upstreams and 50 HTTP sessions open.
 //!
@@ -302,6 +303,19 @@ fn main() {
                 target("direct", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![direct_http])
                     .await,
             );
+            let port = free_port();
+            let proxy = Killed(
+                on_cpu1(&bare_proxy)
+                    .args(["--http", &port.to_string()])
+                    .arg(&echo)
+                    .arg("stdio")
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+            wait_port(port);
+            let url = format!("http://127.0.0.1:{port}/mcp");
+            targets.push(target("bare rmcp proxy (floor)", "http", http_client(&url).await, vec![proxy]).await);
             let (gw, url) = http_gateway(&bin, dir.path(), &one);
             targets.push(target("switchboard gateway --http", "http", http_client(&url).await, vec![gw]).await);
             if only.is_none() {

@@ -317,7 +317,7 @@ impl Shared {
 /// stdin, or `cancel` fires.
 pub async fn serve_stdio(gateway: &Gateway, cancel: tokio_util::sync::CancellationToken) -> std::io::Result<()> {
     use rmcp::ServiceExt;
-    let transport = (stdio::input(), stdio::output());
+    let transport = stdio::streams();
     let running = gateway
         .session()
         .serve_with_ct(transport, cancel)

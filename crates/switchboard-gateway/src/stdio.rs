@@ -5,9 +5,10 @@
 //! switches per message, the stdio gateway's largest cost when it shares a CPU with its
 //! upstreams. A terminal or a regular file keeps tokio's blocking-thread streams.
 //!
-//! The event-loop streams put the descriptions of fd 0 and fd 1 in non-blocking mode; nothing
-//! else in the process reads stdin or writes stdout (logs go to stderr, upstream servers get
-//! pipes of their own).
+//! Pipes go through rmcp's `stdio_pipes()` (which reopens them, so the non-blocking mode is
+//! its own); a socket's description is put in non-blocking mode itself (nothing else in the
+//! process reads stdin or writes stdout: logs go to stderr, upstream servers get pipes of
+//! their own).
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
@@ -45,46 +46,45 @@ fn duplicate(fd: impl AsFd) -> std::io::Result<File> {
     Ok(File::from(owned))
 }
 
-/// stdin, on the event loop when it is a pipe or a socket.
-pub(crate) fn input() -> Input {
-    let evented = || -> std::io::Result<Option<Input>> {
-        let file = duplicate(std::io::stdin())?;
-        Ok(match kind(&file)? {
-            FileKind::Pipe => Some(Box::new(tokio::net::unix::pipe::Receiver::from_file(file)?)),
-            FileKind::Socket => Some(Box::new(socket(file)?)),
-            FileKind::Other => None,
-        })
-    };
-    match evented() {
-        Ok(Some(input)) => input,
-        Ok(None) => Box::new(tokio::io::stdin()),
-        Err(e) => {
-            tracing::debug!("stdin stays on a blocking thread: {e}");
-            Box::new(tokio::io::stdin())
-        }
+/// stdin and stdout, on the event loop when they are pipes or sockets.
+pub(crate) fn streams() -> (Input, Output) {
+    let kinds = (kind_of(std::io::stdin()), kind_of(std::io::stdout()));
+    if kinds == (FileKind::Pipe, FileKind::Pipe) {
+        // rmcp's own: it reopens both through /proc/self/fd, so O_NONBLOCK stays on
+        // descriptions of its own.
+        let (input, output) = rmcp::transport::io::stdio_pipes();
+        return (Box::new(input), Box::new(output));
     }
+    let input: Input = match kinds.0 {
+        FileKind::Socket => match duplicate(std::io::stdin()).and_then(socket) {
+            Ok(s) => Box::new(s),
+            Err(e) => {
+                tracing::debug!("stdin stays on a blocking thread: {e}");
+                Box::new(tokio::io::stdin())
+            }
+        },
+        _ => Box::new(tokio::io::stdin()),
+    };
+    let output: Output = match kinds.1 {
+        FileKind::Socket => match duplicate(std::io::stdout()).and_then(socket) {
+            Ok(s) => Box::new(s),
+            Err(e) => {
+                tracing::debug!("stdout stays on a blocking thread: {e}");
+                Box::new(tokio::io::stdout())
+            }
+        },
+        _ => Box::new(tokio::io::stdout()),
+    };
+    (input, output)
 }
 
-/// stdout, on the event loop when it is a pipe or a socket.
-pub(crate) fn output() -> Output {
-    let evented = || -> std::io::Result<Option<Output>> {
-        let file = duplicate(std::io::stdout())?;
-        Ok(match kind(&file)? {
-            FileKind::Pipe => Some(Box::new(tokio::net::unix::pipe::Sender::from_file(file)?)),
-            FileKind::Socket => Some(Box::new(socket(file)?)),
-            FileKind::Other => None,
-        })
-    };
-    match evented() {
-        Ok(Some(output)) => output,
-        Ok(None) => Box::new(tokio::io::stdout()),
-        Err(e) => {
-            tracing::debug!("stdout stays on a blocking thread: {e}");
-            Box::new(tokio::io::stdout())
-        }
-    }
+fn kind_of(fd: impl AsFd) -> FileKind {
+    duplicate(fd).and_then(|f| kind(&f)).unwrap_or(FileKind::Other)
 }
 
+/// A socket (a socket pair's end, as Node.js gives a child's stdio) in non-blocking mode; a
+/// socket's description cannot be reopened as a pipe's can, so the mode is set on the one the
+/// process has (nothing else here reads stdin or writes stdout).
 fn socket(file: File) -> std::io::Result<tokio::net::UnixStream> {
     let stream = std::os::unix::net::UnixStream::from(OwnedFd::from(file));
     stream.set_nonblocking(true)?;

@@ -362,9 +362,10 @@ fn main() {
         for _ in 0..50 {
             let c = http_client(&url).await;
             let tools = c.list_all_tools().await.unwrap();
-            assert_eq!(tools.len(), 20);
+            assert_eq!(tools.len(), 40, "two tools from each of 20 upstreams");
             let args = serde_json::json!({"text": "x"}).as_object().cloned().unwrap();
-            c.call_tool(CallToolRequestParams::new(tools[0].name.to_string()).with_arguments(args)).await.unwrap();
+            let echo = tools.iter().find(|t| t.name.ends_with("echo")).unwrap().name.to_string();
+            c.call_tool(CallToolRequestParams::new(echo).with_arguments(args)).await.unwrap();
             sessions.push(c);
         }
         println!(

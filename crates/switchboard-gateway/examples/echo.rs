@@ -1,7 +1,9 @@
-//! A minimal MCP echo server for the gateway benchmark: one tool, `echo`, that returns its
-//! `text`, nothing else (no logging, no state), so a measurement shows the cost of what is in
-//! front of it. `echo stdio` serves stdin/stdout; `echo http PORT` serves Streamable HTTP at
-//! `http://127.0.0.1:PORT/mcp` (for the direct HTTP baseline). Current-thread runtime.
+//! A minimal MCP echo server for the benchmarks (the gateway's and the hub's): `echo` returns its
+//! `text`, `big` returns `bytes` bytes of text (for MB/s), nothing else (no logging, no state),
+//! so a measurement shows the cost of what is in front of it. `echo stdio` serves stdin/stdout
+//! on the event loop (rmcp's `stdio_pipes()`: no thread hand-off per message); `echo http PORT`
+//! serves Streamable HTTP at `http://127.0.0.1:PORT/mcp` (for the direct HTTP baseline).
+//! Current-thread runtime.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -36,7 +38,13 @@ impl rmcp::ServerHandler for Echo {
         request: CallToolRequestParams,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
-        let text = request.arguments.as_ref().and_then(|a| a.get("text")).and_then(|t| t.as_str()).unwrap_or("");
+        let args = request.arguments.as_ref();
+        if request.name == "big" {
+            let bytes = args.and_then(|a| a.get("bytes")).and_then(|b| b.as_u64()).unwrap_or(0);
+            let text = "x".repeat(usize::try_from(bytes).unwrap_or(0));
+            return Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text)])));
+        }
+        let text = args.and_then(|a| a.get("text")).and_then(|t| t.as_str()).unwrap_or("");
         Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text)])))
     }
 }
@@ -44,7 +52,9 @@ impl rmcp::ServerHandler for Echo {
 fn main() {
     let schema = serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}});
     let tool = Tool::new("echo", "Returns its text.", Arc::new(schema.as_object().cloned().unwrap()));
-    let echo = Echo { tools: Arc::new(vec![tool]) };
+    let schema = serde_json::json!({"type": "object", "properties": {"bytes": {"type": "integer"}}});
+    let big = Tool::new("big", "Returns `bytes` bytes of text.", Arc::new(schema.as_object().cloned().unwrap()));
+    let echo = Echo { tools: Arc::new(vec![tool, big]) };
     let args: Vec<String> = std::env::args().collect();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async move {
@@ -63,7 +73,7 @@ fn main() {
                 axum::serve(listener, app).await.unwrap();
             }
             _ => {
-                let running = echo.serve((tokio::io::stdin(), tokio::io::stdout())).await.unwrap();
+                let running = echo.serve(rmcp::transport::io::stdio_pipes()).await.unwrap();
                 let _ = running.waiting().await;
             }
         }

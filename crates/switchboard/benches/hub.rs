@@ -1,313 +1,262 @@
-//! `cargo bench -p switchboard --bench hub`: the hub against a bare rmcp client on the same
-//! fixture server, in the same run, so the numbers are ratios and survive a noisy machine.
+//! `cargo bench -p switchboard --bench hub`: `Hub::call_tool` against the fastest bare client,
+//! in one run, on a method that can tell the host's cost.
 //!
-//! Prints one table: sequential and concurrent (64 in flight) `echo` calls, calls reporting
-//! progress with and without someone watching the hub's events, MB/s for 1 MiB results, start-up of 20 servers that each take 300 ms to initialise, building the catalog
-//! of 100 servers x 100 tools, and peak RSS.
+//! - The server is a minimal rmcp echo server (`crates/switchboard-gateway/examples/echo.rs`:
+//!   `echo` returns its text, `big` returns N bytes; stdin/stdout on the event loop through
+//!   rmcp's `stdio_pipes()`), one process per client, every one pinned to CPU 1.
+//! - The clients run in this process, pinned to CPU 0: a bare rmcp 3.11 client on a
+//!   current-thread runtime (the baseline, twice: the A/A row is the method's noise), the same
+//!   on a multi-thread runtime, and a `Hub` on each kind of runtime (default call options: the
+//!   result is formatted for a model, cut to the budget, spilled when over it).
+//! - Rows, measured in interleaved rounds (every client once per round, in turn), medians over
+//!   rounds and their spread: sequential calls/s with the p50 and p99 of each call's latency,
+//!   64 calls in flight, and MB/s of 1 MiB results.
+//!
+//! `SWITCHBOARD_BENCH_ONLY=NAME` (a row's name, e.g. `hub`) measures one client for a longer
+//! window, for `perf`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, Tool};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
 use serde_json::json;
-use switchboard::catalog::{Catalog, CompiledFilter, ServerLists};
 use switchboard::config::{self, LoadOptions};
 use switchboard::{CallOptions, Hub, HubOptions, Paths};
 
-const SEQ_CALLS: usize = 10_000;
-const CONC_CALLS: usize = 32_000;
+const WINDOW: Duration = Duration::from_millis(1500);
 const IN_FLIGHT: usize = 64;
-const BIG_CALLS: usize = 30;
-const ROUNDS: usize = 10;
-const PROGRESS_CALLS: usize = 2_000;
-const PROGRESS_STEPS: usize = 10;
+const ROUNDS: usize = 5;
+const BIG: u64 = 1 << 20;
 
-fn fixture() -> PathBuf {
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn build_echo() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let ok = std::process::Command::new(cargo)
-        .args(["build", "-q", "--release", "-p", "switchboard-fixture"])
-        .current_dir(&root)
+    let ok = Command::new(cargo)
+        .args(["build", "-q", "--release", "-p", "switchboard-gateway", "--example", "echo"])
+        .current_dir(root())
         .status()
         .unwrap();
     assert!(ok.success());
-    root.join("target/release/switchboard-fixture")
+    root().join("target/release/examples/echo")
+}
+
+/// Pins the calling thread (and the threads it starts from now on) to one CPU.
+fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes into it; the call affects this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }
 
 fn args(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
     v.as_object().cloned().unwrap_or_default()
 }
 
-struct Row(&'static str, String, String, String);
-
-async fn bare_client(fixture: &PathBuf) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    let mut child = tokio::process::Command::new(fixture)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
-    std::mem::forget(child); // kill_on_drop would end it; the bench process exit does.
-    ().serve((stdout, stdin)).await.unwrap()
+/// The echo server's command line, pinned to CPU 1 by `taskset` (so the hub's supervisor and
+/// a bare client's child start it the same way).
+fn echo_command(echo: &Path) -> (String, Vec<String>) {
+    ("taskset".into(), vec!["-c".into(), "1".into(), echo.display().to_string(), "stdio".into()])
 }
 
-async fn time_calls<F, Fut>(n: usize, in_flight: usize, f: F) -> Duration
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let f = &f;
-    let start = Instant::now();
-    if in_flight == 1 {
-        for i in 0..n {
-            f(i).await;
-        }
-    } else {
-        let mut next = 0;
-        while next < n {
-            let batch = (next..(next + in_flight).min(n)).map(f);
-            join_all(batch).await;
-            next += in_flight;
+enum Client {
+    Bare(RunningService<RoleClient, ()>),
+    Hub(Hub),
+}
+
+impl Client {
+    async fn echo(&self, i: usize) {
+        let text = json!({"text": format!("hello {i}")});
+        match self {
+            Client::Bare(c) => {
+                c.call_tool(CallToolRequestParams::new("echo").with_arguments(args(text))).await.unwrap();
+            }
+            Client::Hub(h) => {
+                h.call_tool("mcp__echo__echo", Some(args(text)), CallOptions::new()).await.unwrap();
+            }
         }
     }
-    start.elapsed()
+
+    async fn big(&self) {
+        let a = json!({"bytes": BIG});
+        match self {
+            Client::Bare(c) => {
+                let r = c.call_tool(CallToolRequestParams::new("big").with_arguments(args(a))).await.unwrap();
+                assert!(!r.content.is_empty());
+            }
+            Client::Hub(h) => {
+                let r = h.call_tool("mcp__echo__big", Some(args(a)), CallOptions::new()).await.unwrap();
+                assert!(!r.model.text().is_empty());
+            }
+        }
+    }
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v.get(v.len() / 2).copied().unwrap_or_default()
+struct Target {
+    name: &'static str,
+    rt: tokio::runtime::Runtime,
+    client: Client,
+    seq: Vec<f64>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+    conc: Vec<f64>,
+    mbs: Vec<f64>,
 }
 
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+/// Sequential calls over `window`: calls/s, and the p50 and p99 latency in µs.
+async fn sequential(client: &Client, window: Duration) -> (f64, f64, f64) {
+    let start = Instant::now();
+    let mut lat = Vec::with_capacity(50_000);
+    while start.elapsed() < window {
+        let t = Instant::now();
+        client.echo(lat.len()).await;
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let rate = lat.len() as f64 / start.elapsed().as_secs_f64();
+    lat.sort_by(f64::total_cmp);
+    let at = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
+    (rate, at(0.5), at(0.99))
 }
 
-#[tokio::main(flavor = "multi_thread")]
-async fn main() {
-    let fixture = fixture();
+/// Calls/s with `IN_FLIGHT` at a time (batches; the last batch in the window counts).
+async fn concurrent(client: &Client, window: Duration) -> f64 {
+    let start = Instant::now();
+    let mut done = 0;
+    while start.elapsed() < window {
+        join_all((done..done + IN_FLIGHT).map(|i| client.echo(i))).await;
+        done += IN_FLIGHT;
+    }
+    done as f64 / start.elapsed().as_secs_f64()
+}
+
+/// MB/s of 1 MiB results, one at a time.
+async fn big(client: &Client, window: Duration) -> f64 {
+    let start = Instant::now();
+    let mut n = 0u32;
+    while start.elapsed() < window {
+        client.big().await;
+        n += 1;
+    }
+    f64::from(n) * (BIG as f64 / 1e6) / start.elapsed().as_secs_f64()
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn spread(v: &[f64]) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(0.0, f64::max);
+    format!("{lo:.0}–{hi:.0}")
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+}
+
+fn bare(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path) -> Target {
+    let (program, argv) = echo_command(echo);
+    let client = rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(argv);
+        ().serve(rmcp::transport::TokioChildProcess::new(cmd).unwrap()).await.unwrap()
+    });
+    target(name, rt, Client::Bare(client))
+}
+
+fn hub(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path, dir: &Path) -> Target {
+    let paths = Paths::new(dir.join("user.json"), dir.join("data"));
+    let file = dir.join("hub.json");
+    let (program, argv) = echo_command(echo);
+    std::fs::write(&file, json!({"servers": {"echo": {"command": program, "args": argv}}}).to_string()).unwrap();
+    let mut o = LoadOptions::from_env(dir.to_path_buf(), &paths);
+    o.extra_files = vec![file];
+    let loaded = config::load(&o);
+    let hub = rt.block_on(async {
+        let hub = Hub::start(&loaded, HubOptions::new(paths));
+        hub.ready().await;
+        hub
+    });
+    target(name, rt, Client::Hub(hub))
+}
+
+fn target(name: &'static str, rt: tokio::runtime::Runtime, client: Client) -> Target {
+    Target { name, rt, client, seq: vec![], p50: vec![], p99: vec![], conc: vec![], mbs: vec![] }
+}
+
+fn main() {
+    pin(0);
+    let echo = build_echo();
     let dir = tempfile::tempdir().unwrap();
-    let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
-    let load = |servers: serde_json::Value| {
-        let file = dir.path().join("bench.json");
-        std::fs::write(&file, json!({ "servers": servers }).to_string()).unwrap();
-        let mut o = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
-        o.extra_files = vec![file];
-        config::load(&o)
-    };
-    let mut rows = Vec::new();
-
-    // Calls: hub vs bare rmcp client, each on its own fixture process.
-    // No notification limit: the progress row sends 20000 steps a second on purpose (the
-    // default of 1000 a second would drop most of them).
-    let mut options = HubOptions::new(paths.clone());
-    options.notification_rate = 0;
-    let hub = Hub::start(&load(json!({"f": {"command": fixture, "tool_timeout_ms": 60000}})), options);
-    hub.ready().await;
-    let bare = Arc::new(bare_client(&fixture).await);
-    let hub_call = |i: usize| {
-        let hub = hub.clone();
-        async move {
-            hub.call_tool("mcp__f__echo", Some(args(json!({"text": format!("m{i}")}))), CallOptions::new())
-                .await
-                .unwrap();
-        }
-    };
-    let bare_call = |i: usize| {
-        let bare = bare.clone();
-        async move {
-            bare.call_tool(CallToolRequestParams::new("echo").with_arguments(args(json!({"text": format!("m{i}")}))))
-                .await
-                .unwrap();
-        }
-    };
-    // `BENCH_PROFILE=hub|bare|hub-seq|bare-seq` runs only that loop, long enough for `perf`.
-    if let Ok(side) = std::env::var("BENCH_PROFILE") {
-        let k = if side.ends_with("-seq") { 1 } else { IN_FLIGHT };
-        let n = if k == 1 { 20_000 } else { 50_000 };
-        let t = if side.starts_with("hub") {
-            time_calls(n, k, &hub_call).await
-        } else {
-            time_calls(n, k, &bare_call).await
-        };
-        println!("{side}: {:.0} calls/s", n as f64 / t.as_secs_f64());
+    let mut targets = vec![
+        bare("bare rmcp, current-thread (A)", current_thread(), &echo),
+        bare("bare rmcp, current-thread (A/A)", current_thread(), &echo),
+        bare("bare rmcp, multi-thread", multi_thread(), &echo),
+        hub("Hub, current-thread", current_thread(), &echo, &dir.path().join("a")),
+        hub("Hub, multi-thread", multi_thread(), &echo, &dir.path().join("b")),
+    ];
+    if let Ok(only) = std::env::var("SWITCHBOARD_BENCH_ONLY") {
+        let t = targets.iter().find(|t| t.name.contains(&only)).expect("a row of that name");
+        let long = Duration::from_secs(20);
+        let (s, _, _) = t.rt.block_on(sequential(&t.client, long / 2));
+        let c = t.rt.block_on(concurrent(&t.client, long / 2));
+        println!("{}: {s:.0} calls/s sequential, {c:.0} calls/s at {IN_FLIGHT} in flight", t.name);
         return;
     }
-    // Warm up both.
-    time_calls(200, 1, &hub_call).await;
-    time_calls(200, 1, &bare_call).await;
-    // Rounds alternate which side goes first, and the median round of each side counts, so
-    // neither position nor a burst of load from elsewhere on a shared machine decides the
-    // ratio (an A/A run of two bare clients reads 0.97x-1.03x this way).
-    for (label, n, k) in [("echo, sequential", SEQ_CALLS, 1), ("echo, 64 in flight", CONC_CALLS, IN_FLIGHT)] {
-        let (mut b, mut h) = (Vec::new(), Vec::new());
-        for round in 0..ROUNDS {
-            if round % 2 == 0 {
-                b.push(time_calls(n / ROUNDS, k, &bare_call).await);
-                h.push(time_calls(n / ROUNDS, k, &hub_call).await);
-            } else {
-                h.push(time_calls(n / ROUNDS, k, &hub_call).await);
-                b.push(time_calls(n / ROUNDS, k, &bare_call).await);
-            }
-        }
-        let per_round = (n / ROUNDS) as f64;
-        let (hr, br) = (per_round / median(h).as_secs_f64(), per_round / median(b).as_secs_f64());
-        rows.push(Row(label, format!("{hr:.0} calls/s"), format!("{br:.0} calls/s"), format!("{:.2}x", hr / br)));
+    for t in &targets {
+        t.rt.block_on(sequential(&t.client, Duration::from_millis(300))); // warm up
     }
-    // Progress: a call that reports 10 steps, with someone watching the hub's events (as
-    // `switchboard serve` does: each step is published) against the same hub unwatched.
-    let progress_call = |_| {
-        let hub = hub.clone();
-        async move {
-            let a = args(json!({"ms": 0, "steps": PROGRESS_STEPS}));
-            hub.call_tool("mcp__f__slow", Some(a), CallOptions::new()).await.unwrap();
-        }
-    };
-    let watched = |n: usize| {
-        let mut events = hub.subscribe();
-        let counter = tokio::spawn(async move {
-            let mut seen = 0;
-            loop {
-                match events.recv().await {
-                    Ok(switchboard::events::Event::Progress { .. }) => seen += 1,
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return seen,
-                }
-                if seen == n * PROGRESS_STEPS {
-                    return seen;
-                }
-            }
-        });
-        async move {
-            let t = time_calls(n, 1, &progress_call).await;
-            let seen = tokio::time::timeout(Duration::from_secs(10), counter).await.unwrap().unwrap();
-            assert_eq!(seen, n * PROGRESS_STEPS, "every step published");
-            t
-        }
-    };
-    let (mut w, mut u) = (Vec::new(), Vec::new());
-    for round in 0..ROUNDS {
-        let n = PROGRESS_CALLS / ROUNDS;
-        if round % 2 == 0 {
-            u.push(time_calls(n, 1, &progress_call).await);
-            w.push(watched(n).await);
-        } else {
-            w.push(watched(n).await);
-            u.push(time_calls(n, 1, &progress_call).await);
+    for _ in 0..ROUNDS {
+        for t in &mut targets {
+            let (s, p50, p99) = t.rt.block_on(sequential(&t.client, WINDOW));
+            let c = t.rt.block_on(concurrent(&t.client, WINDOW));
+            let m = t.rt.block_on(big(&t.client, WINDOW));
+            t.seq.push(s);
+            t.p50.push(p50);
+            t.p99.push(p99);
+            t.conc.push(c);
+            t.mbs.push(m);
         }
     }
-    let per_round = (PROGRESS_CALLS / ROUNDS) as f64;
-    let (wr, ur) = (per_round / median(w).as_secs_f64(), per_round / median(u).as_secs_f64());
-    rows.push(Row(
-        "10 progress steps per call, events watched (vs not)",
-        format!("{wr:.0} calls/s"),
-        format!("{ur:.0} calls/s"),
-        format!("{:.2}x", wr / ur),
-    ));
-
-    let big = |via_hub: bool| {
-        let (hub, bare) = (hub.clone(), bare.clone());
-        async move {
-            let a = args(json!({"bytes": 1_048_576}));
-            if via_hub {
-                hub.call_tool("mcp__f__big", Some(a), CallOptions::new()).await.unwrap();
-            } else {
-                bare.call_tool(CallToolRequestParams::new("big").with_arguments(a)).await.unwrap();
-            }
-        }
-    };
-    let b = time_calls(BIG_CALLS, 1, |_| big(false)).await;
-    let h = time_calls(BIG_CALLS, 1, |_| big(true)).await;
-    let mb = BIG_CALLS as f64;
-    rows.push(Row(
-        "1 MiB results (hub cuts to budget, spills to file)",
-        format!("{:.0} MB/s", mb / h.as_secs_f64()),
-        format!("{:.0} MB/s", mb / b.as_secs_f64()),
-        format!("{:.2}x", b.as_secs_f64() / h.as_secs_f64()),
-    ));
-    hub.shutdown().await;
-    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "calls") {
-        return print_table(rows);
-    }
-
-    // Start-up: 20 servers that each take 300 ms to initialise.
-    let servers: serde_json::Map<_, _> =
-        (0..20).map(|i| (format!("s{i}"), json!({"command": fixture, "args": ["--init-delay-ms", "300"]}))).collect();
-    let loaded = load(serde_json::Value::Object(servers));
-    let start = Instant::now();
-    let hub = Hub::start(&loaded, HubOptions::new(paths.clone()));
-    hub.ready().await;
-    let t = start.elapsed();
-    let connected = hub.servers().iter().filter(|s| s.status.state() == "connected").count();
-    rows.push(Row(
-        "start 20 servers x 300 ms init",
-        format!("{} ms ({connected}/20 up)", t.as_millis()),
-        "6000 ms sequential".into(),
-        format!("{:.1}x faster", 6.0 / t.as_secs_f64()),
-    ));
-    // Shutdown: the 20 servers leave when their stdin closes; then 20 that ignore SIGINT and
-    // SIGTERM (the whole sequence, to SIGKILL).
-    let start = Instant::now();
-    hub.shutdown().await;
-    let clean = start.elapsed();
-    let stubborn: serde_json::Map<_, _> = (0..20)
-        .map(|i| (format!("s{i}"), json!({"command": fixture, "args": ["--ignore-sigterm", "--linger"]})))
-        .collect();
-    let hub = Hub::start(&load(serde_json::Value::Object(stubborn)), HubOptions::new(paths.clone()));
-    hub.ready().await;
-    let start = Instant::now();
-    hub.shutdown().await;
-    let stuck = start.elapsed();
-    rows.push(Row(
-        "shutdown of 20 servers (exit on stdin / ignore TERM)",
-        format!("{} ms / {} ms", clean.as_millis(), stuck.as_millis()),
-        "bound 1800 ms".into(),
-        "-".into(),
-    ));
-
-    // Catalog: 100 servers x 100 tools.
-    let schema = Arc::new(
-        json!({"type": "object", "properties": {"x": {"type": "string"}}}).as_object().cloned().unwrap_or_default(),
+    let base = &targets[0];
+    let (bs, b99, bc, bm) = (median(&base.seq), median(&base.p99), median(&base.conc), median(&base.mbs));
+    println!(
+        "\n| client | sequential calls/s (spread) | ratio | p50 µs | p99 µs | p99 ratio | {IN_FLIGHT} in flight calls/s (spread) | ratio | 1 MiB results MB/s (spread) | ratio |"
     );
-    let lists: Vec<(String, ServerLists)> = (0..100)
-        .map(|s| {
-            let mut l = ServerLists::default();
-            l.tools = (0..100).map(|t| Tool::new(format!("tool.{t}"), "A tool.", schema.clone())).collect();
-            (format!("server-{s}"), l)
-        })
-        .collect();
-    let filter = CompiledFilter::new(&Default::default());
-    let start = Instant::now();
-    let rounds = 20;
-    let mut n = 0;
-    for _ in 0..rounds {
-        n = Catalog::build(lists.iter().map(|(s, l)| (s.as_str(), l, &filter))).tools().len();
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for t in &targets {
+        let (s, p99, c, m) = (median(&t.seq), median(&t.p99), median(&t.conc), median(&t.mbs));
+        println!(
+            "| {} | {s:.0} ({}) | {:.2} | {:.0} | {p99:.0} | {:.2} | {c:.0} ({}) | {:.2} | {m:.0} ({}) | {:.2} |",
+            t.name,
+            spread(&t.seq),
+            s / bs,
+            median(&t.p50),
+            p99 / b99,
+            spread(&t.conc),
+            c / bc,
+            spread(&t.mbs),
+            m / bm,
+        );
     }
-    let per = start.elapsed() / rounds;
-    rows.push(Row(
-        "catalog of 100 servers x 100 tools",
-        format!("{:.1} ms ({n} tools)", per.as_secs_f64() * 1000.0),
-        "target 50 ms".into(),
-        format!("{:.1}x under", 0.050 / per.as_secs_f64()),
-    ));
-    rows.push(Row("peak RSS of this process", format!("{} MiB", peak_rss_kib() / 1024), "-".into(), "-".into()));
-
-    print_table(rows);
-}
-
-fn print_table(rows: Vec<Row>) {
-    println!("{:<52} {:>24} {:>22} {:>12}", "measure", "switchboard", "baseline", "ratio");
-    for Row(a, b, c, d) in rows {
-        println!("{a:<52} {b:>24} {c:>22} {d:>12}");
+    for t in targets {
+        if let Client::Hub(h) = &t.client {
+            t.rt.block_on(h.shutdown());
+        }
     }
 }

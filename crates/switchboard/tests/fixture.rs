@@ -259,6 +259,26 @@ async fn start_failures_are_classified_and_do_not_hold_up_others() {
     hub.shutdown().await;
 }
 
+/// Over stdio, progress is taken in the order the server wrote it: every step sent before the
+/// result is in the caller's hands when the call returns (rmcp alone hands each notification
+/// to a task of its own, which may run after the result is delivered).
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_sent_before_the_result_is_delivered_before_it() {
+    let env = TestEnv::new();
+    let hub = env.hub(&json!({"servers": {"p": fixture_server(&[])}})).await;
+    for _ in 0..20 {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let opts = CallOptions::new().progress(tx);
+        hub.call_tool("mcp__p__slow", args(json!({"ms": 0, "steps": 20})), opts).await.unwrap();
+        let mut seen = Vec::new();
+        while let Ok(p) = rx.try_recv() {
+            seen.push(p.progress);
+        }
+        assert_eq!(seen, (1..=20).map(f64::from).collect::<Vec<_>>(), "all 20 steps, in order, at once");
+    }
+    hub.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn progress_resets_the_timeout_and_silence_times_out_with_cancellation() {
     let env = TestEnv::new();

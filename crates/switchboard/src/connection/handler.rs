@@ -159,7 +159,7 @@ impl ProgressRouter {
         }
     }
 
-    fn dispatch(&self, param: ProgressNotificationParam) {
+    pub(crate) fn dispatch(&self, param: ProgressNotificationParam) {
         let progress = Progress { progress: param.progress, total: param.total, message: param.message };
         let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         match st.routes.get(&param.progress_token) {

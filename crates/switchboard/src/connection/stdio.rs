@@ -37,7 +37,8 @@ pub(super) async fn start(
     ctx.trees.push(tree.clone());
     let transport =
         StdioTransport::new(&config.name, spawned.stdout, spawned.stdin, config.max_message_bytes, ctx.events.clone())
-            .notification_rate(ctx.notification_rate);
+            .notification_rate(ctx.notification_rate)
+            .progress_router(handler.progress.clone());
     let closed = transport.closed();
     let outcome = tokio::time::timeout_at(deadline, {
         // Over stdio `initialize` unless a version is pinned: a legacy server may not answer a

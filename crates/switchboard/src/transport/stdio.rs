@@ -54,6 +54,10 @@ pub struct StdioTransport {
     since_pause: u32,
     /// The `tools/call` requests in flight, whose answers are decoded without rmcp's search.
     calls: super::answers::ToolCalls,
+    /// Where progress goes, taken here in the order the server wrote it (rmcp hands each
+    /// notification to a task of its own, so progress sent just before a result could reach
+    /// its caller after the result).
+    progress: Option<Arc<crate::connection::handler::ProgressRouter>>,
 }
 
 impl StdioTransport {
@@ -78,12 +82,19 @@ impl StdioTransport {
             flood: crate::connection::flood::Flood::default(),
             since_pause: 0,
             calls: Default::default(),
+            progress: None,
         }
     }
 
     /// Takes at most `rate` notifications a second (0: every one); see `connection::flood`.
     pub fn notification_rate(mut self, rate: u32) -> StdioTransport {
         self.flood = crate::connection::flood::Flood::new(rate);
+        self
+    }
+
+    /// Routes progress notifications here, in order, instead of through rmcp's handler.
+    pub(crate) fn progress_router(mut self, router: Arc<crate::connection::handler::ProgressRouter>) -> StdioTransport {
+        self.progress = Some(router);
         self
     }
 
@@ -210,6 +221,14 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
                             tracing::warn!(server = %self.server, "{reason}");
                             let _ = self.events.send(Event::Dropped { server: self.server.to_string(), reason });
                         }
+                        if taken
+                            && let Some(router) = &self.progress
+                            && let Some(progress) = progress_notification(&self.line)
+                        {
+                            router.dispatch(progress);
+                            self.line.clear();
+                            continue;
+                        }
                         if !taken {
                             self.line.clear();
                             self.since_pause += 1;
@@ -293,6 +312,21 @@ fn parse(line: &[u8]) -> Parsed {
             }
         }
     }
+}
+
+/// A `notifications/progress` line's parameters (a line already known to be a notification).
+fn progress_notification(line: &[u8]) -> Option<rmcp::model::ProgressNotificationParam> {
+    const METHOD: &[u8] = b"\"notifications/progress\"";
+    if !line.windows(METHOD.len()).any(|w| w == METHOD) {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Note {
+        method: String,
+        params: rmcp::model::ProgressNotificationParam,
+    }
+    let note: Note = serde_json::from_slice(line).ok()?;
+    (note.method == "notifications/progress").then_some(note.params)
 }
 
 /// Whether a (whole) line is a notification that may be dropped under a flood: no top-level

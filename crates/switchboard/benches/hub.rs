@@ -180,6 +180,7 @@ fn bare(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path) -> Target 
 }
 
 fn hub(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path, dir: &Path) -> Target {
+    std::fs::create_dir_all(dir).unwrap();
     let paths = Paths::new(dir.join("user.json"), dir.join("data"));
     let file = dir.join("hub.json");
     let (program, argv) = echo_command(echo);

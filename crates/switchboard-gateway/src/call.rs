@@ -65,6 +65,9 @@ pub(crate) struct Parked {
     expiry: Option<tokio::task::AbortHandle>,
 }
 
+/// How long a call's result waits for the progress before it to be sent.
+const FLUSH_BOUND: Duration = Duration::from_secs(5);
+
 /// Sends a call's progress on, with the downstream's token.
 struct Forwarder {
     task: JoinHandle<()>,
@@ -72,11 +75,14 @@ struct Forwarder {
 }
 
 impl Forwarder {
-    /// Sends what is queued (the progress that came before the result), bounded.
+    /// Sends what is queued (the progress that came before the result), bounded. The bound is
+    /// long: a progress notification is held up only by the client's own stream, which the
+    /// result must go through after it anyway (200 ms lost the last step on a loaded machine:
+    /// the result overtook it, and the client dropped it as late).
     async fn flush(&self) {
         let (ack, done) = oneshot::channel();
         if self.flush.send(ack).is_ok() {
-            let _ = tokio::time::timeout(Duration::from_millis(200), done).await;
+            let _ = tokio::time::timeout(FLUSH_BOUND, done).await;
         }
     }
 }

@@ -1,14 +1,10 @@
 //! The stdio front's two streams: stdin and stdout read and written through the runtime's
-//! event loop when they are pipes or sockets (what every agent spawns a server with: Python's
-//! `subprocess` gives pipes, Node's `child_process` socket pairs), instead of tokio's
-//! `stdin()`/`stdout()`, which hand every read and every write to a blocking thread: two thread
-//! switches per message, the stdio gateway's largest cost when it shares a CPU with its
-//! upstreams. A terminal or a regular file keeps tokio's blocking-thread streams.
-//!
-//! Pipes go through rmcp's `stdio_pipes()` (which reopens them, so the non-blocking mode is
-//! its own); a socket's description is put in non-blocking mode itself (nothing else in the
-//! process reads stdin or writes stdout: logs go to stderr, upstream servers get pipes of
-//! their own).
+//! event loop when both are pipes (what Python's `subprocess` and most agents give a server),
+//! through rmcp's `stdio_pipes()` (which reopens them, so the non-blocking mode is on
+//! descriptions of its own), instead of tokio's `stdin()`/`stdout()`, which hand every read and
+//! every write to a blocking thread: two thread switches per message, the stdio gateway's
+//! largest cost when it shares a CPU with its upstreams. Anything else (sockets, as Node.js
+//! gives, a terminal, a file) keeps tokio's blocking-thread streams.
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
@@ -46,7 +42,7 @@ fn duplicate(fd: impl AsFd) -> std::io::Result<File> {
     Ok(File::from(owned))
 }
 
-/// stdin and stdout, on the event loop when they are pipes or sockets.
+/// stdin and stdout, on the event loop when both are pipes.
 pub(crate) fn streams() -> (Input, Output) {
     let kinds = (kind_of(std::io::stdin()), kind_of(std::io::stdout()));
     if kinds == (FileKind::Pipe, FileKind::Pipe) {
@@ -55,40 +51,14 @@ pub(crate) fn streams() -> (Input, Output) {
         let (input, output) = rmcp::transport::io::stdio_pipes();
         return (Box::new(input), Box::new(output));
     }
-    let input: Input = match kinds.0 {
-        FileKind::Socket => match duplicate(std::io::stdin()).and_then(socket) {
-            Ok(s) => Box::new(s),
-            Err(e) => {
-                tracing::debug!("stdin stays on a blocking thread: {e}");
-                Box::new(tokio::io::stdin())
-            }
-        },
-        _ => Box::new(tokio::io::stdin()),
-    };
-    let output: Output = match kinds.1 {
-        FileKind::Socket => match duplicate(std::io::stdout()).and_then(socket) {
-            Ok(s) => Box::new(s),
-            Err(e) => {
-                tracing::debug!("stdout stays on a blocking thread: {e}");
-                Box::new(tokio::io::stdout())
-            }
-        },
-        _ => Box::new(tokio::io::stdout()),
-    };
-    (input, output)
+    // Sockets (Node.js gives its children socket pairs) keep tokio's blocking-thread streams:
+    // driven on the event loop, a TypeScript SDK client now and then saw a call's last
+    // progress step after its result (on CI only, not understood yet).
+    (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
 }
 
 fn kind_of(fd: impl AsFd) -> FileKind {
     duplicate(fd).and_then(|f| kind(&f)).unwrap_or(FileKind::Other)
-}
-
-/// A socket (a socket pair's end, as Node.js gives a child's stdio) in non-blocking mode; a
-/// socket's description cannot be reopened as a pipe's can, so the mode is set on the one the
-/// process has (nothing else here reads stdin or writes stdout).
-fn socket(file: File) -> std::io::Result<tokio::net::UnixStream> {
-    let stream = std::os::unix::net::UnixStream::from(OwnedFd::from(file));
-    stream.set_nonblocking(true)?;
-    tokio::net::UnixStream::from_std(stream)
 }
 
 #[cfg(test)]

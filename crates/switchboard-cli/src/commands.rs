@@ -637,11 +637,11 @@ async fn call(
         });
         let result = hub.call_tool(tool, Some(arguments), options).await;
         let _ = bar.await;
-        let output = result?;
+        let output = result?.formatted().await?;
         if json {
-            print_json(&json!({"name": output.name, "server": output.server, "tool": output.tool, "is_error": output.is_error(), "raw": output.raw, "model": output.model}))?;
+            print_json(&json!({"name": output.name, "server": output.server, "tool": output.tool, "is_error": output.is_error(), "raw": output.raw, "model": output.model()}))?;
         } else {
-            let text = output.model.text();
+            let text = output.model().text();
             if output.is_error() {
                 note!("{}", switchboard::text::for_terminal_lines(&text));
             } else {

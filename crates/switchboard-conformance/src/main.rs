@@ -133,7 +133,7 @@ async fn scenario_steps(hub: &Hub, scenario: &str) -> anyhow::Result<()> {
         let name = format!("{SERVER}/{tool}");
         loop {
             match hub.call_tool(&name, arguments.as_object().cloned(), CallOptions::new()).await {
-                Ok(out) if out.is_error() => bail!("{name} returned an error: {:?}", out.model.blocks),
+                Ok(out) if out.is_error() => bail!("{name} returned an error: {:?}", out.model().blocks),
                 Ok(_) => return anyhow::Ok(()),
                 // A token without the scope this tool needs: log in again for it (step-up).
                 Err(Error::AuthRequired { challenge, .. }) if logins < MAX_LOGINS => {

@@ -266,7 +266,15 @@ fn start(
     let hub = shared.hub.clone();
     let call = Box::pin(async move {
         match work {
-            Work::Tool { name, arguments } => Outcome::Tool(hub.call_tool(&name, arguments, options).await),
+            Work::Tool { name, arguments } => {
+                let formatted = !options.raw_only;
+                let out = hub.call_tool(&name, arguments, options).await;
+                // The model's form is made here, off the session's path for a big result.
+                Outcome::Tool(match out {
+                    Ok(out) if formatted => out.formatted().await,
+                    other => other,
+                })
+            }
             Work::Prompt { server, name, arguments } => {
                 Outcome::Prompt(hub.get_prompt(&server, &name, arguments).await)
             }
@@ -490,8 +498,9 @@ fn finish(shared: &Shared, outcome: Outcome) -> Result<Done, McpError> {
     let complete = Some(ResultType::COMPLETE);
     match outcome {
         Outcome::Tool(Ok(out)) if shared.options.model_results => {
-            let mut result = CallToolResult::success(vec![ContentBlock::text(out.model.text())]);
-            result.is_error = Some(out.model.is_error);
+            let model = out.model();
+            let mut result = CallToolResult::success(vec![ContentBlock::text(model.text())]);
+            result.is_error = Some(model.is_error);
             result.structured_content = out.raw.structured_content;
             result.result_type = complete;
             Ok(Done::Tool(result))

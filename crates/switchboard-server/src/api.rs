@@ -294,6 +294,7 @@ pub async fn call_tool(
     }
     if !wants_stream(&headers) {
         let out = app.hub.call_tool(&name, request.arguments, options).await.map_err(|e| stopped(&app, e))?;
+        let out = out.formatted().await?;
         return Ok(Json(result_view(out)).into_response());
     }
     let (tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
@@ -311,7 +312,10 @@ pub async fn call_tool(
         };
         let outcome = loop {
             tokio::select! {
-                out = &mut call => break out,
+                out = &mut call => break match out {
+                    Ok(out) => out.formatted().await,
+                    Err(e) => Err(e),
+                },
                 Some(p) = progress.recv() => {
                     if events.send(progress_event(&p)).await.is_err() {
                         return;
@@ -360,7 +364,7 @@ fn result_view(out: switchboard::ToolOutput) -> CallResult {
         tool: out.tool.clone(),
         is_error: out.is_error(),
         raw: serde_json::to_value(&out.raw).unwrap_or_default(),
-        model: serde_json::to_value(&out.model).unwrap_or_default(),
+        model: serde_json::to_value(out.model()).unwrap_or_default(),
     }
 }
 

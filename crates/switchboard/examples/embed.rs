@@ -61,7 +61,7 @@ async fn work(hub: &Hub, args: &Args) -> Result<(), String> {
     if let Some((tool, json)) = &args.call {
         let arguments = serde_json::from_str(json).map_err(|e| format!("arguments: {e}"))?;
         let out = hub.call_tool(tool, Some(arguments), CallOptions::new()).await.map_err(|e| e.to_string())?;
-        println!("{}", out.model.text());
+        println!("{}", out.model().text());
     }
     println!("ready");
     Ok(())

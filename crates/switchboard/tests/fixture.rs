@@ -117,11 +117,23 @@ async fn stderr_floods_and_stdout_garbage_do_not_break_a_server() {
 async fn a_ten_megabyte_result_is_cut_to_budget_with_the_whole_in_a_file() {
     let env = TestEnv::new();
     let hub = env.hub(&json!({"servers": {"big": fixture_server(&[])}})).await;
+    let results = env.paths.data_dir.join("results");
+    let kept = || std::fs::read_dir(&results).map(|d| d.count()).unwrap_or(0);
+    // A result whose model form nobody asks for is not formatted, and nothing is written.
+    let unread = hub.call_tool("mcp__big__big", args(json!({"bytes": 10_000_000})), CallOptions::new()).await.unwrap();
+    assert!(!unread.is_formatted());
+    drop(unread);
+    assert_eq!(kept(), 0, "a spill file was written for a result nobody read");
     let out = hub.call_tool("mcp__big__big", args(json!({"bytes": 10_000_000})), CallOptions::new()).await.unwrap();
-    assert!(out.model.truncated);
+    let out = out.formatted().await.unwrap();
+    assert_eq!(kept(), 1);
+    assert!(out.model().truncated);
+    // Asked again, it is the same form (and the same one file).
+    assert_eq!(out.model().spilled, out.clone().model().spilled);
+    assert_eq!(kept(), 1);
     let shown = text(&out);
     assert!(shown.len() < 51_000, "{}", shown.len());
-    let file = &out.model.spilled[0];
+    let file = &out.model().spilled[0];
     assert!(file.starts_with(&env.paths.data_dir), "{}", file.display());
     assert!(shown.contains(&file.display().to_string()));
     assert_eq!(std::fs::metadata(file).unwrap().len(), 10_000_000);
@@ -360,7 +372,7 @@ async fn results_are_made_ready_for_a_model() {
     let env = TestEnv::new();
     let hub = env.hub(&json!({"servers": {"r": fixture_server(&[])}})).await;
     let out = hub.call_tool("mcp__r__mixed", None, CallOptions::new()).await.unwrap();
-    let blocks = serde_json::to_value(&out.model.blocks).unwrap();
+    let blocks = serde_json::to_value(&out.model().blocks).unwrap();
     assert_eq!(blocks[0], json!({"type": "text", "text": "first"}));
     assert!(blocks[1]["data_url"].as_str().unwrap().starts_with("data:image/png;base64,iVBOR"));
     assert_eq!(blocks[2]["text"], "[Audio content (audio/wav) omitted]");
@@ -370,7 +382,7 @@ async fn results_are_made_ready_for_a_model() {
     assert!(out.is_error());
     assert_eq!(text(&out), "MCP tool returned an error: the fixture failed on purpose");
     let out = hub.call_tool("mcp__r__image", args(json!({"bytes": 300_000})), CallOptions::new()).await.unwrap();
-    assert!(out.model.truncated && text(&out).contains("too large to inline"));
-    assert!(out.model.spilled[0].exists());
+    assert!(out.model().truncated && text(&out).contains("too large to inline"));
+    assert!(out.model().spilled[0].exists());
     hub.shutdown().await;
 }

@@ -38,7 +38,7 @@ async fn server_everything_over_stdio() {
     assert!(seen >= 3, "saw {seen} progress notifications");
 
     let out = hub.call_tool("mcp__everything__get-tiny-image", None, CallOptions::new()).await.unwrap();
-    let blocks = serde_json::to_value(&out.model.blocks).unwrap();
+    let blocks = serde_json::to_value(&out.model().blocks).unwrap();
     assert!(
         blocks
             .as_array()

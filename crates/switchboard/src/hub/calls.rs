@@ -21,7 +21,7 @@ use crate::connection::Connection;
 use crate::connection::handler::Progress;
 use crate::error::Error;
 use crate::events::Event;
-use crate::output::{ModelResult, Spill, format_result};
+use crate::output::{ModelResult, ResultBudget, Spill, format_call_result};
 use crate::status::ServerStatus;
 
 /// Options for one call.
@@ -87,8 +87,9 @@ impl CallOptions {
     }
 }
 
-/// The outcome of a tool call.
-#[derive(Debug, Clone, Serialize)]
+/// The outcome of a tool call: the result as the server sent it, and on demand the form a
+/// model is given ([`ToolOutput::model`]).
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ToolOutput {
     /// The model-visible tool name.
@@ -99,14 +100,102 @@ pub struct ToolOutput {
     pub tool: String,
     /// The result as the server sent it.
     pub raw: CallToolResult,
-    /// The result ready for a model.
-    pub model: ModelResult,
+    /// How to make the model's form, unless the call was `raw_only`.
+    format: Option<Format>,
+    model: std::sync::OnceLock<Box<ModelResult>>,
+}
+
+/// What the model's form of a result is made with.
+#[derive(Debug, Clone)]
+struct Format {
+    budget: ResultBudget,
+    /// Where cut output is kept (`<data>/results`).
+    spill_dir: Arc<std::path::Path>,
 }
 
 impl ToolOutput {
     /// Whether the tool reported an error (`isError`).
     pub fn is_error(&self) -> bool {
-        self.model.is_error
+        self.raw.is_error == Some(true)
+    }
+
+    /// The result ready for a model, made the first time it is asked for and kept: text cut to
+    /// the hub's budget, with the whole written to a spill file (0600, under the data folder)
+    /// that the note names. A result whose model form nobody asks for is never formatted and
+    /// never written anywhere. Formatting a large result writes that file: on an async
+    /// runtime, ask for a result over a few hundred kilobytes from a blocking task. For a
+    /// `raw_only` call only [`ModelResult::is_error`] is set.
+    pub fn model(&self) -> &ModelResult {
+        self.model.get_or_init(|| {
+            Box::new(match &self.format {
+                None => ModelResult::of_error(self.is_error()),
+                Some(f) => {
+                    let label = format!("{}-{}", self.server, self.tool);
+                    format_call_result(&self.raw, f.budget, Some(Spill { dir: &f.spill_dir, label: &label }))
+                }
+            })
+        })
+    }
+
+    /// Makes the model's form (see [`ToolOutput::model`]) where it cannot stall the runtime: in
+    /// place for a small result, on tokio's blocking pool for one of 256 KiB or more (its spill
+    /// file is written there).
+    pub async fn formatted(self) -> Result<ToolOutput, Error> {
+        let size: usize = self
+            .raw
+            .content
+            .iter()
+            .map(|b| match b {
+                rmcp::model::ContentBlock::Text(t) => t.text.len(),
+                rmcp::model::ContentBlock::Image(i) => i.data.len(),
+                rmcp::model::ContentBlock::Audio(a) => a.data.len(),
+                _ => 64,
+            })
+            .sum();
+        if size < 256 * 1024 || self.is_formatted() || self.format.is_none() {
+            self.model();
+            return Ok(self);
+        }
+        let server = self.server.clone();
+        tokio::task::spawn_blocking(move || {
+            self.model();
+            self
+        })
+        .await
+        .map_err(|e| Error::Protocol { server, message: format!("formatting the result failed: {e}") })
+    }
+
+    /// Whether the model's form has been made (and with it any spill file written).
+    pub fn is_formatted(&self) -> bool {
+        self.model.get().is_some()
+    }
+
+    /// Made from a result that is already in hand (a host that calls tools some other way and
+    /// wants the same model form): formatted with `budget`, cut output kept under `spill_dir`.
+    pub fn new(
+        name: String,
+        server: String,
+        tool: String,
+        raw: CallToolResult,
+        budget: ResultBudget,
+        spill_dir: &std::path::Path,
+    ) -> ToolOutput {
+        let format = Some(Format { budget, spill_dir: Arc::from(spill_dir) });
+        ToolOutput { name, server, tool, raw, format, model: std::sync::OnceLock::new() }
+    }
+}
+
+/// `{name, server, tool, raw, model}`, the model form made if it was not yet.
+impl Serialize for ToolOutput {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("ToolOutput", 5)?;
+        s.serialize_field("name", &self.name)?;
+        s.serialize_field("server", &self.server)?;
+        s.serialize_field("tool", &self.tool)?;
+        s.serialize_field("raw", &self.raw)?;
+        s.serialize_field("model", self.model())?;
+        s.end()
     }
 }
 
@@ -189,42 +278,15 @@ impl Hub {
                 }
             }
         };
-        if options.raw_only {
-            let model = ModelResult::of_error(raw.is_error == Some(true));
-            return Ok(ToolOutput {
-                name: entry.name.clone(),
-                server: entry.server.clone(),
-                tool: entry.tool.name.to_string(),
-                raw,
-                model,
-            });
-        }
-        let raw_json = serde_json::to_value(&raw).unwrap_or_default();
-        let spill_dir = self.inner.options.paths.data_dir.join("results");
-        let label = format!("{}-{}", entry.server, entry.tool.name);
-        let budget = self.inner.options.budget;
-        // Small results are formatted in place; big ones (which may be written to a file) on
-        // the blocking pool, so a 10 MB result never stalls the runtime.
-        let size: usize = raw_json["content"]
-            .as_array()
-            .map(|blocks| blocks.iter().map(|b| b["text"].as_str().or(b["data"].as_str()).map_or(64, str::len)).sum())
-            .unwrap_or(0);
-        let model = if size < 256 * 1024 {
-            format_result(&raw_json, budget, Some(Spill { dir: &spill_dir, label: &label }))
-        } else {
-            let server = entry.server.clone();
-            tokio::task::spawn_blocking(move || {
-                format_result(&raw_json, budget, Some(Spill { dir: &spill_dir, label: &label }))
-            })
-            .await
-            .map_err(|e| Error::Protocol { server, message: format!("formatting the result failed: {e}") })?
-        };
+        let format = (!options.raw_only)
+            .then(|| Format { budget: self.inner.options.budget, spill_dir: self.inner.spill_dir.clone() });
         Ok(ToolOutput {
             name: entry.name.clone(),
             server: entry.server.clone(),
             tool: entry.tool.name.to_string(),
             raw,
-            model,
+            format,
+            model: std::sync::OnceLock::new(),
         })
     }
 

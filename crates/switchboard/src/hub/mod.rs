@@ -196,6 +196,8 @@ pub(crate) struct Inner {
     id: String,
     /// Numbers tool calls for [`Event::Progress`].
     calls: AtomicU64,
+    /// Where cut results are kept (`<data>/results`).
+    spill_dir: Arc<std::path::Path>,
 }
 
 /// The host runtime: start it with a loaded config, then read statuses and the catalog, call
@@ -254,7 +256,9 @@ impl Hub {
             tracing::warn!("{line}");
         }
         let record = crate::process::record::Record::new(&options.paths.data_dir, &id);
+        let spill_dir = Arc::from(options.paths.data_dir.join("results"));
         let inner = Arc::new(Inner {
+            spill_dir,
             host_env: Arc::new(options.host_env.clone()),
             options,
             project_root: config.project_root.clone(),

@@ -169,6 +169,9 @@ impl StdioTransport {
     }
 }
 
+/// The largest line buffer kept between messages (a 1 MiB result makes one of 2 MiB).
+const KEEP_BUFFER: usize = 4 * 1024 * 1024;
+
 enum Line {
     /// `self.line` holds a whole line.
     Whole,
@@ -177,7 +180,7 @@ enum Line {
 }
 
 fn memchr(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 impl rmcp::transport::Transport<RoleClient> for StdioTransport {
@@ -250,8 +253,9 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
                         _ => Vec::new(),
                     };
                     self.line.clear();
-                    // Keep the buffer for the next line, unless a big message made it big.
-                    if self.line.capacity() > 1024 * 1024 {
+                    // Keep the buffer for the next line (a server that sends big results tends
+                    // to send more), unless a very big message made it very big.
+                    if self.line.capacity() > KEEP_BUFFER {
                         self.line = Vec::new();
                     }
                     match parsed {
@@ -332,7 +336,7 @@ fn progress_notification(line: &[u8]) -> Option<rmcp::model::ProgressNotificatio
 /// Whether a (whole) line is a notification that may be dropped under a flood: no top-level
 /// `id`, a `method`, and not a `list_changed` (those are coalesced, never dropped).
 fn is_droppable_notification(line: &[u8]) -> bool {
-    let has = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
+    let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
     line.first() == Some(&b'{') && has(b"\"method\"") && !has(b"list_changed") && request_id(line).is_none()
 }
 

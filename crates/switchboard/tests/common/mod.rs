@@ -81,7 +81,7 @@ pub async fn wait_event(rx: &mut tokio::sync::broadcast::Receiver<Event>, pred: 
 
 /// The text of a tool output for the model.
 pub fn text(out: &switchboard::ToolOutput) -> String {
-    out.model.text()
+    out.model().text()
 }
 
 pub fn args(v: Value) -> Option<serde_json::Map<String, Value>> {

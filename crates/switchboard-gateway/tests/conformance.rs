@@ -15,6 +15,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -62,10 +63,16 @@ fn path_with_node22() -> String {
     format!("{}:{}", node22_bin().display(), std::env::var("PATH").unwrap_or_default())
 }
 
+/// A process in a group of its own, ended with its whole group when dropped (`tsx` runs the
+/// server in a child `node`, which a kill of `tsx` alone left running).
 struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.0.id()) {
+            // SAFETY: a plain syscall; the group is the one this test made.
+            unsafe { libc::killpg(pid, libc::SIGKILL) };
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -81,6 +88,7 @@ fn start_reference() -> (Killed, u16) {
         .env("PATH", path_with_node22())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     wait_listening(port, "the reference server", Duration::from_secs(60));

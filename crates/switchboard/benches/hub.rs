@@ -6,15 +6,28 @@
 //!   rmcp's `stdio_pipes()`), one process per client, every one pinned to CPU 1.
 //! - The clients run in this process, pinned to CPU 0: a bare rmcp 3.11 client on a
 //!   current-thread runtime (the baseline, twice: the A/A row is the method's noise), the same
-//!   on a multi-thread runtime, and a `Hub` on each kind of runtime (default call options: the
-//!   result is formatted for a model, cut to the budget, spilled when over it).
+//!   on a multi-thread runtime, and a `Hub` on each kind of runtime (default call options),
+//!   reading each result as the bare client does; then a `Hub` that also asks for every
+//!   result's model form (formatted, cut to the budget with a note, the whole written to a
+//!   spill file: 1 MiB per call in the 1 MiB row).
 //! - Rows, measured in interleaved rounds (every client once per round, in turn), medians over
 //!   rounds and their spread: sequential calls/s with the p50 and p99 of each call's latency,
 //!   64 calls in flight, and MB/s of 1 MiB results.
 //!
-//! `SWITCHBOARD_BENCH_ONLY=NAME` (a row's name, e.g. `hub`) measures one client for a longer
-//! window, for `perf`.
+//! - Then whole processes (`examples/bench_bare.rs`, rmcp only, and `examples/bench_hub.rs`,
+//!   a program embedding switchboard): a cold start (start, connect, list, exit) of each and of
+//!   `switchboard --config X tools --json`, 15 interleaved runs; the peak RSS of a bare client,
+//!   a hub with one server and one with 20 over 100,000 calls (`SWITCHBOARD_BENCH_RSS_CALLS`),
+//!   every 1,000th a 1 MiB result (its model form made: cut and spilled), and the RSS after a
+//!   tenth of them against the end.
+//!
+//! `SWITCHBOARD_BENCH_PARTS=calls,cold,rss` picks parts. `SWITCHBOARD_BENCH_ONLY=NAME` (part of a row's name, e.g. `Hub, current`) measures one
+//! client for a longer window, for `perf`; `SWITCHBOARD_BENCH_MEASURE=seq|conc|big` only one of
+//! its measures.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "hub/cold.rs"]
+mod cold;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,18 +83,26 @@ fn echo_command(echo: &Path) -> (String, Vec<String>) {
 
 enum Client {
     Bare(RunningService<RoleClient, ()>),
-    Hub(Hub),
+    /// The TypeScript SDK's client: a node process per round (`hub/ts_client.mjs`), the
+    /// command that runs it less the window.
+    Ts(Vec<String>),
+    /// A hub, and whether each result's model form is asked for (cut text, note, spill file).
+    Hub(Hub, bool),
 }
 
 impl Client {
     async fn echo(&self, i: usize) {
         let text = json!({"text": format!("hello {i}")});
         match self {
+            Client::Ts(_) => unreachable!("a TypeScript round runs in its own process"),
             Client::Bare(c) => {
                 c.call_tool(CallToolRequestParams::new("echo").with_arguments(args(text))).await.unwrap();
             }
-            Client::Hub(h) => {
-                h.call_tool("mcp__echo__echo", Some(args(text)), CallOptions::new()).await.unwrap();
+            Client::Hub(h, model) => {
+                let out = h.call_tool("mcp__echo__echo", Some(args(text)), CallOptions::new()).await.unwrap();
+                if *model {
+                    assert!(!out.model().text().is_empty());
+                }
             }
         }
     }
@@ -89,13 +110,19 @@ impl Client {
     async fn big(&self) {
         let a = json!({"bytes": BIG});
         match self {
+            Client::Ts(_) => unreachable!("a TypeScript round runs in its own process"),
             Client::Bare(c) => {
                 let r = c.call_tool(CallToolRequestParams::new("big").with_arguments(args(a))).await.unwrap();
                 assert!(!r.content.is_empty());
             }
-            Client::Hub(h) => {
+            Client::Hub(h, model) => {
                 let r = h.call_tool("mcp__echo__big", Some(args(a)), CallOptions::new()).await.unwrap();
-                assert!(!r.model.text().is_empty());
+                if *model {
+                    let r = r.formatted().await.unwrap();
+                    assert!(r.model().truncated && r.model().spilled.len() == 1);
+                } else {
+                    assert!(!r.raw.content.is_empty());
+                }
             }
         }
     }
@@ -110,6 +137,42 @@ struct Target {
     p99: Vec<f64>,
     conc: Vec<f64>,
     mbs: Vec<f64>,
+    /// Peak RSS of each round's process (the TypeScript row), MB.
+    hwm: Vec<f64>,
+}
+
+/// One round of the TypeScript client: its own process, the same windows.
+fn ts_round(t: &mut Target) {
+    let Client::Ts(command) = &t.client else { return };
+    let out = Command::new(&command[0])
+        .args(&command[1..3])
+        .arg(WINDOW.as_millis().to_string())
+        .arg(IN_FLIGHT.to_string())
+        .arg(BIG.to_string())
+        .args(&command[3..])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = |k: &str| r[k].as_f64().unwrap();
+    t.seq.push(f("seq"));
+    t.p50.push(f("p50"));
+    t.p99.push(f("p99"));
+    t.conc.push(f("conc"));
+    t.mbs.push(f("mbs"));
+    t.hwm.push(f("hwm_kb") / 1024.0);
+}
+
+/// The TypeScript SDK 1.x client's row, run by `node` from `.peers/node` (installed there on
+/// first use).
+fn typescript(echo: &Path) -> Target {
+    let sdk = switchboard_testkit::node_peers();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/hub/ts_client.mjs");
+    let (program, argv) = echo_command(echo);
+    let mut command = vec!["node".to_string(), script.display().to_string(), sdk.display().to_string(), program];
+    command.extend(argv);
+    let rt = current_thread();
+    target("TypeScript SDK 1.32 client (peer)", rt, Client::Ts(command))
 }
 
 /// Sequential calls over `window`: calls/s, and the p50 and p99 latency in µs.
@@ -179,7 +242,7 @@ fn bare(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path) -> Target 
     target(name, rt, Client::Bare(client))
 }
 
-fn hub(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path, dir: &Path) -> Target {
+fn hub(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path, dir: &Path, model: bool) -> Target {
     std::fs::create_dir_all(dir).unwrap();
     let paths = Paths::new(dir.join("user.json"), dir.join("data"));
     let file = dir.join("hub.json");
@@ -193,37 +256,91 @@ fn hub(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path, dir: &Path)
         hub.ready().await;
         hub
     });
-    target(name, rt, Client::Hub(hub))
+    target(name, rt, Client::Hub(hub, model))
 }
 
 fn target(name: &'static str, rt: tokio::runtime::Runtime, client: Client) -> Target {
-    Target { name, rt, client, seq: vec![], p50: vec![], p99: vec![], conc: vec![], mbs: vec![] }
+    Target { name, rt, client, seq: vec![], p50: vec![], p99: vec![], conc: vec![], mbs: vec![], hwm: vec![] }
+}
+
+fn spread1(v: &[f64]) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(0.0, f64::max);
+    format!("{lo:.1}–{hi:.1}")
+}
+
+fn build_cli() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let ok = Command::new(cargo)
+        .args(["build", "-q", "--release", "-p", "switchboard-cli"])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    root().join("target/release/switchboard")
 }
 
 fn main() {
-    pin(0);
     let echo = build_echo();
+    let cli = build_cli();
+    let programs = cold::build();
+    pin(0);
     let dir = tempfile::tempdir().unwrap();
+    let parts = std::env::var("SWITCHBOARD_BENCH_PARTS").unwrap_or_else(|_| "calls,cold,rss".into());
+    if parts.contains("calls") {
+        calls(&echo, dir.path());
+    }
+    if parts.contains("cold") {
+        cold::cold_rows(&programs, &echo, &cli, &dir.path().join("cold"), 15);
+    }
+    if parts.contains("rss") {
+        let calls = std::env::var("SWITCHBOARD_BENCH_RSS_CALLS").ok().and_then(|c| c.parse().ok()).unwrap_or(100_000);
+        cold::rss_rows(&programs, &echo, &dir.path().join("rss"), calls);
+    }
+}
+
+/// The rows of calls: every client in turn, round after round.
+fn calls(echo: &Path, dir: &Path) {
+    let echo = echo.to_path_buf();
     let mut targets = vec![
         bare("bare rmcp, current-thread (A)", current_thread(), &echo),
         bare("bare rmcp, current-thread (A/A)", current_thread(), &echo),
         bare("bare rmcp, multi-thread", multi_thread(), &echo),
-        hub("Hub, current-thread", current_thread(), &echo, &dir.path().join("a")),
-        hub("Hub, multi-thread", multi_thread(), &echo, &dir.path().join("b")),
+        hub("Hub, current-thread", current_thread(), &echo, &dir.join("a"), false),
+        hub("Hub, multi-thread", multi_thread(), &echo, &dir.join("b"), false),
+        hub("Hub, current-thread, model form of every result", current_thread(), &echo, &dir.join("c"), true),
+        typescript(&echo),
     ];
     if let Ok(only) = std::env::var("SWITCHBOARD_BENCH_ONLY") {
         let t = targets.iter().find(|t| t.name.contains(&only)).expect("a row of that name");
         let long = Duration::from_secs(20);
-        let (s, _, _) = t.rt.block_on(sequential(&t.client, long / 2));
-        let c = t.rt.block_on(concurrent(&t.client, long / 2));
-        println!("{}: {s:.0} calls/s sequential, {c:.0} calls/s at {IN_FLIGHT} in flight", t.name);
+        let measure = std::env::var("SWITCHBOARD_BENCH_MEASURE").unwrap_or_default();
+        let on = |m: &str| measure.is_empty() || measure == m;
+        if on("seq") {
+            let (s, p50, p99) = t.rt.block_on(sequential(&t.client, long / 3));
+            println!("{}: {s:.0} calls/s sequential (p50 {p50:.0} µs, p99 {p99:.0} µs)", t.name);
+        }
+        if on("conc") {
+            let c = t.rt.block_on(concurrent(&t.client, long / 3));
+            println!("{}: {c:.0} calls/s at {IN_FLIGHT} in flight", t.name);
+        }
+        if on("big") {
+            let m = t.rt.block_on(big(&t.client, long / 3));
+            println!("{}: {m:.0} MB/s of 1 MiB results", t.name);
+        }
         return;
     }
     for t in &targets {
-        t.rt.block_on(sequential(&t.client, Duration::from_millis(300))); // warm up
+        if !matches!(t.client, Client::Ts(_)) {
+            t.rt.block_on(sequential(&t.client, Duration::from_millis(300))); // warm up
+        }
     }
     for _ in 0..ROUNDS {
         for t in &mut targets {
+            if matches!(t.client, Client::Ts(_)) {
+                ts_round(t);
+                continue;
+            }
             let (s, p50, p99) = t.rt.block_on(sequential(&t.client, WINDOW));
             let c = t.rt.block_on(concurrent(&t.client, WINDOW));
             let m = t.rt.block_on(big(&t.client, WINDOW));
@@ -255,8 +372,11 @@ fn main() {
             m / bm,
         );
     }
+    if let Some(ts) = targets.iter().find(|t| matches!(t.client, Client::Ts(_))) {
+        println!("\nPeak RSS of the TypeScript client's process: {:.1} MB (median of its rounds)", median(&ts.hwm));
+    }
     for t in targets {
-        if let Client::Hub(h) = &t.client {
+        if let Client::Hub(h, _) = &t.client {
             t.rt.block_on(h.shutdown());
         }
     }

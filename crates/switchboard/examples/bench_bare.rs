@@ -1,0 +1,45 @@
+//! The bare side of `cargo bench -p switchboard --bench hub`'s whole-process rows: a bare rmcp
+//! 3.11 client on a current-thread runtime, nothing else linked in. Starts the server given
+//! after `--`, initializes, lists its tools, makes `CALLS` calls (every 1,000th a 1 MiB result;
+//! `BIG_EVERY` changes that, `0` for none), prints `/proc/self/status` after a tenth of them and
+//! at the end (separated by `---`), and exits.
+//!
+//! ```sh
+//! CALLS=1000 cargo run --release -p switchboard --example bench_bare -- taskset -c 1 target/release/examples/echo stdio
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use serde_json::json;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn status() {
+    println!("{}\n---", std::fs::read_to_string("/proc/self/status").unwrap_or_default());
+}
+
+fn main() {
+    let (calls, every) = (env("CALLS", 0), env("BIG_EVERY", 1000));
+    let argv: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        let client = ().serve(rmcp::transport::TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        assert!(!client.list_all_tools().await.unwrap().is_empty());
+        for i in 0..calls {
+            if i == calls / 10 {
+                status();
+            }
+            let big = every > 0 && i % every == every - 1;
+            let (tool, a) = if big { ("big", json!({"bytes": 1 << 20})) } else { ("echo", json!({"text": "hi"})) };
+            let a = a.as_object().cloned().unwrap_or_default();
+            client.call_tool(CallToolRequestParams::new(tool).with_arguments(a)).await.unwrap();
+        }
+        client.cancel().await.unwrap();
+    });
+    status();
+}

@@ -11,15 +11,10 @@
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use serde_json::json;
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn status() {
-    println!("{}\n---", std::fs::read_to_string("/proc/self/status").unwrap_or_default());
-}
+#[path = "bench/common.rs"]
+mod common;
+use common::{call, env, status};
 
 fn main() {
     let (calls, every) = (env("CALLS", 0), env("BIG_EVERY", 1000));
@@ -34,9 +29,7 @@ fn main() {
             if i == calls / 10 {
                 status();
             }
-            let big = every > 0 && i % every == every - 1;
-            let (tool, a) = if big { ("big", json!({"bytes": 1 << 20})) } else { ("echo", json!({"text": "hi"})) };
-            let a = a.as_object().cloned().unwrap_or_default();
+            let (tool, a) = call(i, every);
             client.call_tool(CallToolRequestParams::new(tool).with_arguments(a)).await.unwrap();
         }
         client.cancel().await.unwrap();

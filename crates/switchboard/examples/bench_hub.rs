@@ -11,17 +11,12 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use serde_json::json;
 use switchboard::config::{self, LoadOptions};
 use switchboard::{CallOptions, Hub, HubOptions, Paths};
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn status() {
-    println!("{}\n---", std::fs::read_to_string("/proc/self/status").unwrap_or_default());
-}
+#[path = "bench/common.rs"]
+mod common;
+use common::{call, env, status};
 
 fn main() {
     let (calls, every) = (env("CALLS", 0), env("BIG_EVERY", 1000));
@@ -41,10 +36,9 @@ fn main() {
                 status();
             }
             let server = &servers[i as usize % servers.len()];
-            let big = every > 0 && i % every == every - 1;
-            let (tool, a) = if big { ("big", json!({"bytes": 1 << 20})) } else { ("echo", json!({"text": "hi"})) };
+            let (tool, a) = call(i, every);
             let name = format!("mcp__{server}__{tool}");
-            let out = hub.call_tool(&name, a.as_object().cloned(), CallOptions::new()).await.unwrap();
+            let out = hub.call_tool(&name, Some(a), CallOptions::new()).await.unwrap();
             let out = out.formatted().await.unwrap();
             assert!(!out.model().blocks.is_empty());
         }

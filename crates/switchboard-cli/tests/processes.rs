@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use switchboard_testkit::{fixture, unique_marker, wait_count, wait_gone};
+use switchboard_testkit::{fixture, unique_marker, wait_exactly, wait_gone};
 
 /// How many processes carry the marker: the server and its sleepers.
 const PLAIN: usize = 4;
@@ -38,7 +38,8 @@ fn config(home: &Path, kind: &str, marker: &str, extra: &[&str]) -> PathBuf {
 /// Starts `switchboard --config CFG <args>` and waits until the whole tree runs.
 fn start(home: &Path, cfg: &Path, args: &[&str], expected: usize, marker: &str) -> Child {
     let child = sb(home).arg("--config").arg(cfg).args(args).spawn().unwrap();
-    let running = wait_count(marker, expected, Duration::from_secs(30));
+    // Exactly: the hostile tree's double fork has a middle process for a moment.
+    let running = wait_exactly(marker, expected, Duration::from_secs(30));
     assert_eq!(running.len(), expected, "the tree did not start whole: {running:?}");
     child
 }
@@ -160,7 +161,7 @@ fn serve(home: &Path, cfg: &Path, n: usize, marker: &str) -> (Child, String, Str
         sb(home).arg("--config").arg(cfg).args(["serve", "--port", "0"]).stdout(Stdio::piped()).spawn().unwrap();
     let addr = switchboard_testkit::serve_address(&mut child);
     let token = std::fs::read_to_string(home.join("data/serve-token")).unwrap().trim().to_string();
-    assert_eq!(wait_count(marker, n, Duration::from_secs(30)).len(), n, "the tree did not start whole");
+    assert_eq!(wait_exactly(marker, n, Duration::from_secs(30)).len(), n, "the tree did not start whole");
     (child, addr, token)
 }
 

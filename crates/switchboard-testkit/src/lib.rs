@@ -226,6 +226,19 @@ pub fn wait_count(arg: &str, n: usize, limit: Duration) -> Vec<i32> {
     }
 }
 
+/// Waits up to `limit` until exactly `n` live processes have `arg` in their command line (a
+/// tree that double-forks has one more for a moment, the middle process of the fork).
+pub fn wait_exactly(arg: &str, n: usize, limit: Duration) -> Vec<i32> {
+    let started = std::time::Instant::now();
+    loop {
+        let found = pids_with_arg(arg);
+        if found.len() == n || started.elapsed() >= limit {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
 /// A marker unique to this test process and call, for `--marker`.
 pub fn unique_marker(what: &str) -> String {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -16,7 +16,7 @@ use nix::unistd::Pid;
 use serde_json::json;
 use switchboard::events::Event;
 use switchboard::status::ServerStatus;
-use switchboard_testkit::{pids_with_arg, unique_marker, wait_count, wait_gone, workspace_example};
+use switchboard_testkit::{pids_with_arg, unique_marker, wait_exactly, wait_gone, workspace_example};
 
 const HOSTILE: usize = 8;
 
@@ -105,7 +105,7 @@ fn a_library_host_killed_panicking_or_exiting_without_shutdown_leaves_no_process
         let mut host = embed(dir.path(), &marker, &["--then", then]);
         let said = wait_ready(&mut host);
         assert!(said.contains("f: "), "{said}");
-        assert_eq!(wait_count(&marker, HOSTILE, Duration::from_secs(20)).len(), HOSTILE, "{then}: tree not whole");
+        assert_eq!(wait_exactly(&marker, HOSTILE, Duration::from_secs(20)).len(), HOSTILE, "{then}: tree not whole");
         if then == "wait" {
             kill(Pid::from_raw(host.id() as i32), Signal::SIGKILL).unwrap();
         } else {
@@ -148,7 +148,7 @@ async fn a_killed_supervisor_takes_its_server_along_and_the_host_sweeps_the_rest
     // Short-lived: no new server is started after the loss (it would carry the same marker).
     let config = json!({"servers": {"f": fixture_server(&["--forks", "hostile", "--marker", &marker])}});
     let hub = env.hub_with(&config, env.options().short_lived()).await;
-    assert_eq!(wait_count(&marker, HOSTILE, Duration::from_secs(20)).len(), HOSTILE);
+    assert_eq!(wait_exactly(&marker, HOSTILE, Duration::from_secs(20)).len(), HOSTILE);
     let mut events = hub.subscribe();
     let supervisor = supervisor_of(&marker);
     kill(Pid::from_raw(supervisor), Signal::SIGKILL).unwrap();
@@ -173,7 +173,7 @@ async fn what_a_host_and_its_supervisor_left_when_both_were_killed_is_ended_at_t
     let dir = data.parent().unwrap().to_path_buf();
     let mut host = embed(&dir, &marker, &["--then", "wait"]);
     wait_ready(&mut host);
-    assert_eq!(wait_count(&marker, HOSTILE, Duration::from_secs(20)).len(), HOSTILE);
+    assert_eq!(wait_exactly(&marker, HOSTILE, Duration::from_secs(20)).len(), HOSTILE);
     // The host is stopped (it cannot sweep), its supervisor killed, then the host killed: the
     // server dies with its supervisor and the rest of the tree is left with no one to end it.
     let records: Vec<_> = std::fs::read_dir(data.join("run")).unwrap().flatten().collect();

@@ -30,6 +30,21 @@ if (mode === "stdio") {
 const out = {};
 try {
   await client.connect(transport);
+  // What came on the wire, in order: progress steps, then the `slow` call's result. The SDK
+  // runs notification handlers in a microtask but a response at once, so a last step read in
+  // the same chunk as the result never reaches `onprogress` (the SDK's race: a server in front
+  // of it directly loses it the same way); the wire order is what the gateway answers for.
+  seen.wire = [];
+  let watching = false;
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, ...rest) => {
+    if (watching && message.method === "notifications/progress") seen.wire.push(message.params.progress);
+    else if (watching && message.method === undefined && ("result" in message || "error" in message)) {
+      seen.wire.push("result");
+      watching = false;
+    }
+    deliver?.(message, ...rest);
+  };
   out.server = client.getServerVersion()?.name;
   await client.setLoggingLevel("debug");
   const tools = (await client.listTools()).tools.map((t) => t.name);
@@ -37,6 +52,7 @@ try {
   out.has = ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"].every((n) => tools.includes(n));
   const sum = await client.callTool({ name: "mcp__fx__add", arguments: { a: 2, b: 3 } });
   out.sum = sum.structuredContent?.sum;
+  watching = true;
   const slow = await client.callTool(
     { name: "mcp__fx__slow", arguments: { ms: 20, steps: 3 } },
     undefined,

@@ -21,6 +21,9 @@ pub struct Listen {
 }
 
 pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
+    // Signals are ours from the start: one while the servers start (their trees may already
+    // run) stops the server as soon as it is up, instead of killing this process unannounced.
+    let mut stop = crate::signals::Stop::listen();
     // Servers' questions (elicitation) go to the MCP client whose call caused them (`/mcp`),
     // else to whoever follows the events: the dashboard asks.
     let questions = Questions::new();
@@ -61,7 +64,6 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     out!("  API: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());
     out!("  OpenAPI: http://{}/api/openapi.json", bound.addr);
     out!("  MCP (every server as one): http://{}/mcp, with the same token", bound.addr);
-    let mut stop = crate::signals::Stop::listen();
     let (signals_tx, mut signals) = tokio::sync::watch::channel(0u32);
     tokio::spawn(async move {
         loop {

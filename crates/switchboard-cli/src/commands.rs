@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 use switchboard::catalog::export::{ToolFormat, ToolsJson};
 use switchboard::catalog::naming::sanitize;
 use switchboard::config::{self, LoadOptions, LoadedConfig, ServerEntry};
-use switchboard::policy::TrustStore;
 use switchboard::status::{FailureKind, ServerStatus};
+use switchboard::trust::TrustStore;
 use switchboard::{CallOptions, Hub, HubOptions, Paths};
 use tokio_util::sync::CancellationToken;
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Result, anyhow, bail};
 use serde_json::{Map, Value, json};
 use switchboard::config::{self, NewServer, Scope, ServerEntry};
-use switchboard::policy::TrustStore;
+use switchboard::trust::TrustStore;
 
 use crate::commands::Ctx;
 use crate::render;

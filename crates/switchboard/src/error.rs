@@ -99,6 +99,33 @@ pub enum Error {
         /// the capabilities wanted, `-32042` the URLs to open).
         data: Option<serde_json::Value>,
     },
+    /// The tool-call policy refused the call (a `deny` rule, or an `ask` that nobody allowed).
+    /// Nothing was sent to the server. The message names the rule and its file, so a model
+    /// can be told why.
+    #[error("{message}")]
+    Denied {
+        /// The model-visible name.
+        name: String,
+        /// The server.
+        server: String,
+        /// The rule, as [`crate::policy::Rule`] shows it.
+        rule: String,
+        /// The file that holds it.
+        file: Option<std::path::PathBuf>,
+        /// The whole explanation.
+        message: String,
+    },
+    /// The arguments do not match the tool's input schema. Nothing was sent: this is
+    /// switchboard's refusal, not the tool's error, so a model can correct the call.
+    #[error("arguments do not match the input schema of `{name}`: {}", errors.join("; "))]
+    InvalidArguments {
+        /// The model-visible name.
+        name: String,
+        /// The server.
+        server: String,
+        /// Each error, `/pointer: message`.
+        errors: Vec<String>,
+    },
     /// The server answered with something unexpected.
     #[error("server `{server}`: {message}")]
     Protocol {

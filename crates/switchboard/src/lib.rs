@@ -20,7 +20,7 @@
 //!
 //! Modules, one per concern: [`config`] (files, shapes, precedence), [`process`] (children
 //! and their trees), [`connection`] (one MCP session), [`catalog`] (names and the merged
-//! catalog), [`output`] (results for models), [`policy`] (workspace trust), [`events`],
+//! catalog), [`output`] (results for models), [`trust`] (workspace trust), [`policy`] (tool-call rules, approvals, audit), [`events`],
 //! [`status`], and the [`Hub`] facade over all of them.
 
 pub mod auth;
@@ -44,6 +44,7 @@ pub mod sampling;
 pub mod status;
 pub mod text;
 pub mod transport;
+pub mod trust;
 
 pub use connection::handler::Progress;
 pub use error::Error;

@@ -32,6 +32,8 @@ pub enum FailureKind {
     /// A remote server asks for authorisation, but its authorisation server offers no way for
     /// switchboard to register and no `oauth.client_id` is configured.
     NeedsClientRegistration,
+    /// The managed file does not let it start (`servers.allow` / `servers.deny`).
+    PolicyDenied,
     /// It went away (exited, failed to start, stopped answering) too often in a short time:
     /// no longer tried again by itself (connect it by hand).
     CrashLoop,
@@ -44,6 +46,7 @@ impl FailureKind {
         !matches!(
             self,
             FailureKind::ConfigInvalid
+                | FailureKind::PolicyDenied
                 | FailureKind::Unsupported
                 | FailureKind::NeedsAuth
                 | FailureKind::NeedsClientRegistration

@@ -210,7 +210,7 @@ async fn project_servers_wait_for_trust_and_any_change_needs_it_again() {
     assert!(hub.catalog().tools().is_empty());
 
     let loaded = load();
-    let mut store = switchboard::policy::TrustStore::open(&paths.data_dir).unwrap();
+    let mut store = switchboard::trust::TrustStore::open(&paths.data_dir).unwrap();
     store.trust(&loaded.project_root, valid(loaded.servers.get("p")));
     store.save().unwrap();
     let hub = start(&load());

@@ -43,6 +43,9 @@ pub struct ToolEntry {
     pub tool: Tool,
     /// The input schema, normalised to `{"type": "object", "properties": {...}}`.
     pub input_schema: Arc<JsonObject>,
+    /// The tool's input schema compiled for checking arguments (on first use).
+    #[serde(skip)]
+    pub(crate) checker: Arc<crate::policy::validate::Checker>,
 }
 
 /// A resource in the catalog.
@@ -156,6 +159,7 @@ impl Catalog {
                 server: server.to_string(),
                 input_schema: normalize_schema(&tool.input_schema),
                 tool: tool.clone(),
+                checker: Arc::default(),
             })
             .collect();
         cat.tools.sort_by(|a, b| a.name.cmp(&b.name));

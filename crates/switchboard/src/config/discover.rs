@@ -29,12 +29,25 @@ pub struct LoadOptions {
     pub extra_files: Vec<PathBuf>,
     /// Variables for `${VAR}` expansion.
     pub env: HashMap<String, String>,
+    /// The managed file (its policy cannot be loosened; it says which servers may start);
+    /// `None`: none.
+    pub managed_file: Option<PathBuf>,
 }
 
 impl LoadOptions {
     /// Options for `cwd` with the user file from `paths` and the host environment.
     pub fn from_env(cwd: PathBuf, paths: &crate::Paths) -> Self {
-        LoadOptions { cwd, user_file: Some(paths.config_file.clone()), extra_files: Vec::new(), env: super::host_env() }
+        let env = super::host_env();
+        let managed_file = Some(managed_file(&env));
+        LoadOptions { cwd, user_file: Some(paths.config_file.clone()), extra_files: Vec::new(), env, managed_file }
+    }
+}
+
+/// Where the managed file is: `SWITCHBOARD_MANAGED_CONFIG`, else `/etc/switchboard/managed.json`.
+pub fn managed_file(env: &HashMap<String, String>) -> PathBuf {
+    match env.get("SWITCHBOARD_MANAGED_CONFIG").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from("/etc/switchboard/managed.json"),
     }
 }
 
@@ -79,6 +92,15 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
         user_file: options.user_file.clone().unwrap_or_default(),
         ..LoadedConfig::default()
     };
+    let managed = options.managed_file.as_deref().and_then(|p| super::policy::read_managed(p, &mut loaded.diagnostics));
+    let mut managed_audit = None;
+    if let Some(m) = managed {
+        if let Some(rules) = m.policy {
+            loaded.policy.push(super::PolicyLayer::new(super::RuleSource::Managed, m.managed.file.clone(), rules));
+        }
+        managed_audit = m.audit.map(|a| (m.managed.file.clone(), a));
+        loaded.managed = Some(m.managed);
+    }
     for (path, scope) in looks {
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => Some(t),
@@ -121,11 +143,54 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
                 Parsed::Profile { name, profile } => {
                     loaded.profiles.insert(name, profile);
                 }
+                Parsed::Policy(rules) => loaded.policy.push(super::PolicyLayer::new(scope.into(), path.clone(), rules)),
+                Parsed::Audit(value) if scope != Scope::Project => {
+                    super::policy::parse_audit(&value, &mut loaded.audit, &mut ctx)
+                }
+                Parsed::Audit(_) => ctx.diag(
+                    Severity::Warning,
+                    None,
+                    Some("audit"),
+                    "a project file cannot change the audit log: `audit` ignored (set it in your user file)".into(),
+                ),
             }
         }
     }
+    if let Some((file, value)) = managed_audit {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let mut ctx = FileCtx {
+            path: &file,
+            text: &text,
+            scope: Scope::User,
+            env: &options.env,
+            diagnostics: &mut loaded.diagnostics,
+        };
+        super::policy::parse_audit(&value, &mut loaded.audit, &mut ctx);
+    }
+    refuse_managed(&mut loaded);
     loaded.secrets = secret_values(&loaded, &options.env);
     loaded
+}
+
+/// Servers the managed file does not let start become invalid entries that say why.
+fn refuse_managed(loaded: &mut LoadedConfig) {
+    let Some(managed) = &loaded.managed else { return };
+    for entry in loaded.servers.values_mut() {
+        let super::ServerEntry::Valid(c) = entry else { continue };
+        let why = match &managed.error {
+            Some(e) => Some(format!("the managed file could not be used ({e}); no server starts until it is fixed")),
+            None => managed.servers.refuses(c),
+        };
+        if let Some(why) = why {
+            *entry = super::ServerEntry::Invalid(super::InvalidServer {
+                name: c.name.clone(),
+                scope: c.scope,
+                source: c.source.clone(),
+                message: format!("denied by the managed file {}: {why}", managed.file.display()),
+                denied: true,
+            });
+        }
+    }
 }
 
 /// What must never be shown of the servers: the values of their `env` and `headers`, and what

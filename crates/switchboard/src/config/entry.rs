@@ -29,7 +29,7 @@ pub(crate) struct FileCtx<'a> {
 }
 
 impl FileCtx<'_> {
-    fn diag(&mut self, severity: Severity, server: Option<&str>, field: Option<&str>, message: String) {
+    pub(crate) fn diag(&mut self, severity: Severity, server: Option<&str>, field: Option<&str>, message: String) {
         let line = field
             .and_then(|f| {
                 // The field's line, searched after the server's own line.
@@ -66,6 +66,10 @@ pub(crate) enum Parsed {
         name: String,
         profile: super::Profile,
     },
+    /// The file's `policy` section.
+    Policy(super::PolicyRules),
+    /// The file's `audit` section, read by the loader (only some files may set it).
+    Audit(Value),
 }
 
 /// The override an entry is, if it holds nothing but `enabled` (or its aliases).
@@ -107,6 +111,12 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
                 None => ctx.diag(Severity::Error, None, Some(key), "`mcp` must be an object of servers".into()),
             },
             "$schema" => {}
+            "policy" => {
+                if let Some(rules) = super::policy::parse_policy(value, ctx.scope.into(), ctx) {
+                    profiles.push(Parsed::Policy(rules));
+                }
+            }
+            "audit" => profiles.push(Parsed::Audit(value.clone())),
             "profiles" => match value.as_object() {
                 Some(m) => {
                     for (name, v) in m {
@@ -177,7 +187,13 @@ pub(crate) fn parse_server_value(name: &str, value: &Value, ctx: &mut FileCtx<'_
 fn parse_named(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> ServerEntry {
     let (scope, source) = (ctx.scope, ctx.path.to_path_buf());
     let invalid = |message: String| {
-        ServerEntry::Invalid(InvalidServer { name: name.to_string(), scope, source: source.clone(), message })
+        ServerEntry::Invalid(InvalidServer {
+            name: name.to_string(),
+            scope,
+            source: source.clone(),
+            message,
+            denied: false,
+        })
     };
     if let Err(msg) = validate_name(name) {
         ctx.diag(Severity::Error, Some(name), None, msg.clone());
@@ -348,6 +364,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     let tool_timeout = take(&mut obj, &["tool_timeout_ms"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
     let shutdown_grace = take(&mut obj, &["shutdown_grace_ms"])?.map(|(f, v)| as_grace(&f, v)).transpose()?;
     let max_message = take(&mut obj, &["max_message_bytes"])?.map(|(f, v)| as_bytes(&f, v)).transpose()?;
+    let validate = take(&mut obj, &["validate_arguments"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let passthrough = take(&mut obj, &["env_passthrough"])?.map(|(f, v)| as_strings(&f, v)).transpose()?;
     let inherit_env = take(&mut obj, &["inherit_env"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let tools = take(&mut obj, &["tools"])?.map(|(_, v)| parse_filter(v)).transpose()?;
@@ -534,6 +551,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         shutdown_grace: shutdown_grace.unwrap_or(DEFAULT_SHUTDOWN_GRACE),
         max_message_bytes: max_message.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
         tools: tools.unwrap_or_default(),
+        validate_arguments: validate.unwrap_or(true),
         scope: ctx.scope,
         source: PathBuf::from(ctx.path),
     })

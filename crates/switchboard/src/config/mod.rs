@@ -12,6 +12,7 @@ mod entry;
 pub mod expand;
 pub mod jsonc;
 mod oauth;
+mod policy;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -20,9 +21,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use discover::{FileLook, LoadOptions, load};
+pub use discover::{FileLook, LoadOptions, load, managed_file};
 pub use edit::{EditError, NewServer, disable_server, enable_server, remove_server, write_server};
 pub use oauth::{DEFAULT_CALLBACK_PORT, EnterpriseConfig, OAuthConfig, OAuthGrant};
+pub use policy::{AuditConfig, DefaultRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules};
 
 /// Reads one server entry as it would stand in a file (`source`, of `scope`), expanding
 /// `${VAR}` from `env`: for servers added at run time. Returns the entry (invalid ones keep
@@ -227,6 +229,9 @@ pub struct ServerConfig {
     pub max_message_bytes: usize,
     /// Tool name filters.
     pub tools: ToolFilter,
+    /// Check a call's arguments against the tool's input schema before sending it
+    /// (`validate_arguments`, default true).
+    pub validate_arguments: bool,
     /// Which kind of file it came from.
     pub scope: Scope,
     /// The file it came from.
@@ -321,6 +326,8 @@ pub struct InvalidServer {
     pub source: PathBuf,
     /// What is wrong, naming the field.
     pub message: String,
+    /// Refused by the managed file (not a broken entry).
+    pub denied: bool,
 }
 
 /// A server as configured: valid, or invalid with the reason.
@@ -434,6 +441,12 @@ pub struct LoadedConfig {
     pub secrets: Vec<String>,
     /// Gateway profiles by name (a later file replaces a profile of the same name).
     pub profiles: BTreeMap<String, Profile>,
+    /// Every file's `policy` section, the managed file's first, then in load order.
+    pub policy: Vec<PolicyLayer>,
+    /// The managed file, if there is one.
+    pub managed: Option<Managed>,
+    /// The audit log's settings (user and `--config` files, then the managed file).
+    pub audit: AuditConfig,
 }
 
 impl LoadedConfig {

@@ -48,6 +48,12 @@ pub struct CallOptions {
     /// sampling without a sampler) are left out. Earlier revisions fix capabilities at
     /// `initialize`: ignored there.
     pub client_capabilities: Option<rmcp::model::ClientCapabilities>,
+    /// Who makes the call (default: a model): which `ask` rules it satisfies, and what the
+    /// audit log says.
+    pub caller: crate::policy::Caller,
+    /// Who is asked when the policy asks about this call, instead of the hub's approver (a
+    /// gateway asks the client that made the call).
+    pub approver: Option<Arc<dyn crate::policy::Approver>>,
 }
 
 impl CallOptions {
@@ -83,6 +89,16 @@ impl CallOptions {
     /// Without model formatting (see [`CallOptions::raw_only`]).
     pub fn raw_only(mut self) -> Self {
         self.raw_only = true;
+        self
+    }
+    /// Made by `caller`.
+    pub fn caller(mut self, caller: crate::policy::Caller) -> Self {
+        self.caller = caller;
+        self
+    }
+    /// Asking `approver` when the policy asks.
+    pub fn approver(mut self, approver: Arc<dyn crate::policy::Approver>) -> Self {
+        self.approver = Some(approver);
         self
     }
 }
@@ -214,6 +230,21 @@ impl Hub {
         let catalog = self.catalog();
         let entry = catalog.tool(name).ok_or_else(|| self.missing_tool(name))?;
         let slot = self.inner.slot(&entry.server)?.clone();
+        self.gated(entry, &slot, arguments, options, |arguments, options| {
+            self.send_call(entry, &slot, arguments, options)
+        })
+        .await
+    }
+
+    /// A call the gate let through.
+    async fn send_call(
+        &self,
+        entry: &crate::catalog::ToolEntry,
+        slot: &Arc<Slot>,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+    ) -> Result<ToolOutput, Error> {
+        let slot = slot.clone();
         // A timeout beyond the longest a config may set is that longest (no clock overflows).
         let timeout = options
             .timeout

@@ -8,8 +8,8 @@ use super::{Hub, Slot, connect};
 use crate::config::{Scope, ServerEntry};
 use crate::error::Error;
 use crate::events::Event;
-use crate::policy::TrustStore;
 use crate::status::ServerStatus;
+use crate::trust::TrustStore;
 
 impl Hub {
     /// Adds a server (parsed with [`crate::config::parse_server`]) and, if it is enabled and

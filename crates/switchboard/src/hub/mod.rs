@@ -9,6 +9,7 @@
 //! answering) is tried again with backoff ([`retry`]); what watches a live connection is in
 //! [`connect`].
 
+mod approve;
 mod auth;
 mod calls;
 mod connect;
@@ -40,10 +41,10 @@ use crate::error::Error;
 use crate::events::Event;
 use crate::output::ResultBudget;
 use crate::paths::Paths;
-use crate::policy::TrustStore;
 use crate::process::ProcessTree;
 use crate::sampling::Sampler;
 use crate::status::{Counts, FailureKind, ServerStatus};
+use crate::trust::TrustStore;
 use connect::connect;
 use slot::Slot;
 
@@ -67,6 +68,9 @@ pub struct HubOptions {
     /// Who answers servers' requests for a completion (`sampling/createMessage`); without
     /// one the capability is not declared.
     pub sampler: Option<Arc<dyn Sampler>>,
+    /// Who decides a tool call the policy asks about (a call may bring its own:
+    /// [`CallOptions::approver`]); without one such calls are denied, saying why.
+    pub approver: Option<Arc<dyn crate::policy::Approver>>,
     /// The folders offered to servers as roots; `None`: the project root.
     pub roots: Option<Vec<PathBuf>>,
     /// Who decides the roots instead (a gateway asks its client); `None`: `roots`.
@@ -92,6 +96,7 @@ impl std::fmt::Debug for HubOptions {
             .field("max_call_time", &self.max_call_time)
             .field("elicitor", &self.elicitor.is_some())
             .field("sampler", &self.sampler.is_some())
+            .field("approver", &self.approver.is_some())
             .field("roots", &self.roots)
             .field("reconnect", &self.reconnect)
             .finish_non_exhaustive()
@@ -109,6 +114,7 @@ impl HubOptions {
             max_call_time: Duration::from_secs(3600),
             elicitor: None,
             sampler: None,
+            approver: None,
             roots: None,
             roots_source: None,
             reconnect: Reconnect::default(),
@@ -134,6 +140,11 @@ impl HubOptions {
     /// With someone to answer servers' requests for input.
     pub fn elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
         self.elicitor = Some(elicitor);
+        self
+    }
+    /// With an approver for calls the policy asks about.
+    pub fn approver(mut self, approver: Arc<dyn crate::policy::Approver>) -> Self {
+        self.approver = Some(approver);
         self
     }
 
@@ -198,6 +209,8 @@ pub(crate) struct Inner {
     calls: AtomicU64,
     /// Where cut results are kept (`<data>/results`).
     spill_dir: Arc<std::path::Path>,
+    /// Policy, approvals and the audit log.
+    gate: approve::Gate,
 }
 
 /// The host runtime: start it with a loaded config, then read statuses and the catalog, call
@@ -257,7 +270,9 @@ impl Hub {
         }
         let record = crate::process::record::Record::new(&options.paths.data_dir, &id);
         let spill_dir = Arc::from(options.paths.data_dir.join("results"));
+        let gate = approve::Gate::new(config, &options.paths.data_dir);
         let inner = Arc::new(Inner {
+            gate,
             spill_dir,
             host_env: Arc::new(options.host_env.clone()),
             options,
@@ -412,6 +427,8 @@ impl Hub {
         let kills = futures::future::join_all(trees.iter().map(|t| t.terminate()));
         // Past the bound the supervisors finish on their own (they see this process go).
         let _ = tokio::time::timeout(bound, futures::future::join(closes, kills)).await;
+        // Calls that ended with their servers are in the log too.
+        self.inner.gate.flush();
     }
 }
 

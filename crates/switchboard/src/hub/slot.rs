@@ -41,7 +41,7 @@ impl Slot {
     pub(super) fn new(entry: ServerEntry, trusted: impl FnOnce(&ServerConfig) -> bool) -> Slot {
         let status = match &entry {
             ServerEntry::Invalid(i) => ServerStatus::Failed {
-                kind: FailureKind::ConfigInvalid,
+                kind: if i.denied { FailureKind::PolicyDenied } else { FailureKind::ConfigInvalid },
                 message: i.message.clone(),
                 stderr_tail: vec![],
                 auth_challenge: None,

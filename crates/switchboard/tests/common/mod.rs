@@ -30,6 +30,8 @@ impl TestEnv {
         std::fs::write(&file, serde_json::to_string_pretty(config_json).unwrap()).unwrap();
         let mut options = LoadOptions::from_env(self.dir.path().to_path_buf(), &self.paths);
         options.extra_files = vec![file];
+        // Hermetic: the machine's managed file is not these tests'; `managed.json` here is.
+        options.managed_file = Some(self.dir.path().join("managed.json"));
         config::load(&options)
     }
 

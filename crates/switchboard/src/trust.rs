@@ -166,6 +166,7 @@ mod tests {
             shutdown_grace: crate::config::DEFAULT_SHUTDOWN_GRACE,
             max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
             tools: ToolFilter::default(),
+            validate_arguments: true,
             scope,
             source: PathBuf::from("/p/switchboard.json"),
         }

@@ -1,0 +1,325 @@
+//! The gate every tool call passes before anything is sent: the policy's decision, the
+//! approver when it asks (answers kept for the session or, "always", in the data folder), the
+//! arguments against the input schema; and the audit line after.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Instant, SystemTime};
+
+use rmcp::model::JsonObject;
+
+use super::{CallOptions, Hub, Slot, ToolOutput};
+use crate::catalog::ToolEntry;
+use crate::config::{LoadedConfig, Scope};
+use crate::error::Error;
+use crate::policy::approvals::{ApprovalStore, Lookup, definition_digest};
+use crate::policy::audit::{AuditLog, AuditRecord, Outcome, arguments_digest, redacted};
+use crate::policy::validate::Checked;
+use crate::policy::{Approval, ApprovalRequest, Caller, Decision, Policy, ToolRef, Verdict};
+
+/// A file's modification time and length: whether it changed since it was read.
+type Stamp = Option<(SystemTime, u64)>;
+
+/// What the hub keeps for the gate.
+pub(crate) struct Gate {
+    policy: Policy,
+    audit: Option<AuditLog>,
+    /// "For this session" answers: caller's session key, server, tool, definition digest.
+    session: Mutex<HashSet<(String, String, String, String)>>,
+    /// The approvals file as last read, with its modification time and length.
+    remembered: Mutex<Option<(Stamp, Arc<ApprovalStore>)>>,
+}
+
+impl Gate {
+    pub(crate) fn new(config: &LoadedConfig, data_dir: &std::path::Path) -> Gate {
+        let managed_error = config.managed.as_ref().and_then(|m| m.error.as_ref().map(|e| (m.file.clone(), e.clone())));
+        Gate {
+            policy: Policy::new(&config.policy, managed_error),
+            audit: AuditLog::open(data_dir, config.audit),
+            session: Mutex::new(HashSet::new()),
+            remembered: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn flush(&self) {
+        if let Some(a) = &self.audit {
+            a.flush();
+        }
+    }
+}
+
+/// What the gate let through, for the audit line.
+struct Passed {
+    decision: Verdict,
+    rule: String,
+    approval: Option<Approval>,
+}
+
+impl Hub {
+    /// The decision for a catalog tool, as [`Hub::call_tool`] would make it (before asking).
+    pub fn decide(&self, entry: &ToolEntry) -> Decision {
+        let trusted = self.inner.slot(&entry.server).is_ok_and(|s| is_trusted(self, &s));
+        let tool = ToolRef::new(&entry.name, &entry.server, &entry.tool.name)
+            .annotated(entry.tool.annotations.as_ref(), trusted);
+        self.inner.gate.policy.decide(tool)
+    }
+
+    /// Every remembered "always" approval (`<data>/approvals.json`).
+    pub fn remembered_approvals(&self) -> Result<Vec<crate::policy::approvals::Remembered>, Error> {
+        Ok(self.approvals()?.list().to_vec())
+    }
+
+    fn approvals(&self) -> Result<Arc<ApprovalStore>, Error> {
+        let dir = &self.inner.options.paths.data_dir;
+        let path = ApprovalStore::path(dir);
+        let stamp = std::fs::metadata(&path).ok().and_then(|m| Some((m.modified().ok()?, m.len())));
+        let mut cached = self.inner.gate.remembered.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((s, store)) = cached.as_ref()
+            && *s == stamp
+            && stamp.is_some()
+        {
+            return Ok(store.clone());
+        }
+        let store = Arc::new(ApprovalStore::open(dir).map_err(|e| Error::Storage { message: e.to_string() })?);
+        *cached = Some((stamp, store.clone()));
+        Ok(store)
+    }
+
+    /// Runs a call through the gate, then `call`, and writes the audit line.
+    pub(super) async fn gated<F, Fut>(
+        &self,
+        entry: &ToolEntry,
+        slot: &Arc<Slot>,
+        mut arguments: Option<JsonObject>,
+        options: CallOptions,
+        call: F,
+    ) -> Result<ToolOutput, Error>
+    where
+        F: FnOnce(Option<JsonObject>, CallOptions) -> Fut,
+        Fut: std::future::Future<Output = Result<ToolOutput, Error>>,
+    {
+        let (time, started) = (SystemTime::now(), Instant::now());
+        let caller = options.caller.clone();
+        let passed = self.admit(entry, slot, &mut arguments, &options).await;
+        let Some(audit) = &self.inner.gate.audit else {
+            return match passed {
+                Ok(_) => call(arguments, options).await,
+                Err((e, _)) => Err(e),
+            };
+        };
+        let digest = arguments_digest(arguments.as_ref());
+        let kept = audit.keeps_arguments().then(|| arguments.as_ref().map(redacted)).flatten();
+        let (result, passed, outcome) = match passed {
+            Ok(p) => {
+                let result = call(arguments, options).await;
+                let outcome = match &result {
+                    Ok(out) if out.raw.is_error == Some(true) => Outcome::ToolError,
+                    Ok(_) => Outcome::Ok,
+                    Err(Error::Timeout { .. }) => Outcome::Timeout,
+                    Err(Error::Cancelled) => Outcome::Cancelled,
+                    Err(_) => Outcome::Failed,
+                };
+                (result, p, outcome)
+            }
+            Err((e, p)) => {
+                let outcome = if matches!(e, Error::InvalidArguments { .. }) {
+                    Outcome::InvalidArguments
+                } else {
+                    Outcome::Denied
+                };
+                (Err(e), p, outcome)
+            }
+        };
+        audit.record(AuditRecord {
+            time,
+            caller,
+            server: entry.server.clone(),
+            tool: entry.tool.name.to_string(),
+            name: entry.name.clone(),
+            decision: passed.decision,
+            rule: passed.rule,
+            approval: passed.approval,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            outcome,
+            error: result.as_ref().err().map(|e| crate::text::excerpt(&e.to_string(), 500)),
+            result_bytes: result.as_ref().ok().map(|o| content_bytes(&o.raw)),
+            arguments_sha256: digest,
+            arguments: kept,
+        });
+        result
+    }
+
+    /// The policy's decision, the approver if it asks, and the argument check.
+    async fn admit(
+        &self,
+        entry: &ToolEntry,
+        slot: &Arc<Slot>,
+        arguments: &mut Option<JsonObject>,
+        options: &CallOptions,
+    ) -> Result<Passed, (Error, Passed)> {
+        let gate = &self.inner.gate;
+        let mut passed = Passed { decision: Verdict::Allow, rule: String::new(), approval: None };
+        if gate.policy.is_active() {
+            let decision = self.decide(entry);
+            passed.decision = decision.verdict;
+            passed.rule = decision.rule.to_string();
+            match decision.verdict {
+                Verdict::Allow => {}
+                Verdict::Deny => {
+                    let message = format!("`{}` is denied by {}", entry.name, decision.rule);
+                    return Err((denied(entry, &decision, message), passed));
+                }
+                Verdict::Ask => match self.ask(entry, slot, arguments, options, &decision).await {
+                    Ok(answer) => passed.approval = answer,
+                    Err((e, answer)) => {
+                        passed.approval = answer;
+                        return Err((e, passed));
+                    }
+                },
+            }
+        } else {
+            passed.rule = "no policy".into();
+        }
+        let validate = slot.config().is_none_or(|c| c.validate_arguments);
+        if validate {
+            match entry.checker.check(&entry.tool.input_schema, arguments) {
+                Checked::Valid | Checked::Uncompiled(None) => {}
+                Checked::Uncompiled(Some(why)) => tracing::warn!(
+                    server = %entry.server,
+                    "the input schema of `{}` cannot be compiled ({why}); its arguments are not checked",
+                    entry.name
+                ),
+                Checked::Invalid(errors) => {
+                    let error =
+                        Error::InvalidArguments { name: entry.name.clone(), server: entry.server.clone(), errors };
+                    return Err((error, passed));
+                }
+            }
+        }
+        Ok(passed)
+    }
+
+    /// An `ask`: satisfied by a person's own request (unless the managed file asks), by an
+    /// earlier answer for the session or "always", or by the approver.
+    async fn ask(
+        &self,
+        entry: &ToolEntry,
+        slot: &Arc<Slot>,
+        arguments: &Option<JsonObject>,
+        options: &CallOptions,
+        decision: &Decision,
+    ) -> Result<Option<Approval>, (Error, Option<Approval>)> {
+        if matches!(options.caller, Caller::Person { .. }) && !decision.managed {
+            return Ok(None);
+        }
+        let definition = definition_digest(&entry.tool);
+        let key = (options.caller.session_key(), entry.server.clone(), entry.tool.name.to_string(), definition.clone());
+        if self.inner.gate.session.lock().unwrap_or_else(PoisonError::into_inner).contains(&key) {
+            return Ok(Some(Approval::AllowSession));
+        }
+        let launch = slot.config().map(crate::trust::launch_digest).unwrap_or_default();
+        let changed = match self.approvals() {
+            Ok(store) => match store.lookup(&launch, &entry.tool.name, &definition) {
+                Lookup::Approved => return Ok(Some(Approval::AllowAlways)),
+                Lookup::Changed => true,
+                _ => false,
+            },
+            Err(e) => {
+                tracing::warn!("{e}; remembered approvals are not used");
+                false
+            }
+        };
+        let Some(approver) = options.approver.clone().or_else(|| self.inner.options.approver.clone()) else {
+            let message = format!(
+                "`{}` needs approval ({}) and this host has no one to ask; allow it with `switchboard allow {}`",
+                entry.name, decision.rule, entry.name
+            );
+            return Err((denied(entry, decision, message), None));
+        };
+        let request = ApprovalRequest {
+            server: entry.server.clone(),
+            tool: entry.tool.name.to_string(),
+            name: entry.name.clone(),
+            arguments: arguments.clone(),
+            annotations: entry.tool.annotations.clone(),
+            rule: decision.rule.clone(),
+            changed,
+            caller: options.caller.clone(),
+        };
+        let answer = match &options.cancel {
+            Some(cancel) => tokio::select! {
+                a = approver.approve(request) => a,
+                _ = cancel.cancelled() => return Err((Error::Cancelled, None)),
+            },
+            None => approver.approve(request).await,
+        };
+        match answer {
+            Approval::Deny => {
+                let message = format!("`{}` was not approved (asked by {})", entry.name, decision.rule);
+                Err((denied(entry, decision, message), Some(Approval::Deny)))
+            }
+            Approval::AllowOnce => Ok(Some(answer)),
+            Approval::AllowSession => {
+                self.inner.gate.session.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
+                Ok(Some(answer))
+            }
+            Approval::AllowAlways => {
+                let dir = self.inner.options.paths.data_dir.clone();
+                let (server, tool, name) = (entry.server.clone(), entry.tool.name.to_string(), entry.name.clone());
+                let saved = tokio::task::spawn_blocking(move || {
+                    ApprovalStore::update(&dir, |s| s.remember(&server, &launch, &tool, &name, &definition))
+                })
+                .await;
+                match saved {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!("{e}: the approval holds for this call only"),
+                    Err(e) => tracing::warn!("remembering the approval: {e}"),
+                }
+                Ok(Some(answer))
+            }
+        }
+    }
+}
+
+fn denied(entry: &ToolEntry, decision: &Decision, message: String) -> Error {
+    Error::Denied {
+        name: entry.name.clone(),
+        server: entry.server.clone(),
+        rule: decision.rule.to_string(),
+        file: decision.rule.file.clone(),
+        message,
+    }
+}
+
+/// Whether annotations of the server in `slot` are believed: user-file and `--config` servers,
+/// and project servers the person trusted (the only ones that run).
+fn is_trusted(hub: &Hub, slot: &Slot) -> bool {
+    match slot.config() {
+        Some(c) if c.scope == Scope::Project => crate::trust::TrustStore::open(&hub.inner.options.paths.data_dir)
+            .is_ok_and(|t| t.is_trusted(&hub.inner.project_root, c)),
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// Bytes of a result's content: text, data, resources' text and blobs, structured content
+/// as JSON.
+fn content_bytes(raw: &rmcp::model::CallToolResult) -> usize {
+    use rmcp::model::{ContentBlock, ResourceContents};
+    let blocks: usize = raw
+        .content
+        .iter()
+        .map(|c| match c {
+            ContentBlock::Text(t) => t.text.len(),
+            ContentBlock::Image(i) => i.data.len(),
+            ContentBlock::Audio(a) => a.data.len(),
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::TextResourceContents { text, .. } => text.len(),
+                ResourceContents::BlobResourceContents { blob, .. } => blob.len(),
+                _ => 0,
+            },
+            _ => 0,
+        })
+        .sum();
+    blocks + raw.structured_content.as_ref().map_or(0, |s| serde_json::to_string(s).map_or(0, |t| t.len()))
+}

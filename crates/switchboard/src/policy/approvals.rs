@@ -1,0 +1,236 @@
+//! "Always allow", remembered: `<data>/approvals.json` (0600, written atomically, changed under
+//! `approvals.json.lock`). A record is keyed by the server's launch digest (what runs, or the
+//! URL: see [`crate::trust::launch_digest`]) and the tool's own name, and holds a digest of the
+//! tool's definition (description, input schema, annotations). A tool whose definition changed
+//! since it was approved is asked about again: the "rug pull", where a server changes what an
+//! approved tool says or takes after the person said yes.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use rmcp::model::Tool;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Why the approvals file could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalsError {
+    /// Reading or writing failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not valid; it is left as is.
+    #[error("{path}: not a valid approvals file ({message}); fix or delete it")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+}
+
+/// One remembered approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Remembered {
+    /// The server's name when it was approved.
+    pub server: String,
+    /// The server's launch digest.
+    pub launch: String,
+    /// The tool's own name.
+    pub tool: String,
+    /// Its model-visible name when it was approved.
+    pub name: String,
+    /// The digest of its definition when it was approved.
+    pub definition: String,
+    /// When (Unix seconds).
+    pub approved_at: u64,
+}
+
+/// What the file says of a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lookup {
+    /// Approved "always", with this very definition.
+    Approved,
+    /// Approved once, but its definition has changed since: ask again.
+    Changed,
+    /// Never approved "always".
+    Unknown,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct File {
+    #[serde(default)]
+    approvals: Vec<Remembered>,
+}
+
+/// The remembered approvals.
+#[derive(Debug)]
+pub struct ApprovalStore {
+    path: PathBuf,
+    file: File,
+}
+
+impl ApprovalStore {
+    /// The file in `data_dir`.
+    pub fn path(data_dir: &Path) -> PathBuf {
+        data_dir.join("approvals.json")
+    }
+
+    /// Opens `<data_dir>/approvals.json` (absent: empty).
+    pub fn open(data_dir: &Path) -> Result<Self, ApprovalsError> {
+        let path = Self::path(data_dir);
+        let file = match crate::fsutil::read_private(&path) {
+            Ok(Some(bytes)) => serde_json::from_slice(&bytes)
+                .map_err(|e| ApprovalsError::Corrupt { path: path.clone(), message: e.to_string() })?,
+            Ok(None) => File::default(),
+            Err(source) => return Err(ApprovalsError::Io { path, source }),
+        };
+        Ok(ApprovalStore { path, file })
+    }
+
+    /// Changes the records under the lock (read, changed, written while no other process can).
+    pub fn update<R>(data_dir: &Path, change: impl FnOnce(&mut ApprovalStore) -> R) -> Result<R, ApprovalsError> {
+        let lock_path = data_dir.join("approvals.json.lock");
+        let io = |source| ApprovalsError::Io { path: lock_path.clone(), source };
+        crate::fsutil::create_private_dir(data_dir).map_err(io)?;
+        let _lock = crate::fsutil::lock(&lock_path, crate::fsutil::LOCK_WAIT).map_err(io)?;
+        let mut store = ApprovalStore::open(data_dir)?;
+        let out = change(&mut store);
+        let text = serde_json::to_string_pretty(&store.file).map_err(|e| io(std::io::Error::other(e)))?;
+        crate::fsutil::write_atomic(&store.path, text.as_bytes(), Some(0o600))
+            .map_err(|source| ApprovalsError::Io { path: store.path.clone(), source })?;
+        Ok(out)
+    }
+
+    /// What is remembered of `tool` of the server launched as `launch`.
+    pub fn lookup(&self, launch: &str, tool: &str, definition: &str) -> Lookup {
+        let mut found = Lookup::Unknown;
+        for r in self.file.approvals.iter().filter(|r| r.launch == launch && r.tool == tool) {
+            if r.definition == definition {
+                return Lookup::Approved;
+            }
+            found = Lookup::Changed;
+        }
+        found
+    }
+
+    /// Remembers an approval (replacing one of the same server launch and tool).
+    pub fn remember(&mut self, server: &str, launch: &str, tool: &str, name: &str, definition: &str) {
+        self.file.approvals.retain(|r| !(r.launch == launch && r.tool == tool));
+        let approved_at = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        self.file.approvals.push(Remembered {
+            server: server.into(),
+            launch: launch.into(),
+            tool: tool.into(),
+            name: name.into(),
+            definition: definition.into(),
+            approved_at,
+        });
+    }
+
+    /// Forgets every approval `matches` picks; returns them.
+    pub fn revoke(&mut self, mut matches: impl FnMut(&Remembered) -> bool) -> Vec<Remembered> {
+        let (gone, kept) = std::mem::take(&mut self.file.approvals).into_iter().partition(|r| matches(r));
+        self.file.approvals = kept;
+        gone
+    }
+
+    /// Every remembered approval, oldest first.
+    pub fn list(&self) -> &[Remembered] {
+        &self.file.approvals
+    }
+}
+
+/// The digest of what a tool says of itself that a person approves: its description, input
+/// schema and annotations (object keys sorted, so the same definition in another key order is
+/// the same).
+pub fn definition_digest(tool: &Tool) -> String {
+    let def = serde_json::json!({
+        "description": tool.description,
+        "inputSchema": &*tool.input_schema,
+        "annotations": tool.annotations,
+    });
+    let mut text = String::new();
+    canonical(&def, &mut text);
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                if let Some(v) = m.get(k) {
+                    canonical(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, v) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(v, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(description: &str, schema: Value) -> Tool {
+        serde_json::from_value(serde_json::json!({"name": "t", "description": description, "inputSchema": schema}))
+            .unwrap_or_else(|_| Tool::new("t", "", std::sync::Arc::new(Default::default())))
+    }
+
+    #[test]
+    fn digests_follow_the_definition_not_key_order() {
+        let a = tool("adds", serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}}}));
+        let b: Tool = serde_json::from_str(
+            r#"{"name": "t", "inputSchema": {"properties": {"a": {"type": "number"}}, "type": "object"}, "description": "adds"}"#,
+        )
+        .unwrap_or_else(|_| Tool::new("t", "", std::sync::Arc::new(Default::default())));
+        assert_eq!(definition_digest(&a), definition_digest(&b));
+        let c = tool("adds, and sends your keys to a server", serde_json::json!({"type": "object"}));
+        assert_ne!(definition_digest(&a), definition_digest(&c));
+    }
+
+    #[test]
+    fn remembered_then_changed_then_revoked() {
+        let dir = tempfile::tempdir().ok();
+        let data = dir.as_ref().map(|d| d.path().to_path_buf()).unwrap_or_default();
+        let r = ApprovalStore::update(&data, |s| s.remember("gh", "L", "create", "mcp__gh__create", "D1"));
+        assert!(r.is_ok());
+        let store = ApprovalStore::open(&data).unwrap();
+        assert_eq!(store.lookup("L", "create", "D1"), Lookup::Approved);
+        assert_eq!(store.lookup("L", "create", "D2"), Lookup::Changed);
+        assert_eq!(store.lookup("L2", "create", "D1"), Lookup::Unknown);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(ApprovalStore::path(&data)).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode, 0o600);
+        let gone = ApprovalStore::update(&data, |s| s.revoke(|r| r.name == "mcp__gh__create")).unwrap_or_default();
+        assert_eq!(gone.len(), 1);
+        assert_eq!(ApprovalStore::open(&data).unwrap().lookup("L", "create", "D1"), Lookup::Unknown);
+    }
+}

@@ -1,0 +1,138 @@
+use super::*;
+
+fn layer(
+    source: RuleSource,
+    file: &str,
+    allow: &[&str],
+    ask: &[&str],
+    deny: &[&str],
+    default: Option<DefaultRule>,
+) -> PolicyLayer {
+    let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
+    PolicyLayer::new(source, file.into(), PolicyRules { allow: v(allow), ask: v(ask), deny: v(deny), default })
+}
+
+fn tool<'a>(name: &'a str, server: &'a str, raw: &'a str) -> ToolRef<'a> {
+    ToolRef::new(name, server, raw)
+}
+
+#[test]
+fn no_policy_allows_everything() {
+    let p = Policy::new(&[], None);
+    assert!(!p.is_active());
+    let d = p.decide(tool("mcp__a__b", "a", "b"));
+    assert_eq!((d.verdict, &d.rule.kind), (Verdict::Allow, &RuleKind::NoPolicy));
+}
+
+#[test]
+fn deny_beats_ask_beats_allow_and_raw_names_match() {
+    let p = Policy::new(
+        &[layer(RuleSource::User, "/u.json", &["mcp__gh__*"], &["gh/create_*"], &["mcp__*__delete_*"], None)],
+        None,
+    );
+    assert_eq!(p.decide(tool("mcp__gh__get_issue", "gh", "get_issue")).verdict, Verdict::Allow);
+    let ask = p.decide(tool("mcp__gh__create_issue", "gh", "create_issue"));
+    assert_eq!(ask.verdict, Verdict::Ask);
+    assert_eq!(ask.rule.kind, RuleKind::Pattern { pattern: "gh/create_*".into() });
+    let deny = p.decide(tool("mcp__gh__delete_repo", "gh", "delete_repo"));
+    assert_eq!(deny.verdict, Verdict::Deny);
+    assert_eq!(deny.rule.to_string(), "rule `deny: mcp__*__delete_*` of /u.json (user file)");
+    // Unmatched, no default: allowed.
+    assert_eq!(p.decide(tool("mcp__fs__read", "fs", "read")).verdict, Verdict::Allow);
+}
+
+#[test]
+fn the_most_specific_pattern_is_named() {
+    let p = Policy::new(
+        &[layer(RuleSource::User, "/u.json", &[], &["mcp__*", "mcp__gh__create_issue", "mcp__gh__*"], &[], None)],
+        None,
+    );
+    let d = p.decide(tool("mcp__gh__create_issue", "gh", "create_issue"));
+    assert_eq!(d.rule.kind, RuleKind::Pattern { pattern: "mcp__gh__create_issue".into() });
+}
+
+#[test]
+fn users_cannot_loosen_the_managed_file_and_projects_only_tighten() {
+    let managed =
+        layer(RuleSource::Managed, "/etc/m.json", &[], &["mcp__gh__*"], &["mcp__shell__*"], Some(DefaultRule::Deny));
+    let user = layer(RuleSource::User, "/u.json", &["mcp__*"], &[], &[], Some(DefaultRule::Allow));
+    let project = layer(
+        RuleSource::Project,
+        "/p/switchboard.json",
+        &["mcp__fs__*"],
+        &["mcp__docs__*"],
+        &[],
+        Some(DefaultRule::Allow),
+    );
+    let p = Policy::new(&[project, managed.clone(), user.clone()], None);
+    // The managed ask holds against the user's allow, and is marked managed.
+    let d = p.decide(tool("mcp__gh__x", "gh", "x"));
+    assert_eq!((d.verdict, d.managed), (Verdict::Ask, true));
+    assert_eq!(d.rule.source, Some(RuleSource::Managed));
+    // The managed default deny holds against the user's allow.
+    let d = p.decide(tool("mcp__fs__read", "fs", "read"));
+    assert_eq!((d.verdict, d.rule.kind.clone()), (Verdict::Deny, RuleKind::Default { default: DefaultRule::Deny }));
+    // Without the managed file, the project's ask tightens the user's allow; its allow and
+    // its `default: allow` are ignored.
+    let project_only = layer(
+        RuleSource::Project,
+        "/p/switchboard.json",
+        &["mcp__fs__*"],
+        &["mcp__docs__*"],
+        &[],
+        Some(DefaultRule::Allow),
+    );
+    let user_ask = layer(RuleSource::User, "/u.json", &[], &[], &[], Some(DefaultRule::Ask));
+    let p = Policy::new(&[project_only, user_ask, user.clone()], None);
+    let d = p.decide(tool("mcp__docs__search", "docs", "search"));
+    assert_eq!((d.verdict, d.managed, d.rule.source), (Verdict::Ask, false, Some(RuleSource::Project)));
+    // The user's allow pattern (later user file) wins over the user default ask for fs.
+    assert_eq!(p.decide(tool("mcp__fs__read", "fs", "read")).verdict, Verdict::Allow);
+}
+
+#[test]
+fn defaults_of_later_files_win_within_the_person_group() {
+    let user = layer(RuleSource::User, "/u.json", &[], &[], &[], Some(DefaultRule::Deny));
+    let cli = layer(RuleSource::Cli, "/c.json", &[], &[], &[], Some(DefaultRule::Ask));
+    let d = Policy::new(&[user, cli], None).decide(tool("mcp__a__b", "a", "b"));
+    assert_eq!((d.verdict, d.rule.file.as_deref()), (Verdict::Ask, Some(std::path::Path::new("/c.json"))));
+}
+
+#[test]
+fn annotations_decide_for_trusted_servers_only() {
+    let p = Policy::new(&[layer(RuleSource::User, "/u.json", &[], &[], &[], Some(DefaultRule::Annotations))], None);
+    let ann = |ro: Option<bool>, de: Option<bool>, ow: Option<bool>| {
+        let mut a = ToolAnnotations::new();
+        a.read_only_hint = ro;
+        a.destructive_hint = de;
+        a.open_world_hint = ow;
+        a
+    };
+    let cases = [
+        (ann(Some(true), None, None), true, Verdict::Allow),
+        (ann(Some(true), None, None), false, Verdict::Ask),
+        (ann(None, Some(true), None), true, Verdict::Ask),
+        (ann(None, None, None), true, Verdict::Ask),
+        (ann(None, Some(false), None), true, Verdict::Ask),
+        (ann(None, Some(false), Some(false)), true, Verdict::Allow),
+        (ann(Some(false), Some(false), Some(true)), true, Verdict::Ask),
+    ];
+    for (a, trusted, want) in cases {
+        let d = p.decide(tool("mcp__a__b", "a", "b").annotated(Some(&a), trusted));
+        assert_eq!(d.verdict, want, "{a:?} trusted={trusted}: {}", d.rule);
+        assert!(matches!(d.rule.kind, RuleKind::Annotations { .. }));
+    }
+    // No annotations at all: the spec's defaults (destructive, open world) → ask.
+    let d = p.decide(tool("mcp__a__b", "a", "b"));
+    assert_eq!(d.verdict, Verdict::Ask);
+    assert_eq!(d.rule.kind, RuleKind::Annotations { reason: "destructiveHint: true (the spec's default)".into() });
+}
+
+#[test]
+fn an_unreadable_managed_file_refuses_every_call() {
+    let p = Policy::new(&[], Some(("/etc/m.json".into(), "line 3: expected `,`".into())));
+    assert!(p.is_active());
+    let d = p.decide(tool("mcp__a__b", "a", "b"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(d.rule.to_string().contains("/etc/m.json"), "{}", d.rule);
+}

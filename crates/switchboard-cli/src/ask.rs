@@ -23,7 +23,7 @@ impl Screen {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = bar;
     }
 
-    fn current(&self) -> Option<indicatif::ProgressBar> {
+    pub(crate) fn current(&self) -> Option<indicatif::ProgressBar> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }

@@ -69,6 +69,7 @@ where
     // A server's request for input is put to the person only when there is one at a terminal.
     if std::io::stdin().is_terminal() && render::stderr_tty() {
         options = options.elicitor(Arc::new(ask::TerminalElicitor::new(ctx.screen.clone())));
+        options = options.approver(crate::policy::TerminalApprover::new(ctx.screen.clone()));
     }
     let hub = Hub::start(&ctx.loaded, options);
     let cancel = CancellationToken::new();
@@ -118,6 +119,15 @@ pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<()> {
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+fn split_args(args: &[String]) -> Result<Vec<(String, String)>> {
+    args.iter()
+        .map(|a| {
+            let (k, v) = a.split_once('=').ok_or_else(|| anyhow!("`--arg {a}`: expected key=value"))?;
+            Ok((k.to_string(), v.to_string()))
+        })
+        .collect()
 }
 
 fn kv_args(args: &[String]) -> Result<Map<String, Value>> {
@@ -415,6 +425,17 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             Ok(0)
         }
         Command::Completions { .. } => Ok(0),
+        Command::Policy { ref tool, json } => {
+            let only = tool.as_deref().and_then(|t| servers_for_tool(t, &ctx.loaded));
+            with_hub(ctx, only, |hub, _| async move { crate::policy::show(ctx, &hub, tool.as_deref(), json) }).await
+        }
+        Command::Allow { ref glob } => crate::policy::edit(ctx, "allow", glob, "user"),
+        Command::Ask { ref glob, ref scope } => crate::policy::edit(ctx, "ask", glob, scope),
+        Command::Deny { ref glob, ref scope } => crate::policy::edit(ctx, "deny", glob, scope),
+        Command::Approvals { ref revoke, all, json } => crate::policy::approvals(ctx, revoke.as_deref(), all, json),
+        Command::Audit { ref since, ref server, json } => {
+            crate::policy::audit(ctx, since.as_deref(), server.as_deref(), json)
+        }
     }
 }
 
@@ -599,12 +620,25 @@ async fn call(
         },
         None => Map::new(),
     };
-    arguments.extend(kv_args(args)?);
+    let pairs = split_args(args)?;
     let timeout = timeout.map(timeout_arg).transpose()?;
     let only = servers_for_tool(tool, &ctx.loaded);
     with_hub(ctx, only, |hub, cancel| async move {
+        // `--arg k=v` takes its type from the tool's schema (`message=42` is the string "42"
+        // when `message` is a string).
+        let schema = hub.catalog().tool(tool).map(|t| t.input_schema.clone());
+        for (k, v) in pairs {
+            let value = match &schema {
+                Some(s) => switchboard::policy::validate::typed_argument(s, &k, &v).map_err(|e| anyhow!("--arg {k}=…: {e}"))?,
+                None => serde_json::from_str(&v).unwrap_or(Value::String(v)),
+            };
+            arguments.insert(k, value);
+        }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<switchboard::Progress>();
-        let mut options = CallOptions::new().progress(tx).cancel(cancel);
+        // A person's own request: it satisfies `ask` rules (not `deny`, not the managed file's
+        // `ask`, which the terminal approver puts to them).
+        let mut options =
+            CallOptions::new().progress(tx).cancel(cancel).caller(switchboard::policy::Caller::cli());
         if let Some(t) = timeout {
             options = options.timeout(t);
         }

@@ -14,6 +14,7 @@ mod gateway;
 mod login;
 mod logs;
 mod manage;
+mod policy;
 mod render;
 mod serve;
 mod signals;
@@ -250,6 +251,59 @@ pub enum Command {
         /// Print the link; do not open a browser.
         #[arg(long)]
         print_url: bool,
+    },
+    /// The tool-call policy's decision for every tool (or one), and the rule of which file made it.
+    Policy {
+        /// One tool (model-visible name or `server/tool`).
+        tool: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Allow tools matching a glob (over `mcp__server__tool` and `server/tool`), in the user file.
+    Allow {
+        /// The glob, e.g. `mcp__github__get_*`.
+        glob: String,
+    },
+    /// Ask before calls of tools matching a glob.
+    Ask {
+        /// The glob.
+        glob: String,
+        /// Which file: the user's, or the project's `switchboard.json`.
+        #[arg(long, default_value = "user", value_parser = ["user", "project"])]
+        scope: String,
+    },
+    /// Deny calls of tools matching a glob.
+    Deny {
+        /// The glob.
+        glob: String,
+        /// Which file: the user's, or the project's `switchboard.json`.
+        #[arg(long, default_value = "user", value_parser = ["user", "project"])]
+        scope: String,
+    },
+    /// Remembered "always" approvals; `--revoke GLOB` or `--all` forgets them.
+    Approvals {
+        /// Forget the approvals of tools matching this glob.
+        #[arg(long, value_name = "GLOB", conflicts_with = "all")]
+        revoke: Option<String>,
+        /// Forget every approval.
+        #[arg(long)]
+        all: bool,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The audit log: every tool call through switchboard.
+    Audit {
+        /// Only calls since this long ago: `30m`, `1h`, `7d`.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only this server's calls.
+        #[arg(long)]
+        server: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
     },
     /// Forget a remote server's tokens.
     Logout {

@@ -45,7 +45,7 @@ pub(crate) enum Outcome {
 
 /// What the client asked: the kind decides the hub call and the result's shape.
 pub(crate) enum Work {
-    Tool { name: String, arguments: Option<rmcp::model::JsonObject> },
+    Tool { name: String, arguments: Option<rmcp::model::JsonObject>, caller: switchboard::policy::Caller },
     Prompt { server: String, name: String, arguments: Option<rmcp::model::JsonObject> },
     Resource { server: String, uri: String, exposed: String },
 }
@@ -177,7 +177,11 @@ pub(crate) async fn run(
             }
         },
         None => match work {
-            Some(work) => start(shared, work, target, ctx.client_capabilities(), modern(&ctx)),
+            Some(work) => {
+                let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some())
+                    || ctx.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
+                start(shared, work, target, ctx.client_capabilities(), modern(&ctx), can_elicit)
+            }
             None => return Err(McpError::invalid_params("nothing to run", None)),
         },
     };
@@ -200,6 +204,7 @@ fn start(
     target: Option<(Peer<RoleServer>, ProgressToken)>,
     caps: Option<rmcp::model::ClientCapabilities>,
     resumable: bool,
+    can_elicit: bool,
 ) -> Running {
     let server = match &work {
         Work::Tool { name, .. } => shared.hub.catalog().tool(name).map(|e| e.server.clone()).unwrap_or_default(),
@@ -256,17 +261,30 @@ fn start(
     } else {
         None
     };
-    let (guard, asks) = match &shared.relay {
+    let (guard, ask_tx, asks) = match &shared.relay {
         Some(relay) => {
-            let (guard, asks) = relay.call_started(&server);
-            (Some(guard), asks)
+            let (guard, tx, asks) = relay.call_started(&server);
+            (Some(guard), tx, asks)
         }
-        None => (None, mpsc::unbounded_channel().1),
+        None => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (None, tx, rx)
+        }
     };
+    // A call the policy asks about is put to the client that made it, as an elicitation on
+    // this call (an `input_required` round for a 2026-07-28 client). A client that cannot
+    // elicit gets the hub's approver (the dashboard's queue in `serve`), or none: the call is
+    // then denied, naming the rule and `switchboard allow`.
+    if let Work::Tool { caller, .. } = &work {
+        options = options.caller(caller.clone());
+        if can_elicit {
+            options = options.approver(Arc::new(crate::approve::AskClient::new(ask_tx)));
+        }
+    }
     let hub = shared.hub.clone();
     let call = Box::pin(async move {
         match work {
-            Work::Tool { name, arguments } => {
+            Work::Tool { name, arguments, .. } => {
                 let formatted = !options.raw_only;
                 let out = hub.call_tool(&name, arguments, options).await;
                 // The model's form is made here, off the session's path for a big result.
@@ -516,6 +534,13 @@ fn finish(shared: &Shared, outcome: Outcome) -> Result<Done, McpError> {
         Outcome::Resource(Ok(mut r)) => {
             r.result_type = complete;
             Ok(Done::Resource(r))
+        }
+        // Switchboard's own refusal (the policy, the input schema) is a result the model reads,
+        // not a protocol error: it can correct the call or tell the person.
+        Outcome::Tool(Err(e @ (switchboard::Error::Denied { .. } | switchboard::Error::InvalidArguments { .. }))) => {
+            let mut result = CallToolResult::error(vec![ContentBlock::text(e.to_string())]);
+            result.result_type = complete;
+            Ok(Done::Tool(result))
         }
         Outcome::Tool(Err(e)) | Outcome::Prompt(Err(e)) | Outcome::Resource(Err(e)) => Err(error(e)),
     }

@@ -19,6 +19,7 @@
 // every earlier revision use them: the gateway serves both.
 #![allow(deprecated)]
 
+mod approve;
 mod call;
 mod pump;
 mod relay;

@@ -136,11 +136,15 @@ impl Relay {
     }
 
     /// Registers a call on `server`; its questions arrive on the receiver until the guard drops.
-    pub(crate) fn call_started(self: &Arc<Self>, server: &str) -> (CallGuard, mpsc::UnboundedReceiver<Ask>) {
+    /// The sender is the call's own (the gateway's approver asks through it).
+    pub(crate) fn call_started(
+        self: &Arc<Self>,
+        server: &str,
+    ) -> (CallGuard, mpsc::UnboundedSender<Ask>, mpsc::UnboundedReceiver<Ask>) {
         let call = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
-        self.state().calls.insert(call, (server.to_string(), tx));
-        (CallGuard { relay: self.clone(), call }, rx)
+        self.state().calls.insert(call, (server.to_string(), tx.clone()));
+        (CallGuard { relay: self.clone(), call }, tx, rx)
     }
 
     /// The most recent call in flight on `server`.

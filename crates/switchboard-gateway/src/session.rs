@@ -252,6 +252,11 @@ impl ServerHandler for Session {
             None => Some(Work::Tool {
                 name: self.resolve(&request.name, &ctx).await?,
                 arguments: request.arguments.clone(),
+                caller: switchboard::policy::Caller::Gateway {
+                    client: ctx.peer.peer_info().map_or_else(|| "unknown".to_string(), |i| i.client_info.name.clone()),
+                    profile: asked_profile(&ctx),
+                    session: Some(self.id.to_string()),
+                },
             }),
         };
         let state = request.request_state.clone();

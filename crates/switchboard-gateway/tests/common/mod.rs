@@ -118,8 +118,10 @@ impl Home {
             }
         }
         let mut file = json!({"servers": servers});
-        if let Some(p) = extra.get("profiles") {
-            file["profiles"] = p.clone();
+        for key in ["profiles", "policy"] {
+            if let Some(p) = extra.get(key) {
+                file[key] = p.clone();
+            }
         }
         let config = dir.path().join("gateway.json");
         std::fs::write(&config, file.to_string()).unwrap();

@@ -248,9 +248,73 @@ pub fn enable_server(path: &Path, name: &str) -> Result<bool, EditError> {
     Ok(changed)
 }
 
+/// What [`add_policy_rule`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PolicyEdit {
+    /// The glob was added (false: the list had it already).
+    pub added: bool,
+    /// The other lists of the same file it was taken out of (`allow X` takes `X` out of that
+    /// file's `deny` and `ask`, where it would win).
+    pub moved_from: Vec<&'static str>,
+}
+
+/// Adds `glob` to the `policy.<list>` of `path` (`allow`, `ask` or `deny`; the file is created
+/// if missing), taking the same glob out of the file's other two lists.
+pub fn add_policy_rule(path: &Path, list: &'static str, glob: &str) -> Result<PolicyEdit, EditError> {
+    if !matches!(list, "allow" | "ask" | "deny") {
+        return Err(EditError::BadName(format!("`{list}` is not a policy list (allow, ask, deny)")));
+    }
+    globset::Glob::new(glob).map_err(|e| EditError::BadName(format!("bad glob `{glob}`: {e}")))?;
+    let _held = lock(path, true)?;
+    let (root, _) = read(path)?;
+    let policy = root.object_value_or_set().object_value_or_set("policy");
+    let has = |array: &jsonc_parser::cst::CstArray| {
+        array
+            .elements()
+            .into_iter()
+            .find(|e| e.as_string_lit().and_then(|s| s.decoded_value().ok()).as_deref() == Some(glob))
+    };
+    let mut moved_from = Vec::new();
+    for other in ["allow", "ask", "deny"].into_iter().filter(|o| *o != list) {
+        if let Some(array) = policy.array_value(other)
+            && let Some(element) = has(&array)
+        {
+            element.remove();
+            moved_from.push(other);
+        }
+    }
+    let array = policy.array_value_or_set(list);
+    let added = has(&array).is_none();
+    if added {
+        array.append(CstInputValue::String(glob.to_string()));
+    }
+    if added || !moved_from.is_empty() {
+        write(path, &root)?;
+    }
+    Ok(PolicyEdit { added, moved_from })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn policy_rules_are_added_with_comments_kept_and_moved_between_lists() {
+        let text = "{\n  // mine\n  \"servers\": {},\n  \"policy\": {\"deny\": [\"mcp__a__*\"]}\n}\n";
+        let out =
+            edit_text(text, |p| add_policy_rule(p, "allow", "mcp__a__*").map(|e| assert_eq!(e.moved_from, ["deny"])));
+        assert!(out.contains("// mine"), "{out}");
+        let v: Value = serde_json::from_str(&jsonc::strip(&out)).unwrap_or_default();
+        assert_eq!(v["policy"]["allow"], serde_json::json!(["mcp__a__*"]));
+        assert_eq!(v["policy"]["deny"], serde_json::json!([]));
+        let again = edit_text(&out, |p| add_policy_rule(p, "allow", "mcp__a__*").map(|e| assert!(!e.added)));
+        assert_eq!(again, out);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let bad = add_policy_rule(&dir.path().join("c.json"), "ask", "[bad");
+        assert!(matches!(bad, Err(EditError::BadName(m)) if m.contains("bad glob")));
+        assert!(!dir.path().join("c.json").exists(), "nothing written for a bad glob");
+    }
 
     fn edit_text(text: &str, f: impl FnOnce(&Path) -> Result<(), EditError>) -> String {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

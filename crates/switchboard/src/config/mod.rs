@@ -22,7 +22,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use discover::{FileLook, LoadOptions, load, managed_file};
-pub use edit::{EditError, NewServer, disable_server, enable_server, remove_server, write_server};
+pub use edit::{
+    EditError, NewServer, PolicyEdit, add_policy_rule, disable_server, enable_server, remove_server, write_server,
+};
 pub use oauth::{DEFAULT_CALLBACK_PORT, EnterpriseConfig, OAuthConfig, OAuthGrant};
 pub use policy::{AuditConfig, DefaultRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules};
 

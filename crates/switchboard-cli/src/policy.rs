@@ -1,0 +1,342 @@
+//! The tool-call policy at the command line: `policy` (the decision for every tool, and the
+//! rule of which file made it), `approvals` (remembered "always" answers, `--revoke`), `allow`
+//! / `ask` / `deny` (editing the files, comments kept), `audit` (reading the log), and the
+//! terminal approver (`[y]es once / [s]ession / [a]lways / [N]o`).
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+use switchboard::Hub;
+use switchboard::policy::approvals::ApprovalStore;
+use switchboard::policy::{Approval, ApprovalRequest, Approver, BoxFuture};
+
+use crate::ask::Screen;
+use crate::commands::{Ctx, print_json};
+use crate::render::{safe, short, table};
+
+/// `switchboard policy [TOOL]`.
+pub fn show(ctx: &Ctx, hub: &Hub, tool: Option<&str>, json: bool) -> Result<u8> {
+    let catalog = hub.catalog();
+    let tools: Vec<_> = match tool {
+        Some(name) => match catalog.tool(name) {
+            Some(t) => vec![t.clone()],
+            None => return Err(hub.missing_tool(name).into()),
+        },
+        None => catalog.tools().to_vec(),
+    };
+    let files: Vec<Value> =
+        ctx.loaded.policy.iter().map(|l| json!({"file": l.file, "source": l.source, "rules": l.rules})).collect();
+    let decisions: Vec<_> = tools.into_iter().map(|t| (hub.decide(&t), t)).map(|(d, t)| (t, d)).collect();
+    if json {
+        let tools: Vec<Value> = decisions
+            .iter()
+            .map(|(t, d)| {
+                json!({"name": t.name, "server": t.server, "tool": t.tool.name, "decision": d.verdict,
+                       "rule": d.rule, "managed": d.managed, "rule_text": d.rule.to_string()})
+            })
+            .collect();
+        print_json(&json!({"files": files, "tools": tools}))?;
+        return Ok(0);
+    }
+    if ctx.loaded.policy.is_empty() && ctx.loaded.managed.as_ref().is_none_or(|m| m.error.is_none()) {
+        out!("No `policy` in any config file: every call is allowed.");
+    }
+    let rows: Vec<Vec<String>> = decisions
+        .iter()
+        .map(|(t, d)| {
+            let mut word = d.verdict.to_string();
+            if d.managed {
+                word.push_str(" (managed)");
+            }
+            vec![safe(&t.name), word, d.rule.to_string()]
+        })
+        .collect();
+    if rows.is_empty() {
+        out!("No tools (see `switchboard list`).");
+    } else {
+        print_table(&["TOOL", "DECISION", "RULE"], rows)?;
+    }
+    Ok(0)
+}
+
+/// `switchboard approvals [--revoke GLOB | --all]`.
+pub fn approvals(ctx: &Ctx, revoke: Option<&str>, all: bool, json: bool) -> Result<u8> {
+    let dir = &ctx.paths.data_dir;
+    if revoke.is_some() || all {
+        let glob = match revoke {
+            Some(g) => Some(globset::Glob::new(g)?.compile_matcher()),
+            None => None,
+        };
+        let gone = ApprovalStore::update(dir, |s| {
+            s.revoke(|r| {
+                glob.as_ref().is_none_or(|g| g.is_match(&r.name) || g.is_match(format!("{}/{}", r.server, r.tool)))
+            })
+        })?;
+        if json {
+            print_json(&json!({"revoked": gone}))?;
+        } else if gone.is_empty() {
+            note!("no remembered approval matches `{}`", revoke.unwrap_or("*"));
+            return Ok(1);
+        } else {
+            for r in &gone {
+                out!("revoked: {} ({}/{})", safe(&r.name), safe(&r.server), safe(&r.tool));
+            }
+        }
+        return Ok(0);
+    }
+    let store = ApprovalStore::open(dir)?;
+    if json {
+        print_json(&json!({"approvals": store.list(), "file": ApprovalStore::path(dir)}))?;
+        return Ok(0);
+    }
+    if store.list().is_empty() {
+        out!("No remembered approvals (answer \"always\" when asked to add one).");
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = store
+        .list()
+        .iter()
+        .map(|r| vec![safe(&r.name), format!("{}/{}", safe(&r.server), safe(&r.tool)), ago(r.approved_at)])
+        .collect();
+    print_table(&["TOOL", "SERVER/TOOL", "APPROVED"], rows)?;
+    Ok(0)
+}
+
+fn print_table(header: &[&str], rows: Vec<Vec<String>>) -> Result<()> {
+    let mut t = table(header);
+    for row in rows {
+        t.add_row(row);
+    }
+    out!("{t}");
+    Ok(())
+}
+
+fn ago(unix: u64) -> String {
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = now.saturating_sub(unix);
+    match secs {
+        0..60 => format!("{secs} s ago"),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86_400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} days ago", secs / 86_400),
+    }
+}
+
+/// `switchboard allow|ask|deny GLOB [--scope user|project]`.
+pub fn edit(ctx: &Ctx, list: &'static str, glob: &str, scope: &str) -> Result<u8> {
+    let file = match scope {
+        "project" => {
+            if list == "allow" {
+                bail!(
+                    "a project file cannot allow tools (a repository must not allow its own); allow in your user file"
+                );
+            }
+            ctx.loaded.project_root.join("switchboard.json")
+        }
+        _ => ctx.loaded.user_file.clone(),
+    };
+    let edit = switchboard::config::add_policy_rule(&file, list, glob)?;
+    if edit.added {
+        out!("{list}: `{}` added to {}", safe(glob), file.display());
+    } else {
+        out!("{list}: `{}` is already in {}", safe(glob), file.display());
+    }
+    for other in edit.moved_from {
+        note!("note: `{}` was taken out of `policy.{other}` of that file", safe(glob));
+    }
+    Ok(0)
+}
+
+/// `--since 1h` → that long ago (`s`, `m`, `h`, `d`).
+pub fn since(text: &str) -> Result<SystemTime> {
+    let (n, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 =
+        n.parse().map_err(|_| anyhow::anyhow!("--since `{text}`: expected a number and s, m, h or d (`1h`)"))?;
+    let secs = match unit {
+        "s" | "" => n,
+        "m" | "min" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => bail!("--since `{text}`: the unit is s, m, h or d"),
+    };
+    Ok(SystemTime::now() - Duration::from_secs(secs))
+}
+
+/// `switchboard audit [--since 1h] [--server S]`.
+pub fn audit(ctx: &Ctx, since_text: Option<&str>, server: Option<&str>, json: bool) -> Result<u8> {
+    let since = since_text.map(since).transpose()?;
+    let lines = switchboard::policy::audit::read(&ctx.paths.data_dir, since, server)?;
+    if json {
+        print_json(&json!({"calls": lines}))?;
+        return Ok(0);
+    }
+    if lines.is_empty() {
+        out!("No calls in the audit log{}.", since_text.map(|s| format!(" in the last {s}")).unwrap_or_default());
+        return Ok(0);
+    }
+    let field = |l: &Value, k: &str| l.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let rows: Vec<Vec<String>> = lines
+        .iter()
+        .map(|l| {
+            let who = l.get("caller").and_then(|c| c.get("kind")).and_then(Value::as_str).unwrap_or("");
+            vec![
+                field(l, "time").get(..19).unwrap_or("").replace('T', " "),
+                who.to_string(),
+                safe(&field(l, "name")),
+                field(l, "decision"),
+                field(l, "outcome"),
+                format!("{} ms", l.get("duration_ms").and_then(Value::as_u64).unwrap_or(0)),
+            ]
+        })
+        .collect();
+    print_table(&["TIME (UTC)", "CALLER", "TOOL", "DECISION", "OUTCOME", "TOOK"], rows)?;
+    Ok(0)
+}
+
+/// Asks at the terminal, one request at a time.
+pub struct TerminalApprover {
+    screen: Screen,
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl TerminalApprover {
+    /// An approver that keeps clear of what `screen` draws.
+    pub fn new(screen: Screen) -> Arc<Self> {
+        Arc::new(TerminalApprover { screen, turn: tokio::sync::Mutex::new(()) })
+    }
+}
+
+impl Approver for TerminalApprover {
+    fn approve<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            let _turn = self.turn.lock().await;
+            let bar = self.screen.current();
+            let asked = tokio::task::spawn_blocking(move || {
+                let stdin = std::io::stdin();
+                let mut input = stdin.lock();
+                let mut err = std::io::stderr();
+                match &bar {
+                    Some(bar) => bar.suspend(|| ask(&request, &mut input, &mut err)),
+                    None => ask(&request, &mut input, &mut err),
+                }
+            })
+            .await;
+            asked.unwrap_or(Approval::Deny)
+        })
+    }
+}
+
+/// The question: tool, server, arguments (pretty, long values cut), annotations, the rule;
+/// `[y]es once / [s]ession / [a]lways / [N]o` (anything else, or the end of input, is no).
+pub fn ask(request: &ApprovalRequest, input: &mut impl BufRead, out: &mut impl Write) -> Approval {
+    let _ = writeln!(out, "\nswitchboard: allow this tool call?");
+    let _ = writeln!(out, "  tool:   {} ({}/{})", safe(&request.name), safe(&request.server), safe(&request.tool));
+    match &request.arguments {
+        Some(args) if !args.is_empty() => {
+            let _ = writeln!(out, "  arguments:");
+            let cut = cut_values(&Value::Object(args.clone()));
+            let pretty = serde_json::to_string_pretty(&cut).unwrap_or_default();
+            for line in pretty.lines() {
+                let _ = writeln!(out, "    {}", safe(line));
+            }
+        }
+        _ => {
+            let _ = writeln!(out, "  arguments: none");
+        }
+    }
+    if let Some(a) = &request.annotations {
+        let hints: Vec<String> = [
+            ("readOnlyHint", a.read_only_hint),
+            ("destructiveHint", a.destructive_hint),
+            ("idempotentHint", a.idempotent_hint),
+            ("openWorldHint", a.open_world_hint),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}: {v}")))
+        .collect();
+        if !hints.is_empty() {
+            let _ = writeln!(out, "  annotations (the server's own hints): {}", hints.join(", "));
+        }
+    }
+    let _ = writeln!(out, "  asked by: {}", safe(&request.rule.to_string()));
+    if request.changed {
+        let _ = writeln!(out, "  note: this tool's definition CHANGED since you last allowed it always");
+    }
+    let _ = write!(out, "[y]es once / [s]ession / [a]lways / [N]o: ");
+    let _ = out.flush();
+    let mut line = String::new();
+    if input.read_line(&mut line).unwrap_or(0) == 0 {
+        let _ = writeln!(out);
+        return Approval::Deny;
+    }
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" | "once" => Approval::AllowOnce,
+        "s" | "session" => Approval::AllowSession,
+        "a" | "always" => Approval::AllowAlways,
+        _ => Approval::Deny,
+    }
+}
+
+/// Strings longer than 200 characters cut, at any depth.
+fn cut_values(v: &Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(short(s, 200)),
+        Value::Array(a) => Value::Array(a.iter().map(cut_values).collect()),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), cut_values(v))).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard::policy::{Rule, Verdict};
+
+    fn request() -> ApprovalRequest {
+        let mut rules = switchboard::config::PolicyRules::default();
+        rules.ask = vec!["mcp__gh__*".into()];
+        let layer =
+            switchboard::config::PolicyLayer::new(switchboard::config::RuleSource::User, "/u.json".into(), rules);
+        let policy = switchboard::policy::Policy::new(&[layer], None);
+        let decision = policy.decide(switchboard::policy::ToolRef::new("mcp__gh__delete", "gh", "delete"));
+        assert_eq!(decision.verdict, Verdict::Ask);
+        let rule: Rule = decision.rule;
+        let mut r = ApprovalRequest::new("gh", "delete", "mcp__gh__delete", rule);
+        r.arguments = serde_json::from_value(json!({"repo": "me/x", "note": "n".repeat(500)})).ok();
+        r.changed = true;
+        r
+    }
+
+    #[test]
+    fn the_question_shows_the_call_and_takes_each_answer() {
+        for (typed, want) in [
+            ("y\n", Approval::AllowOnce),
+            ("s\n", Approval::AllowSession),
+            ("always\n", Approval::AllowAlways),
+            ("\n", Approval::Deny),
+            ("", Approval::Deny),
+            ("maybe\n", Approval::Deny),
+        ] {
+            let mut out = Vec::new();
+            let got = ask(&request(), &mut typed.as_bytes(), &mut out);
+            assert_eq!(got, want, "{typed:?}");
+            let shown = String::from_utf8_lossy(&out);
+            assert!(shown.contains("mcp__gh__delete (gh/delete)") && shown.contains("\"repo\": \"me/x\""), "{shown}");
+            assert!(!shown.contains(&"n".repeat(300)), "long values are cut");
+            assert!(shown.contains("CHANGED") && shown.contains("[y]es once / [s]ession / [a]lways / [N]o"));
+            assert!(shown.contains("asked by: rule `ask: mcp__gh__*` of /u.json (user file)"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn since_takes_units() {
+        let now = SystemTime::now();
+        let an_hour = since("1h").ok().and_then(|t| now.duration_since(t).ok()).unwrap_or_default();
+        assert!((3599..=3601).contains(&an_hour.as_secs()), "{an_hour:?}");
+        assert!(since("2d").is_ok() && since("90m").is_ok() && since("10").is_ok());
+        assert!(since("h").is_err() && since("1y").is_err());
+    }
+}

@@ -29,9 +29,16 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     let questions = Questions::new();
     let relay = switchboard_gateway::Relay::new();
     relay.with_fallback(questions.clone());
+    // Calls the policy asks about go to the MCP client that made them, when it can be asked
+    // (the gateway's own approver), else to the dashboard's queue.
+    let approvals = switchboard_server::ApprovalQueue::new();
     let hub = Hub::start(
         &ctx.loaded,
-        HubOptions::new(ctx.paths.clone()).elicitor(relay.clone()).sampler(relay.clone()).roots_source(relay.clone()),
+        HubOptions::new(ctx.paths.clone())
+            .elicitor(relay.clone())
+            .sampler(relay.clone())
+            .roots_source(relay.clone())
+            .approver(approvals.clone()),
     );
     let gateway = switchboard_gateway::Gateway::new(
         hub.clone(),
@@ -40,6 +47,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     );
     let mut options = ServeOptions::new(ctx.paths.data_dir.clone());
     options.questions = Some(questions);
+    options.approvals = Some(approvals);
     options.gateway = Some(gateway);
     options.bind = listen.bind;
     options.port = listen.port;

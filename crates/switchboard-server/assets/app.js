@@ -9,6 +9,7 @@ import { callForm, outputFor } from "./calls.js";
 import { $, activity, announce, api, enc, state } from "./core.js";
 import { h } from "./dom.js";
 import { firstLine, renderPrompts, renderResources } from "./library.js";
+import { approvalCard } from "./approvals.js";
 import { questionCard } from "./questions.js";
 
 // ---------------------------------------------------------------- status words
@@ -368,14 +369,38 @@ function removeQuestion(id) {
   if (!card) return;
   card.remove();
   state.questions.delete(id);
-  $("questions").hidden = state.questions.size === 0;
+  $("questions").hidden = state.questions.size === 0 && state.approvals.size === 0;
 }
 
 async function loadQuestions() {
-  const { elicitations } = await api("GET", "/api/elicitations");
+  const [{ elicitations }, { approvals }] = await Promise.all([api("GET", "/api/elicitations"), api("GET", "/api/approvals")]);
   const waiting = new Set(elicitations.map((q) => q.id));
   for (const id of [...state.questions.keys()]) if (!waiting.has(id)) removeQuestion(id);
   for (const q of elicitations) addQuestion(q);
+  const asked = new Set(approvals.map((a) => a.id));
+  for (const id of [...state.approvals.keys()]) if (!asked.has(id)) removeApproval(id);
+  for (const a of approvals) addApproval(a);
+}
+
+// ---------------------------------------------------------------- calls the policy asks about
+
+function addApproval(pending) {
+  if (state.approvals.has(pending.id)) return;
+  const card = approvalCard(pending, async (decision) => {
+    await api("POST", `/api/approvals/${pending.id}`, { decision });
+    removeApproval(pending.id);
+  });
+  state.approvals.set(pending.id, card);
+  $("questions").append(card);
+  $("questions").hidden = false;
+}
+
+function removeApproval(id) {
+  const card = state.approvals.get(id);
+  if (!card) return;
+  card.remove();
+  state.approvals.delete(id);
+  $("questions").hidden = state.questions.size === 0 && state.approvals.size === 0;
 }
 
 // ---------------------------------------------------------------- live events
@@ -481,6 +506,20 @@ function connectEvents() {
     const card = state.questions.get(id);
     if (card && action === "withdrawn") activity("question", `${card.dataset.server}: its question was withdrawn`);
     removeQuestion(id);
+  });
+  on("approval_requested", (pending) => {
+    addApproval(pending);
+    const r = pending.request || {};
+    activity("question", `allow ${r.name}? (${pending.rule})`);
+    announce(`Allow ${r.name}?`);
+  });
+  on("approval_settled", ({ id, decision }) => {
+    const card = state.approvals.get(id);
+    if (card && decision === "withdrawn") activity("question", `${card.dataset.server}: the call waiting for approval ended`);
+    removeApproval(id);
+  });
+  on("tool_called", ({ name, outcome, decision }) => {
+    if (outcome === "denied") activity("error", `${name}: denied (${decision})`);
   });
   source.addEventListener("reset", () => loadAll());
 }

@@ -13,6 +13,7 @@ export const state = {
   drafts: new Map(), // tool name -> {args, timeout} typed in its call form
   results: new Map(), // tool name -> the element showing its last result
   questions: new Map(), // question id -> its form (a server asks the person)
+  approvals: new Map(), // approval id -> its card (the policy asks about a tool call)
 };
 
 export const $ = (id) => document.getElementById(id);

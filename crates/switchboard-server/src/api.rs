@@ -31,6 +31,8 @@ pub struct AppState {
     pub access: Arc<crate::security::Access>,
     /// The questions servers ask the person, if the hub asks through this API.
     pub questions: Option<Arc<crate::questions::Questions>>,
+    /// Calls waiting for approval, if the hub asks through this API.
+    pub approvals: Option<Arc<crate::approvals::ApprovalQueue>>,
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -267,8 +269,11 @@ fn wants_stream(headers: &HeaderMap) -> bool {
     responses(
         (status = 200, description = "The result (JSON), or with `Accept: text/event-stream` `progress` events then a `result` (or `error`) event",
             content((CallResult = "application/json"), (String = "text/event-stream"))),
-        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "The tool-call policy refused the call (`denied`: the message names the rule and its file); nothing was sent"),
+        (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "Not connected, needs a login, or the server wants the person to open a page first (`url_required`: the message has the URLs)"),
+        (status = 422, body = ErrorBody, description = "The arguments do not match the tool's input schema (`invalid_arguments`: each error by JSON pointer); nothing was sent"),
         (status = 502, body = ErrorBody),
         (status = 503, body = ErrorBody, description = "switchboard is stopping: the call was cancelled (`stopping`)"),
         (status = 504, body = ErrorBody)))]
@@ -284,7 +289,11 @@ pub async fn call_tool(
         return Err(ApiError::bad_request(format!("`timeout_ms` must be 1 to {max} (7 days)")));
     }
     // A call still running when the server stops is cancelled (the server is told).
-    let mut options = CallOptions::new().cancel(app.events.stopping().child_token());
+    // Who calls, for the policy and the audit log: a script with the token, or the dashboard.
+    let session = if headers.contains_key(axum::http::header::AUTHORIZATION) { "token" } else { "dashboard" };
+    let mut options = CallOptions::new()
+        .cancel(app.events.stopping().child_token())
+        .caller(switchboard::policy::Caller::Api { session: session.into() });
     if let Some(ms) = request.timeout_ms {
         options = options.timeout(Duration::from_millis(ms));
     }
@@ -440,8 +449,11 @@ pub struct ReadQuery {
 
 #[utoipa::path(get, path = "/api/resources/read", tag = "catalog", params(ReadQuery),
     responses((status = 200, description = "The server's `resources/read` result", body = Object),
-        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "The tool-call policy refused the call (`denied`: the message names the rule and its file); nothing was sent"),
+        (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "Not connected, needs a login, or the server wants the person to open a page first (`url_required`: the message has the URLs)"),
+        (status = 422, body = ErrorBody, description = "The arguments do not match the tool's input schema (`invalid_arguments`: each error by JSON pointer); nothing was sent"),
         (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
 pub async fn read_resource(
     State(app): State<AppState>,
@@ -485,8 +497,11 @@ pub struct PromptRequest {
     params(("server" = String, Path, description = "The server"), ("name" = String, Path, description = "The prompt")),
     request_body = PromptRequest,
     responses((status = 200, description = "The server's `prompts/get` result", body = Object),
-        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "The tool-call policy refused the call (`denied`: the message names the rule and its file); nothing was sent"),
+        (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "Not connected, needs a login, or the server wants the person to open a page first (`url_required`: the message has the URLs)"),
+        (status = 422, body = ErrorBody, description = "The arguments do not match the tool's input schema (`invalid_arguments`: each error by JSON pointer); nothing was sent"),
         (status = 502, body = ErrorBody), (status = 504, body = ErrorBody)))]
 pub async fn get_prompt(
     State(app): State<AppState>,
@@ -509,7 +524,7 @@ pub async fn get_prompt(
 
 #[utoipa::path(get, path = "/api/events", tag = "events",
     params(("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
-    responses((status = 200, description = "Server-Sent Events: `status_changed`, `catalog_changed`, `resource_updated`, `log`, `progress`, `auth_needed`, `server_removed`, `elicitation_requested` (a server asks the person; answer with POST /api/elicitations/{id}), `elicitation_settled`; `reset` when events were missed",
+    responses((status = 200, description = "Server-Sent Events: `status_changed`, `catalog_changed`, `resource_updated`, `log`, `progress`, `auth_needed`, `server_removed`, `elicitation_requested` (a server asks the person; answer with POST /api/elicitations/{id}), `elicitation_settled`, `approval_requested` (the policy asks about a tool call; decide with POST /api/approvals/{id}), `approval_settled`, `tool_called` (one per call: the audit line); `reset` when events were missed",
         content_type = "text/event-stream", body = String), (status = 401, body = ErrorBody)))]
 pub async fn events(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());

@@ -33,6 +33,7 @@ macro_rules! asset {
 const ASSETS: &[Asset] = &[
     Asset { path: "/", content_type: "text/html; charset=utf-8", body: include_str!("../assets/index.html") },
     asset!("app.js", "text/javascript; charset=utf-8"),
+    asset!("approvals.js", "text/javascript; charset=utf-8"),
     asset!("calls.js", "text/javascript; charset=utf-8"),
     asset!("core.js", "text/javascript; charset=utf-8"),
     asset!("dom.js", "text/javascript; charset=utf-8"),

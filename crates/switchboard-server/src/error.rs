@@ -67,6 +67,8 @@ impl From<Error> for ApiError {
             Error::Auth { .. } => (StatusCode::BAD_GATEWAY, "auth_failed"),
             Error::Exists { .. } => (StatusCode::CONFLICT, "exists"),
             Error::Invalid { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
+            Error::Denied { .. } => (StatusCode::FORBIDDEN, "denied"),
+            Error::InvalidArguments { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
             Error::Storage { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "storage_failed"),
             // What the server refused because of what was asked is the asker's to fix.
             Error::Rejected { code: -32602, .. } => (StatusCode::BAD_REQUEST, "invalid_params"),

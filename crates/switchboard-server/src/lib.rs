@@ -6,6 +6,7 @@
 //! folder or the session cookie from a one-time login URL; request bodies are limited.
 
 mod api;
+mod approvals;
 mod dashboard;
 mod error;
 mod events;
@@ -27,6 +28,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use approvals::{ApprovalQueue, PendingApproval};
 pub use error::{ErrorBody, ErrorDetail};
 pub use questions::{AnswerError, Question, Questions};
 pub use security::COOKIE;
@@ -62,6 +64,10 @@ pub struct ServeOptions {
     /// published as events and answered through `/api/elicitations` (the dashboard shows a
     /// form). Without it the list is always empty.
     pub questions: Option<Arc<Questions>>,
+    /// The hub's approver, if it is this API's [`ApprovalQueue`]: calls the policy asks about
+    /// are published as events and decided through `/api/approvals` (the dashboard shows a
+    /// card).
+    pub approvals: Option<Arc<ApprovalQueue>>,
     /// A gateway over the same hub: `/mcp` then answers MCP clients (Streamable HTTP, both
     /// eras) with the same token, so the dashboard and agents share one set of connections.
     pub gateway: Option<switchboard_gateway::Gateway>,
@@ -78,6 +84,7 @@ impl ServeOptions {
             cors_origins: Vec::new(),
             data_dir,
             questions: None,
+            approvals: None,
             gateway: None,
         }
     }
@@ -110,7 +117,7 @@ pub enum ServeError {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "switchboard", description = "The switchboard hub over HTTP: MCP servers, their tools, resources and prompts, and live events."),
-    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "elicitation"), (name = "session")),
+    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "elicitation"), (name = "approval"), (name = "session")),
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
@@ -149,23 +156,33 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::events))
         .routes(routes!(questions::list))
         .routes(routes!(questions::answer))
+        .routes(routes!(approvals::list))
+        .routes(routes!(approvals::decide))
         .with_state(state)
         .split_for_parts();
     (router, openapi)
 }
 
-fn state(hub: &Hub, access: Arc<security::Access>, questions: Option<Arc<Questions>>) -> api::AppState {
+fn state(
+    hub: &Hub,
+    access: Arc<security::Access>,
+    questions: Option<Arc<Questions>>,
+    approvals: Option<Arc<ApprovalQueue>>,
+) -> api::AppState {
     let events = events::EventLog::start(hub);
     if let Some(q) = &questions {
         q.attach(&events);
     }
-    api::AppState { hub: hub.clone(), events, logins: Arc::default(), access, questions }
+    if let Some(a) = &approvals {
+        a.attach(&events);
+    }
+    api::AppState { hub: hub.clone(), events, logins: Arc::default(), access, questions, approvals }
 }
 
 /// The OpenAPI description of the API (what `GET /api/openapi.json` serves).
 pub fn openapi_json(hub: &Hub) -> serde_json::Value {
     let access = Arc::new(security::Access::new(String::new(), SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), &[]));
-    serde_json::to_value(api(state(hub, access, None)).1).unwrap_or_default()
+    serde_json::to_value(api(state(hub, access, None, None)).1).unwrap_or_default()
 }
 
 /// A bound server, not serving yet.
@@ -268,7 +285,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         None => addr.to_string(),
     };
     let login_url = format!("http://{host}/login?code={code}");
-    let state = state(hub, access.clone(), options.questions.clone());
+    let state = state(hub, access.clone(), options.questions.clone(), options.approvals.clone());
     let stopping = state.events.stopping().clone();
     let callback =
         Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());

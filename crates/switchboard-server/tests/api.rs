@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Served, error_code, fixture, send};
+use common::{Served, error_code, fixture, follow_events, next_event, send};
 use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -407,6 +407,8 @@ async fn the_openapi_description_matches_the_routes() {
         ("/api/login-links", "post"),
         ("/api/elicitations", "get"),
         ("/api/elicitations/{id}", "post"),
+        ("/api/approvals", "get"),
+        ("/api/approvals/{id}", "post"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the description");
     }
@@ -485,42 +487,6 @@ async fn servers_are_added_removed_and_trusted_at_run_time() {
     assert!(!std::fs::read_to_string(&user_file).unwrap().contains("\"kept\""));
     assert_eq!(delete("nope", "").send().await.unwrap().status(), StatusCode::NOT_FOUND);
     s.shutdown().await;
-}
-
-/// Follows `/api/events` (so the hub has someone to ask): each event's kind and data.
-async fn follow_events(s: &Served) -> tokio::sync::mpsc::UnboundedReceiver<(String, Value)> {
-    let response = s.get("/api/events").send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut stream = response.bytes_stream();
-        let mut buffer = String::new();
-        while let Some(Ok(chunk)) = stream.next().await {
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buffer.find("\n\n") {
-                let block: String = buffer.drain(..end + 2).collect();
-                let field = |name: &str| {
-                    block.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default()
-                };
-                let data = serde_json::from_str(&field("data:")).unwrap_or(Value::Null);
-                if tx.send((field("event:"), data)).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-    rx
-}
-
-/// The next event of `kind` (10 s at most).
-async fn next_event(events: &mut tokio::sync::mpsc::UnboundedReceiver<(String, Value)>, kind: &str) -> Value {
-    loop {
-        let next = tokio::time::timeout(Duration::from_secs(10), events.recv()).await;
-        let (k, data) = next.unwrap_or_else(|_| panic!("no `{kind}` event")).expect("the event stream ended");
-        if k == kind {
-            return data;
-        }
-    }
 }
 
 /// A server's question (elicitation) reaches whoever follows the events and is answered with

@@ -43,7 +43,9 @@ async fn the_dashboard_in_chromium() {
         "broken": {"command": fixture().display().to_string(), "args": ["--exit-at-start", "3"]},
         "everything": {"command": "node", "args": [common::node_peer("server-everything"), "stdio"]},
     });
-    let s = Served::start(servers).await;
+    // `add` needs approval (the page shows a card), `crash` is denied.
+    let policy = json!({"ask": ["mcp__demo__add"], "deny": ["mcp__demo__crash"]});
+    let s = Served::start_config(json!({"servers": servers, "policy": policy}), |_| {}).await;
     let target = std::env::current_exe().unwrap().ancestors().nth(3).unwrap().to_path_buf();
     let shots = target.join("dashboard");
     std::fs::create_dir_all(&shots).unwrap();

@@ -12,6 +12,8 @@ use crate::status::ServerStatus;
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
+    /// A tool call ended (every call through the hub, allowed or not): its audit line.
+    ToolCalled(Box<crate::policy::audit::AuditRecord>),
     /// A server was removed from the hub.
     ServerRemoved {
         /// The server.

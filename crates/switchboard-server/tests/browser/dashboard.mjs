@@ -185,6 +185,32 @@ try {
   await urlQuestion.waitFor({ state: "detached" });
   await urlTool.locator("[data-testid=result] .block-text").getByText(/declined to open the URL/).waitFor();
 
+  step("a call the policy asks about waits for a card with the call and the rule; each answer works");
+  await item("demo").click();
+  const addTool = tool("mcp__demo__add");
+  const addResult = await callTool("mcp__demo__add", '{"a": 2, "b": 3}');
+  const approval = page.locator("#questions .approval");
+  await approval.getByText("mcp__demo__add", { exact: true }).waitFor();
+  await approval.locator(".q-arguments").getByText(/"a": 2/).waitFor();
+  await approval.getByText(/Asked by rule `ask: mcp__demo__add` of .*servers\.json \(cli file\)/).waitFor();
+  const offered = await approval.locator("button").allTextContents();
+  assert.deepEqual(offered, ["Allow once", "Allow for this session", "Always allow", "Deny"]);
+  await approval.screenshot({ path: `${SHOTS}/dashboard-approval.png` });
+  await approval.getByRole("button", { name: "Deny" }).click();
+  await approval.waitFor({ state: "detached" });
+  await addTool.locator(".result-error").getByText(/was not approved \(asked by rule/).waitFor();
+  await addTool.getByRole("button", { name: "Call" }).click();
+  await approval.getByRole("button", { name: "Allow for this session" }).click();
+  await addResult.locator(".block-text").first().getByText(/^5$/).waitFor();
+  // Allowed for this session: the next call goes through with no card (its result replaces
+  // the last one).
+  const last = await addResult.elementHandle();
+  await addTool.getByRole("button", { name: "Call" }).click();
+  await page.waitForFunction((el) => !el.isConnected, last);
+  await addResult.locator(".block-text").first().getByText(/^5$/).waitFor();
+  assert.equal(await approval.count(), 0, "not asked again this session");
+  await page.locator("#activity").getByText(/allow mcp__demo__add\?/).first().waitFor();
+
   step("the keyboard moves between servers");
   await item("py").focus();
   await page.keyboard.press("ArrowUp");

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use switchboard::config::{self, LoadOptions};
 use switchboard::{Hub, HubOptions, Paths};
-use switchboard_server::{Questions, ServeOptions};
+use switchboard_server::{ApprovalQueue, Questions, ServeOptions};
 
 #[allow(unused_imports)]
 pub use switchboard_testkit::*;
@@ -28,19 +28,31 @@ impl Served {
 
     /// Same, with the serve options changed by `configure` first (the port is 0).
     pub async fn start_with(servers: Value, configure: impl FnOnce(&mut ServeOptions)) -> Served {
+        Served::start_config(json!({"servers": servers}), configure).await
+    }
+
+    /// Serves a hub of a whole config file (`servers`, `policy`...).
+    pub async fn start_config(config_file: Value, configure: impl FnOnce(&mut ServeOptions)) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("servers.json");
-        std::fs::write(&file, json!({"servers": servers}).to_string()).unwrap();
+        std::fs::write(&file, config_file.to_string()).unwrap();
         let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
         let mut options = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
         options.extra_files = vec![file];
         // As `switchboard serve` does: servers' questions go to whoever follows the events.
+        options.managed_file = Some(dir.path().join("managed.json"));
         let questions = Questions::new();
-        let hub = Hub::start(&config::load(&options), HubOptions::new(paths.clone()).elicitor(questions.clone()));
+        // Calls the policy asks about wait in the API's queue.
+        let approvals = ApprovalQueue::new();
+        let hub = Hub::start(
+            &config::load(&options),
+            HubOptions::new(paths.clone()).elicitor(questions.clone()).approver(approvals.clone()),
+        );
         hub.ready().await;
         let mut serve = ServeOptions::new(paths.data_dir.clone());
         serve.port = 0;
         serve.questions = Some(questions);
+        serve.approvals = Some(approvals);
         configure(&mut serve);
         let bound = switchboard_server::bind(&hub, &serve).await.unwrap();
         let base = format!("http://127.0.0.1:{}", bound.addr.port());
@@ -96,4 +108,40 @@ pub async fn send(request: reqwest::RequestBuilder) -> (reqwest::StatusCode, Val
 /// The `code` of an error body.
 pub fn error_code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {body}"))
+}
+
+/// Follows `/api/events` (so the hub has someone to ask): each event's kind and data.
+pub async fn follow_events(s: &Served) -> tokio::sync::mpsc::UnboundedReceiver<(String, Value)> {
+    let response = s.get("/api/events").send().await.unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut stream = response.bytes_stream();
+        let mut buffer = String::new();
+        while let Some(Ok(chunk)) = futures::StreamExt::next(&mut stream).await {
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default()
+                };
+                let data = serde_json::from_str(&field("data:")).unwrap_or(Value::Null);
+                if tx.send((field("event:"), data)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// The next event of `kind` (10 s at most).
+pub async fn next_event(events: &mut tokio::sync::mpsc::UnboundedReceiver<(String, Value)>, kind: &str) -> Value {
+    loop {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), events.recv()).await;
+        let (k, data) = next.unwrap_or_else(|_| panic!("no `{kind}` event")).expect("the event stream ended");
+        if k == kind {
+            return data;
+        }
+    }
 }

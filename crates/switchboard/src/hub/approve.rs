@@ -101,14 +101,16 @@ impl Hub {
         let (time, started) = (SystemTime::now(), Instant::now());
         let caller = options.caller.clone();
         let passed = self.admit(entry, slot, &mut arguments, &options).await;
-        let Some(audit) = &self.inner.gate.audit else {
+        let audit = self.inner.gate.audit.as_ref();
+        let watched = self.inner.events.receiver_count() > 0;
+        if audit.is_none() && !watched {
             return match passed {
                 Ok(_) => call(arguments, options).await,
                 Err((e, _)) => Err(e),
             };
-        };
+        }
         let digest = arguments_digest(arguments.as_ref());
-        let kept = audit.keeps_arguments().then(|| arguments.as_ref().map(redacted)).flatten();
+        let kept = audit.is_some_and(AuditLog::keeps_arguments).then(|| arguments.as_ref().map(redacted)).flatten();
         let (result, passed, outcome) = match passed {
             Ok(p) => {
                 let result = call(arguments, options).await;
@@ -130,7 +132,7 @@ impl Hub {
                 (Err(e), p, outcome)
             }
         };
-        audit.record(AuditRecord {
+        let record = AuditRecord {
             time,
             caller,
             server: entry.server.clone(),
@@ -145,7 +147,13 @@ impl Hub {
             result_bytes: result.as_ref().ok().map(|o| content_bytes(&o.raw)),
             arguments_sha256: digest,
             arguments: kept,
-        });
+        };
+        if watched {
+            let _ = self.inner.events.send(crate::events::Event::ToolCalled(Box::new(record.clone())));
+        }
+        if let Some(audit) = audit {
+            audit.record(record);
+        }
         result
     }
 
@@ -236,6 +244,13 @@ impl Hub {
             );
             return Err((denied(entry, decision, message), None));
         };
+        if let Some(why) = approver.unavailable() {
+            let message = format!(
+                "`{}` needs approval ({}) and {why}; allow it with `switchboard allow {}`",
+                entry.name, decision.rule, entry.name
+            );
+            return Err((denied(entry, decision, message), None));
+        }
         let request = ApprovalRequest {
             server: entry.server.clone(),
             tool: entry.tool.name.to_string(),

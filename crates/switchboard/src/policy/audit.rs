@@ -44,7 +44,7 @@ pub enum Outcome {
 }
 
 /// One line of the log.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct AuditRecord {
     /// When the call was made (RFC 3339, UTC, milliseconds).

@@ -179,6 +179,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait Approver: Send + Sync {
     /// Answers one request. Dropping the future (the call was cancelled) withdraws it.
     fn approve<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval>;
+
+    /// Why nobody can be asked right now (`serve` with nobody following its events), if so:
+    /// the call is then denied at once with this reason and how to allow the tool.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An approver that always gives the same answer (for tests and unattended hosts).

@@ -50,6 +50,7 @@ impl Checker {
             Ok(v) => v,
             Err(e) => return Checked::Uncompiled(first.then(|| e.clone())),
         };
+        let given = arguments.is_some();
         let instance = Value::Object(arguments.take().unwrap_or_default());
         let errors: Vec<String> = validator
             .iter_errors(&instance)
@@ -60,11 +61,12 @@ impl Checker {
                 format!("{at}: {}", crate::text::excerpt(&e.to_string(), 200))
             })
             .collect();
-        if let Value::Object(m) = instance {
-            // Put back what was taken (an absent argument object stays absent if it was).
-            if !m.is_empty() || arguments.is_some() {
-                *arguments = Some(m);
-            }
+        if let Value::Object(m) = instance
+            && given
+        {
+            // Put back what was taken: `{}` stays `{}`, absent stays absent (servers tell them
+            // apart: a zod schema refuses a missing object).
+            *arguments = Some(m);
         }
         if errors.is_empty() {
             return Checked::Valid;
@@ -151,6 +153,10 @@ mod tests {
         assert!(none.is_none());
         let mut ok = Some(obj(serde_json::json!({"message": "hi"})));
         assert_eq!(checker.check(&schema, &mut ok), Checked::Valid);
+        let open = obj(serde_json::json!({"type": "object"}));
+        let mut empty = Some(JsonObject::new());
+        assert_eq!(Checker::default().check(&open, &mut empty), Checked::Valid);
+        assert_eq!(empty, Some(JsonObject::new()), "an empty object stays an empty object");
     }
 
     #[test]

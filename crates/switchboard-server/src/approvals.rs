@@ -1,0 +1,213 @@
+//! Tool calls the policy asks about, answered through the API: the hub's
+//! [`Approver`] under `switchboard serve`. Each is published as an `approval_requested` event
+//! (server, tool, model-visible name, arguments, annotations, the rule, whether the tool
+//! changed since it was last approved) and waits for `POST /api/approvals/{id}` with one of
+//! the four decisions (at most [`WAIT`], then it is denied); `approval_settled` says how it
+//! went. With nobody following the events there is nobody to ask: the call is denied at once,
+//! with a message that says how to allow the tool.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use switchboard::policy::{Approval, ApprovalRequest, Approver, BoxFuture};
+use tokio::sync::oneshot;
+use utoipa::ToSchema;
+
+use crate::api::AppState;
+use crate::error::{ApiError, ErrorBody};
+use crate::events::EventLog;
+
+/// The longest an approval waits for the person.
+pub const WAIT: Duration = Duration::from_secs(600);
+
+/// A call waiting for approval.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PendingApproval {
+    /// Its id, for the answer.
+    pub id: u64,
+    /// The request: `server`, `tool`, `name`, `arguments`, `annotations`, `rule`, `changed`,
+    /// `caller`.
+    #[schema(value_type = Object)]
+    pub request: Value,
+    /// The rule, as a sentence.
+    pub rule: String,
+    /// The question in one paragraph.
+    pub summary: String,
+    /// The answers, with their titles.
+    #[schema(value_type = Vec<Object>)]
+    pub choices: Vec<Value>,
+}
+
+struct Pending {
+    shown: PendingApproval,
+    answer: oneshot::Sender<Approval>,
+}
+
+/// The approval queue. Give it to [`switchboard::HubOptions::approver`] and to
+/// [`crate::ServeOptions::approvals`].
+#[derive(Default)]
+pub struct ApprovalQueue {
+    pending: Mutex<BTreeMap<u64, Pending>>,
+    next: AtomicU64,
+    log: Mutex<Weak<EventLog>>,
+}
+
+impl std::fmt::Debug for ApprovalQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApprovalQueue").field("pending", &self.waiting().len()).finish_non_exhaustive()
+    }
+}
+
+/// The four answers, as the dashboard offers them.
+pub fn choices() -> Vec<Value> {
+    Approval::ALL.iter().map(|a| json!({"value": a.as_str(), "title": a.title()})).collect()
+}
+
+impl ApprovalQueue {
+    /// An empty queue.
+    pub fn new() -> Arc<ApprovalQueue> {
+        Arc::default()
+    }
+
+    pub(crate) fn attach(&self, log: &Arc<EventLog>) {
+        *self.log.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(log);
+    }
+
+    fn log(&self) -> Option<Arc<EventLog>> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner).upgrade()
+    }
+
+    /// The calls waiting, oldest first.
+    pub fn waiting(&self) -> Vec<PendingApproval> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).values().map(|p| p.shown.clone()).collect()
+    }
+
+    /// Answers call `id`; `false` when no such call waits.
+    pub fn answer(&self, id: u64, approval: Approval) -> bool {
+        let Some(p) = self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id) else { return false };
+        let _ = p.answer.send(approval);
+        self.settled(id, approval.as_str());
+        true
+    }
+
+    fn settled(&self, id: u64, decision: &str) {
+        if let Some(log) = self.log() {
+            log.publish_value(json!({"type": "approval_settled", "id": id, "decision": decision}));
+        }
+    }
+
+    async fn ask(&self, request: ApprovalRequest) -> Approval {
+        let Some(log) = self.log().filter(|l| l.watchers() > 0) else { return Approval::Deny };
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let shown = PendingApproval {
+            id,
+            request: serde_json::to_value(&request).unwrap_or_default(),
+            rule: request.rule.to_string(),
+            summary: request.summary(),
+            choices: choices(),
+        };
+        let mut event = serde_json::to_value(&shown).unwrap_or_default();
+        event["type"] = json!("approval_requested");
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Pending { shown, answer: tx });
+        // The call cancelled (or its client gone): the guard takes the question back.
+        let _guard = Withdraw { queue: self, id };
+        log.publish_value(event);
+        let stopping = log.stopping().clone();
+        drop(log);
+        tokio::select! {
+            answer = tokio::time::timeout(WAIT, rx) => answer.ok().and_then(Result::ok).unwrap_or(Approval::Deny),
+            () = stopping.cancelled() => Approval::Deny,
+        }
+    }
+}
+
+struct Withdraw<'a> {
+    queue: &'a ApprovalQueue,
+    id: u64,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        let removed = self.queue.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
+        if removed.is_some() {
+            self.queue.settled(self.id, "withdrawn");
+        }
+    }
+}
+
+impl Approver for ApprovalQueue {
+    fn approve<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(self.ask(request))
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        match self.log() {
+            Some(log) if log.watchers() > 0 => None,
+            _ => Some(
+                "nobody follows `switchboard serve`'s events to be asked (open the dashboard: `switchboard dashboard`)"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// The calls waiting.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalList {
+    /// Oldest first.
+    approvals: Vec<PendingApproval>,
+}
+
+/// An answer.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRequest {
+    /// `allow_once`, `allow_session`, `allow_always` or `deny`.
+    decision: String,
+}
+
+#[utoipa::path(get, path = "/api/approvals", tag = "approval",
+    responses((status = 200, body = ApprovalList), (status = 401, body = ErrorBody)))]
+pub async fn list(State(app): State<AppState>) -> Json<ApprovalList> {
+    Json(ApprovalList { approvals: app.approvals.as_ref().map(|q| q.waiting()).unwrap_or_default() })
+}
+
+#[utoipa::path(post, path = "/api/approvals/{id}", tag = "approval", request_body = DecisionRequest,
+    params(("id" = u64, Path, description = "The call waiting")),
+    responses((status = 204, description = "Decided; the call goes on or is refused"),
+        (status = 400, body = ErrorBody, description = "Not one of the four decisions"),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "No such call waits")))]
+pub async fn decide(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    body: Result<Json<DecisionRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<StatusCode, ApiError> {
+    let unknown = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_approval",
+            format!(
+                "no call `{}` waits for approval (decided already, or withdrawn when it ended)",
+                switchboard::text::excerpt(&id, 40)
+            ),
+        )
+    };
+    let number: u64 = id.parse().map_err(|_| unknown())?;
+    let Json(request) = body.map_err(crate::api::rejected)?;
+    let Some(approval) = Approval::parse(&request.decision) else {
+        return Err(ApiError::bad_request("`decision` must be one of allow_once, allow_session, allow_always, deny"));
+    };
+    let queue = app.approvals.as_ref().ok_or_else(unknown)?;
+    if !queue.answer(number, approval) {
+        return Err(unknown());
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

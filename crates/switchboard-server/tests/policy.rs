@@ -1,0 +1,83 @@
+//! The policy through the API: calls it asks about wait in a queue (`approval_requested`,
+//! `GET /api/approvals`, `POST /api/approvals/{id}`) while someone follows the events, and are
+//! denied at once, saying how to allow them, when nobody does; denials and bad arguments have
+//! their own error codes; every call is a `tool_called` event.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Served, error_code, fixture, follow_events, next_event, send};
+use reqwest::StatusCode;
+use serde_json::json;
+
+fn config() -> serde_json::Value {
+    json!({
+        "servers": {"demo": {"command": fixture().display().to_string()}},
+        "policy": {"ask": ["mcp__demo__echo"], "deny": ["mcp__demo__crash"]},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_the_policy_asks_about_wait_for_a_decision() {
+    let s = Served::start_config(config(), |_| {}).await;
+    let call = |tool: &str, args: serde_json::Value| {
+        let request = s.post(&format!("/api/tools/{tool}/call"), json!({"arguments": args}));
+        tokio::spawn(send(request))
+    };
+    // Nobody follows the events: denied at once, with the way to allow it.
+    let (status, body) = call("mcp__demo__echo", json!({"text": "hi"})).await.unwrap();
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "denied"), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("nobody follows") && message.contains("switchboard allow mcp__demo__echo"), "{message}");
+
+    let mut events = follow_events(&s).await;
+    let asked = call("mcp__demo__echo", json!({"text": "hi"}));
+    let pending = next_event(&mut events, "approval_requested").await;
+    assert_eq!(pending["request"]["name"], "mcp__demo__echo", "{pending}");
+    assert_eq!(pending["request"]["arguments"], json!({"text": "hi"}), "{pending}");
+    assert_eq!(pending["request"]["caller"]["kind"], "api", "{pending}");
+    assert!(pending["rule"].as_str().unwrap().starts_with("rule `ask: mcp__demo__echo` of "), "{pending}");
+    let titles: Vec<&str> = pending["choices"].as_array().unwrap().iter().filter_map(|c| c["title"].as_str()).collect();
+    assert_eq!(titles, ["Allow once", "Allow for this session", "Always allow", "Deny"]);
+    let id = pending["id"].as_u64().unwrap();
+    assert_eq!(send(s.get("/api/approvals")).await.1["approvals"][0]["id"], id);
+    let decide = |id: u64, decision: &str| send(s.post(&format!("/api/approvals/{id}"), json!({"decision": decision})));
+    let (status, body) = decide(id, "maybe").await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{body}");
+    assert_eq!(decide(id, "allow_once").await.0, StatusCode::NO_CONTENT);
+    let (status, body) = asked.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["model"]["blocks"][0]["text"], "hi", "{body}");
+    let settled = next_event(&mut events, "approval_settled").await;
+    assert_eq!(settled, json!({"type": "approval_settled", "id": id, "decision": "allow_once"}));
+    let called = next_event(&mut events, "tool_called").await;
+    assert_eq!(
+        (called["name"].as_str(), called["outcome"].as_str()),
+        (Some("mcp__demo__echo"), Some("ok")),
+        "{called}"
+    );
+    assert_eq!(called["approval"], "allow_once", "{called}");
+    // Decided already: unknown.
+    let (status, body) = decide(id, "deny").await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_approval"), "{body}");
+
+    // Deny, and a call cancelled while it waits takes its card back.
+    let asked = call("mcp__demo__echo", json!({"text": "no"}));
+    let id = next_event(&mut events, "approval_requested").await["id"].as_u64().unwrap();
+    assert_eq!(decide(id, "deny").await.0, StatusCode::NO_CONTENT);
+    let (status, body) = asked.await.unwrap();
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "denied"), "{body}");
+    let asked = call("mcp__demo__echo", json!({"text": "gone"}));
+    let id = next_event(&mut events, "approval_requested").await["id"].as_u64().unwrap();
+    asked.abort();
+    let settled = next_event(&mut events, "approval_settled").await;
+    assert_eq!(settled, json!({"type": "approval_settled", "id": id, "decision": "withdrawn"}));
+
+    // Denied by a rule; arguments that break the schema.
+    let (status, body) = call("mcp__demo__crash", json!({})).await.unwrap();
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "denied"), "{body}");
+    let (status, body) = call("mcp__demo__add", json!({"a": "two"})).await.unwrap();
+    assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("/a: "), "{body}");
+    s.shutdown().await;
+}

@@ -9,7 +9,9 @@
 //!   on a multi-thread runtime, and a `Hub` on each kind of runtime (default call options),
 //!   reading each result as the bare client does; then a `Hub` that also asks for every
 //!   result's model form (formatted, cut to the budget with a note, the whole written to a
-//!   spill file: 1 MiB per call in the 1 MiB row).
+//!   spill file: 1 MiB per call in the 1 MiB row), and the gate's rows: a `Hub` with no
+//!   argument checks and no audit log, and one with a policy the call passes through, checks
+//!   and the audit log (the defaults are checks and the audit log, no policy).
 //! - Rows, measured in interleaved rounds (every client once per round, in turn), medians over
 //!   rounds and their spread: sequential calls/s with the p50 and p99 of each call's latency,
 //!   64 calls in flight, and MB/s of 1 MiB results.
@@ -242,12 +244,38 @@ fn bare(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path) -> Target 
     target(name, rt, Client::Bare(client))
 }
 
-fn hub(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path, dir: &Path, model: bool) -> Target {
+/// How much of the gate a hub row runs.
+#[derive(Clone, Copy)]
+enum Gate {
+    /// The defaults: no policy, arguments checked, the audit log written.
+    Default,
+    /// Nothing: no policy, no argument checks, no audit log (what the gate costs is the
+    /// difference to the other two).
+    Off,
+    /// A policy the call goes through (an `allow` glob over a `default: deny`, a `deny` and an
+    /// `ask` glob that do not match), arguments checked, the audit log written.
+    Policy,
+}
+
+fn hub(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path, dir: &Path, model: bool, gate: Gate) -> Target {
     std::fs::create_dir_all(dir).unwrap();
     let paths = Paths::new(dir.join("user.json"), dir.join("data"));
     let file = dir.join("hub.json");
     let (program, argv) = echo_command(echo);
-    std::fs::write(&file, json!({"servers": {"echo": {"command": program, "args": argv}}}).to_string()).unwrap();
+    let mut server = json!({"command": program, "args": argv});
+    let mut config = json!({});
+    match gate {
+        Gate::Default => {}
+        Gate::Off => {
+            server["validate_arguments"] = json!(false);
+            config["audit"] = json!({"enabled": false});
+        }
+        Gate::Policy => {
+            config["policy"] = json!({"allow": ["mcp__echo__*"], "ask": ["*/write_*"], "deny": ["mcp__*__delete_*"], "default": "deny"});
+        }
+    }
+    config["servers"] = json!({"echo": server});
+    std::fs::write(&file, config.to_string()).unwrap();
     let mut o = LoadOptions::from_env(dir.to_path_buf(), &paths);
     o.extra_files = vec![file];
     let loaded = config::load(&o);
@@ -306,9 +334,32 @@ fn calls(echo: &Path, dir: &Path) {
         bare("bare rmcp, current-thread (A)", current_thread(), &echo),
         bare("bare rmcp, current-thread (A/A)", current_thread(), &echo),
         bare("bare rmcp, multi-thread", multi_thread(), &echo),
-        hub("Hub, current-thread", current_thread(), &echo, &dir.join("a"), false),
-        hub("Hub, multi-thread", multi_thread(), &echo, &dir.join("b"), false),
-        hub("Hub, current-thread, model form of every result", current_thread(), &echo, &dir.join("c"), true),
+        hub("Hub, current-thread", current_thread(), &echo, &dir.join("a"), false, Gate::Default),
+        hub("Hub, multi-thread", multi_thread(), &echo, &dir.join("b"), false, Gate::Default),
+        hub(
+            "Hub, current-thread, model form of every result",
+            current_thread(),
+            &echo,
+            &dir.join("c"),
+            true,
+            Gate::Default,
+        ),
+        hub(
+            "Hub, current-thread, no argument checks, no audit",
+            current_thread(),
+            &echo,
+            &dir.join("d"),
+            false,
+            Gate::Off,
+        ),
+        hub(
+            "Hub, current-thread, policy + checks + audit",
+            current_thread(),
+            &echo,
+            &dir.join("e"),
+            false,
+            Gate::Policy,
+        ),
         typescript(&echo),
     ];
     if let Ok(only) = std::env::var("SWITCHBOARD_BENCH_ONLY") {
@@ -370,6 +421,18 @@ fn calls(echo: &Path, dir: &Path) {
             c / bc,
             spread(&t.mbs),
             m / bm,
+        );
+    }
+    // What the policy, the argument checks and the audit log cost a sequential call: the
+    // rows with and without them, in the same rounds.
+    let row = |name: &str| targets.iter().find(|t| t.name.ends_with(name)).map(|t| median(&t.seq));
+    if let (Some(off), Some(on), Some(default)) =
+        (row("no argument checks, no audit"), row("policy + checks + audit"), row("Hub, current-thread"))
+    {
+        println!(
+            "\nThe gate on a sequential call: policy + checks + audit {:.3} of none (defaults, checks + audit: {:.3})",
+            on / off,
+            default / off
         );
     }
     if let Some(ts) = targets.iter().find(|t| matches!(t.client, Client::Ts(_))) {

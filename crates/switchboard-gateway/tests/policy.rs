@@ -1,5 +1,6 @@
 //! The policy through the gateway, with real clients: an `ask` becomes an elicitation to the
-//! client that made the call (the TypeScript and Python SDK clients answer it), a client that
+//! client that made the call (the TypeScript SDK 1.x and 2.x clients, the latter in both eras:
+//! an `input_required` round on 2026-07-28, and the Python SDK client answer it), a client that
 //! cannot elicit is denied with a message naming the rule and `switchboard allow`, and a
 //! denial or an argument-validation failure reaches the client as a tool result with
 //! `isError: true` (what a model reads), not as a JSON-RPC error. Nothing refused reaches the
@@ -13,7 +14,7 @@ use std::process::Command;
 
 use common::Home;
 use serde_json::{Value, json};
-use switchboard_testkit::{node_peers, python};
+use switchboard_testkit::{node_peers, npm_folder, python};
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers").join(name)
@@ -40,11 +41,41 @@ fn run(home: &Home, mut c: Command) -> Value {
     v
 }
 
-fn sdk1(home: &Home, answers: &str) -> Value {
+fn ts(home: &Home, flavour: &str, answers: &str) -> Value {
+    let folder = match flavour {
+        "sdk1" => node_peers(),
+        _ => npm_folder("sdk2", &["@modelcontextprotocol/client@2.4.0"]),
+    };
     let mut c = Command::new("node");
-    c.arg(script("approve_sdk1.mjs")).arg(node_peers()).arg(answers);
-    run(home, c)
+    c.arg(script("approve_ts.mjs")).arg(flavour).arg(folder).arg(answers);
+    let v = run(home, c);
+    if flavour == "sdk2-modern" {
+        assert_eq!(v["protocol"], "2026-07-28", "the question came as an input_required round: {v}");
+    }
+    v
 }
+
+fn sdk1(home: &Home, answers: &str) -> Value {
+    ts(home, "sdk1", answers)
+}
+
+fn sdk2_legacy(home: &Home, answers: &str) -> Value {
+    ts(home, "sdk2-legacy", answers)
+}
+
+fn sdk2_modern(home: &Home, answers: &str) -> Value {
+    ts(home, "sdk2-modern", answers)
+}
+
+type Client = fn(&Home, &str) -> Value;
+
+/// Every client, in both eras where it speaks them.
+const CLIENTS: [(&str, Client); 4] = [
+    ("typescript sdk 1", sdk1),
+    ("typescript sdk 2 on 2025-11-25", sdk2_legacy),
+    ("typescript sdk 2 on 2026-07-28", sdk2_modern),
+    ("python sdk", py),
+];
 
 fn py(home: &Home, answers: &str) -> Value {
     let mut c = Command::new(python());
@@ -95,7 +126,7 @@ fn refusals(v: &Value, what: &str) {
 
 #[test]
 fn typescript_and_python_clients_answer_the_approval_question() {
-    for (what, client) in [("typescript sdk 1", sdk1 as fn(&Home, &str) -> Value), ("python sdk", py)] {
+    for (what, client) in CLIENTS {
         let home = home();
         let v = client(&home, "deny,allow_once,allow_session,x");
         check(&v, what);
@@ -108,7 +139,7 @@ fn typescript_and_python_clients_answer_the_approval_question() {
 
 #[test]
 fn a_client_that_cannot_elicit_is_denied_with_the_way_to_allow() {
-    for (what, client) in [("typescript sdk 1", sdk1 as fn(&Home, &str) -> Value), ("python sdk", py)] {
+    for (what, client) in CLIENTS {
         let home = home();
         let v = client(&home, "none");
         let text = v["calls"][0]["text"].as_str().unwrap_or_default();

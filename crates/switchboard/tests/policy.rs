@@ -280,3 +280,51 @@ async fn every_outcome_is_one_audit_line_with_secrets_redacted() {
     assert!(!file.contains("sk-secret-1234"));
     let _: Value = serde_json::from_str(file.lines().next().unwrap()).unwrap();
 }
+
+/// The real schemas of server-everything (npm) and of a Python server on the `mcp` package:
+/// refused arguments are listed by pointer and never reach the server. What the host sent is
+/// read off the wire (`tee` in front of each server's stdin).
+#[tokio::test(flavor = "multi_thread")]
+async fn arguments_are_checked_against_real_servers_schemas() {
+    let env = TestEnv::new();
+    let wire = |name: &str| env.dir.path().join(format!("{name}.wire"));
+    let teed = |log: &std::path::Path, command: String| json!({"command": "sh", "args": ["-c", format!("tee -a '{}' | exec {command}", log.display())]});
+    let everything = format!("node '{}' stdio", common::node_peer("server-everything"));
+    let py = format!(
+        "'{}' '{}'",
+        common::python().display(),
+        common::workspace().join("tests/peers/py_server.py").display()
+    );
+    let config = json!({"servers": {"everything": teed(&wire("everything"), everything), "py": teed(&wire("py"), py)}});
+    let hub = env.hub(&config).await;
+    let refused = |name: &'static str, arguments: Value| {
+        let hub = hub.clone();
+        async move {
+            match hub.call_tool(name, args(arguments), CallOptions::new()).await {
+                Err(Error::InvalidArguments { errors, .. }) => errors,
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    };
+    let errors = refused("mcp__everything__get-sum", json!({"a": "two", "b": 40})).await;
+    assert!(errors.iter().any(|e| e.starts_with("/a: ") && e.contains("number")), "{errors:?}");
+    let errors = refused("mcp__everything__echo", json!({})).await;
+    assert!(errors.iter().any(|e| e.starts_with("/: ") && e.contains("\"message\"")), "{errors:?}");
+    let errors = refused("mcp__py__multiply", json!({"a": "x", "b": 2})).await;
+    assert!(errors.iter().any(|e| e.starts_with("/a: ")), "{errors:?}");
+    let errors = refused("mcp__py__shout", json!({"text": 42})).await;
+    assert!(errors.iter().any(|e| e.starts_with("/text: ") && e.contains("string")), "{errors:?}");
+    // Good arguments go through, and are all the servers ever got.
+    let out =
+        hub.call_tool("mcp__everything__get-sum", args(json!({"a": 2, "b": 40})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).contains("42"), "{}", text(&out));
+    let out = hub.call_tool("mcp__py__shout", args(json!({"text": "hi"})), CallOptions::new()).await.unwrap();
+    assert!(text(&out).starts_with("HI"), "{}", text(&out));
+    hub.shutdown().await;
+    for (server, sent) in [("everything", "\"get-sum\""), ("py", "\"shout\"")] {
+        let log = std::fs::read_to_string(wire(server)).unwrap();
+        let called: Vec<&str> = log.lines().filter(|l| l.contains("\"tools/call\"")).collect();
+        assert_eq!(called.len(), 1, "{server}: {called:?}");
+        assert!(called[0].contains(sent), "{server}: {called:?}");
+    }
+}

@@ -46,6 +46,9 @@ pub struct ToolEntry {
     /// The tool's input schema compiled for checking arguments (on first use).
     #[serde(skip)]
     pub(crate) checker: Arc<crate::policy::validate::Checker>,
+    /// The policy's decision for it, with its rule as text (made on the first call).
+    #[serde(skip)]
+    pub(crate) decided: Arc<std::sync::OnceLock<(crate::policy::Decision, String)>>,
 }
 
 /// A resource in the catalog.
@@ -160,6 +163,7 @@ impl Catalog {
                 input_schema: normalize_schema(&tool.input_schema),
                 tool: tool.clone(),
                 checker: Arc::default(),
+                decided: Arc::default(),
             })
             .collect();
         cat.tools.sort_by(|a, b| a.name.cmp(&b.name));

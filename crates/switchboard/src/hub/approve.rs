@@ -168,16 +168,21 @@ impl Hub {
         let gate = &self.inner.gate;
         let mut passed = Passed { decision: Verdict::Allow, rule: String::new(), approval: None };
         if gate.policy.is_active() {
-            let decision = self.decide(entry);
+            // Decided once per tool per catalog snapshot (a list change makes new entries).
+            let (decision, rule) = entry.decided.get_or_init(|| {
+                let d = self.decide(entry);
+                let text = d.rule.to_string();
+                (d, text)
+            });
             passed.decision = decision.verdict;
-            passed.rule = decision.rule.to_string();
+            passed.rule = rule.clone();
             match decision.verdict {
                 Verdict::Allow => {}
                 Verdict::Deny => {
                     let message = format!("`{}` is denied by {}", entry.name, decision.rule);
-                    return Err((denied(entry, &decision, message), passed));
+                    return Err((denied(entry, decision, message), passed));
                 }
-                Verdict::Ask => match self.ask(entry, slot, arguments, options, &decision).await {
+                Verdict::Ask => match self.ask(entry, slot, arguments, options, decision).await {
                     Ok(answer) => passed.approval = answer,
                     Err((e, answer)) => {
                         passed.approval = answer;
@@ -186,7 +191,7 @@ impl Hub {
                 },
             }
         } else {
-            passed.rule = "no policy".into();
+            passed.rule = String::from("no policy");
         }
         let validate = slot.config().is_none_or(|c| c.validate_arguments);
         if validate {

@@ -160,7 +160,7 @@ pub fn definition_digest(tool: &Tool) -> String {
     });
     let mut text = String::new();
     canonical(&def, &mut text);
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    super::audit::hex(&Sha256::digest(text.as_bytes()))
 }
 
 fn canonical(v: &Value, out: &mut String) {

@@ -238,16 +238,36 @@ fn prune(dir: &Path, max: u64, keep: Option<&str>) {
 }
 
 fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&rfc3339(*t))
+    let buf = stamp(*t);
+    s.serialize_str(std::str::from_utf8(&buf).unwrap_or("1970-01-01T00:00:00.000Z"))
 }
 
 /// `2026-12-01T21:24:26.123Z` for `t`.
 pub fn rfc3339(t: SystemTime) -> String {
+    String::from_utf8_lossy(&stamp(t)).into_owned()
+}
+
+/// The stamp's bytes, written digit by digit (a line per call: no formatting machinery).
+fn stamp(t: SystemTime) -> [u8; 24] {
     let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (y, m, day) = civil(i64::try_from(secs / 86_400).unwrap_or(0));
     let rem = secs % 86_400;
-    format!("{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, d.subsec_millis())
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut v: u64| {
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, u64::try_from(y.clamp(0, 9999)).unwrap_or(0));
+    put(5, 2, u64::from(m));
+    put(8, 2, u64::from(day));
+    put(11, 2, rem / 3600);
+    put(14, 2, rem % 3600 / 60);
+    put(17, 2, rem % 60);
+    put(20, 3, u64::from(d.subsec_millis()));
+    out
 }
 
 /// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's `civil_from_days`).
@@ -265,11 +285,38 @@ fn civil(z: i64) -> (i64, u32, u32) {
 
 /// SHA-256 (hex) of the arguments as JSON (`{}` when absent).
 pub fn arguments_digest(arguments: Option<&JsonObject>) -> String {
-    let text = match arguments {
-        Some(a) => serde_json::to_string(a).unwrap_or_default(),
-        None => "{}".into(),
-    };
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    let mut hasher = Sha256::new();
+    match arguments {
+        // Serialised straight into the hash: no string of the arguments is made.
+        Some(a) => {
+            let _ = serde_json::to_writer(HashWriter(&mut hasher), a);
+        }
+        None => hasher.update(b"{}"),
+    }
+    hex(&hasher.finalize())
+}
+
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
 }
 
 /// Whether a key names a secret (`password`, `api_key`, `token`, `Authorization`, ...).
@@ -368,6 +415,10 @@ mod tests {
         assert_eq!(r["nested"]["Authorization"], "<redacted>");
         assert_eq!(r["nested"]["list"][0]["password"], "<redacted>");
         assert_eq!(arguments_digest(Some(&args)).len(), 64);
+        // The digest is of the arguments' JSON, as `sha256sum` would give it.
+        let text = serde_json::to_string(&args).unwrap_or_default();
+        assert_eq!(arguments_digest(Some(&args)), hex(&Sha256::digest(text.as_bytes())));
+        assert_eq!(hex(&[0x00, 0xab, 0xff]), "00abff");
     }
 
     #[test]

@@ -52,15 +52,20 @@ impl Checker {
         };
         let given = arguments.is_some();
         let instance = Value::Object(arguments.take().unwrap_or_default());
-        let errors: Vec<String> = validator
-            .iter_errors(&instance)
-            .take(MAX_ERRORS + 1)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                let at = if at.is_empty() { "/".to_string() } else { at };
-                format!("{at}: {}", crate::text::excerpt(&e.to_string(), 200))
-            })
-            .collect();
+        // The common case first: valid, found without making any error.
+        let errors: Vec<String> = if validator.is_valid(&instance) {
+            Vec::new()
+        } else {
+            validator
+                .iter_errors(&instance)
+                .take(MAX_ERRORS + 1)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    let at = if at.is_empty() { "/".to_string() } else { at };
+                    format!("{at}: {}", crate::text::excerpt(&e.to_string(), 200))
+                })
+                .collect()
+        };
         if let Value::Object(m) = instance
             && given
         {

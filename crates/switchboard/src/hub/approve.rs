@@ -182,7 +182,8 @@ impl Hub {
                     let message = format!("`{}` is denied by {}", entry.name, decision.rule);
                     return Err((denied(entry, decision, message), passed));
                 }
-                Verdict::Ask => match self.ask(entry, slot, arguments, options, decision).await {
+                // Boxed: asking is rare, and its future would make every call's bigger.
+                Verdict::Ask => match Box::pin(self.ask(entry, slot, arguments, options, decision)).await {
                     Ok(answer) => passed.approval = answer,
                     Err((e, answer)) => {
                         passed.approval = answer;

@@ -84,8 +84,11 @@ pub struct AuditRecord {
 
 struct Shared {
     pending: Vec<AuditRecord>,
+    /// The vector last written, emptied, to take the next records (its capacity kept: a busy
+    /// host would otherwise grow a new one, copying it, after every write).
+    spare: Vec<AuditRecord>,
     /// The day last written, to prune when a new one begins.
-    day: String,
+    day: [u8; 10],
 }
 
 /// The log of one hub.
@@ -115,7 +118,7 @@ impl AuditLog {
             return None;
         }
         let dir = audit_dir(data_dir);
-        let shared = Arc::new(Mutex::new(Shared { pending: Vec::new(), day: String::new() }));
+        let shared = Arc::new(Mutex::new(Shared { pending: Vec::new(), spare: Vec::new(), day: [0; 10] }));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (dir2, shared2, stop2, max) = (dir.clone(), shared.clone(), stop.clone(), config.max_bytes);
         let worker = std::thread::Builder::new()
@@ -167,24 +170,23 @@ impl Drop for AuditLog {
 }
 
 fn flush(dir: &Path, shared: &Mutex<Shared>, max: u64) {
-    let (records, last_day) = {
+    let (mut records, mut day) = {
         let Ok(mut s) = shared.lock() else { return };
         if s.pending.is_empty() {
             return;
         }
-        (std::mem::take(&mut s.pending), s.day.clone())
+        let spare = std::mem::take(&mut s.spare);
+        (std::mem::replace(&mut s.pending, spare), s.day)
     };
-    let mut day = last_day;
-    let mut bytes = Vec::new();
-    for record in records {
-        let time = rfc3339(record.time);
-        let this_day = time.get(..10).unwrap_or("unknown").to_string();
+    let mut bytes = Vec::with_capacity(records.len() * 320);
+    for record in records.drain(..) {
+        let this_day = first_ten(&stamp(record.time));
         if this_day != day {
             if !bytes.is_empty() {
-                append(dir, &day, &std::mem::take(&mut bytes));
+                append(dir, &day_name(&day), &std::mem::take(&mut bytes));
             }
-            if !day.is_empty() {
-                prune(dir, max, Some(&this_day));
+            if day != [0; 10] {
+                prune(dir, max, Some(&day_name(&this_day)));
             }
             day = this_day;
         }
@@ -193,11 +195,25 @@ fn flush(dir: &Path, shared: &Mutex<Shared>, max: u64) {
         }
     }
     if !bytes.is_empty() {
-        append(dir, &day, &bytes);
+        append(dir, &day_name(&day), &bytes);
     }
     if let Ok(mut s) = shared.lock() {
         s.day = day;
+        // The emptied vector takes the next records, unless a bigger one grew meanwhile.
+        if records.capacity() > s.spare.capacity() {
+            s.spare = records;
+        }
     }
+}
+
+fn first_ten(stamp: &[u8; 24]) -> [u8; 10] {
+    let mut day = [0; 10];
+    day.copy_from_slice(&stamp[..10]);
+    day
+}
+
+fn day_name(day: &[u8; 10]) -> String {
+    String::from_utf8_lossy(day).into_owned()
 }
 
 fn append(dir: &Path, day: &str, bytes: &[u8]) {

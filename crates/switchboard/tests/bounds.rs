@@ -83,22 +83,26 @@ async fn a_huge_stderr_line_and_a_notification_flood_leave_memory_bounded_and_th
     }
     let before = rss_mb();
     let started = Instant::now();
-    let (mut calls, mut logs, mut dropped) = (0u64, 0u64, 0u64);
+    let (mut calls, mut logs, mut dropped, mut lagged) = (0u64, 0u64, 0u64, 0u64);
     while started.elapsed() < Duration::from_secs(4) {
         let out = hub.call_tool("mcp__ok__echo", args(json!({"text": "x"})), CallOptions::new()).await.unwrap();
         assert_eq!(text(&out), "x");
         calls += 1;
-        while let Ok(e) = events.try_recv() {
-            match e {
-                Event::Log { server, .. } if server == "flood" => logs += 1,
-                Event::Dropped { server, .. } if server == "flood" => dropped += 1,
-                _ => {}
+        // Every event so far; one missed while this loop made its call is not the flood's
+        // fault (the hub's own `tool_called` events share the channel): go on past a lag.
+        loop {
+            match events.try_recv() {
+                Ok(Event::Log { server, .. }) if server == "flood" => logs += 1,
+                Ok(Event::Dropped { server, .. }) if server == "flood" => dropped += 1,
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(n)) => lagged += n,
+                Err(_) => break,
             }
         }
     }
     let after = rss_mb();
     eprintln!(
-        "in 4 s: {calls} calls to `ok`, {logs} log events and {dropped} drop notes from `flood`; RSS {before} -> {after} MB"
+        "in 4 s: {calls} calls to `ok`, {logs} log events and {dropped} drop notes from `flood` ({lagged} events missed); RSS {before} -> {after} MB"
     );
     assert!(calls > 100, "only {calls} calls went through");
     assert!(dropped >= 1, "the flood was said");

@@ -61,8 +61,19 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         note!("config: {}", switchboard::text::for_terminal(&d.to_string()));
     }
     let relay = Relay::new();
-    let mut options =
-        HubOptions::new(ctx.paths.clone()).elicitor(relay.clone()).sampler(relay.clone()).roots_source(relay.clone());
+    // A call the policy asks about goes to the client that made it; one that cannot elicit
+    // is put on the dashboard of a running `switchboard serve` of the same data folder.
+    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+    let approver = switchboard_server::ServeApprover::new(
+        ctx.paths.data_dir.clone(),
+        format!("switchboard gateway (pid {}) in {cwd}", std::process::id()),
+    )
+    .instead_of("its client cannot be asked (it declared no elicitation)");
+    let mut options = HubOptions::new(ctx.paths.clone())
+        .elicitor(relay.clone())
+        .sampler(relay.clone())
+        .roots_source(relay.clone())
+        .approver(std::sync::Arc::new(approver));
     // Start only what any client can see.
     let mut only: BTreeSet<String> = args.only.iter().cloned().collect();
     if only.is_empty()

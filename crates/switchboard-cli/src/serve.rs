@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use switchboard::{Hub, HubOptions};
 use switchboard_server::{Questions, ServeOptions};
 
@@ -99,26 +99,18 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
 /// `<data>/serve.json`, its token in `<data>/serve-token`), opened or printed.
 pub async fn dashboard(ctx: &Ctx, print_url: bool) -> Result<u8> {
     let data = &ctx.paths.data_dir;
-    let info = switchboard::read_private(&data.join("serve.json"))?
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .ok_or_else(|| {
+    let serve = switchboard_server::RunningServe::find(data)?.ok_or_else(|| {
         anyhow!("no `switchboard serve` has run with this data folder ({}): start one", data.display())
     })?;
-    let info: serde_json::Value =
-        serde_json::from_str(&info).with_context(|| format!("{} is not JSON", data.join("serve.json").display()))?;
-    let base = info["url"].as_str().ok_or_else(|| anyhow!("{} has no `url`", data.join("serve.json").display()))?;
-    let token = switchboard::read_private(&data.join("serve-token"))?
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .with_context(|| format!("no token in {}", data.join("serve-token").display()))?;
+    let base = &serve.url;
     let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(10)).build()?;
-    let response =
-        client.post(format!("{base}/api/login-links")).bearer_auth(token.trim()).send().await.map_err(|e| {
-            if e.is_connect() {
-                anyhow!("`switchboard serve` is not running at {base} (it was, last): start it again")
-            } else {
-                anyhow!("asking {base} for a login link: {e}")
-            }
-        })?;
+    let response = serve.post(&client, "/api/login-links").send().await.map_err(|e| {
+        if e.is_connect() {
+            anyhow!("`switchboard serve` is not running at {base} (it was, last): start it again")
+        } else {
+            anyhow!("asking {base} for a login link: {e}")
+        }
+    })?;
     if !response.status().is_success() {
         let status = response.status();
         let body = response.text().await.unwrap_or_default();

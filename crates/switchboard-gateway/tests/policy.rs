@@ -165,3 +165,104 @@ fn always_is_remembered_across_gateways() {
     let audit = std::fs::read_dir(home.path().join("data/audit")).unwrap().count();
     assert_eq!(audit, 1, "one day of audit log");
 }
+
+/// `switchboard serve --port 0` with `home`'s data folder and no servers of its own; its base URL.
+fn serve(home: &Home) -> (common::Killed, String) {
+    use std::io::{BufRead, BufReader};
+    let mut c = Command::new(switchboard_testkit::cli());
+    c.env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env_remove("RUST_LOG")
+        .current_dir(home.path())
+        .args(["serve", "--port", "0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = common::Killed(c.spawn().unwrap());
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let base = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
+        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on ") {
+            break rest.to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    (child, base)
+}
+
+/// Follows `base`'s events; answers each `approval_requested` with the next of `answers`,
+/// sending every such event it saw.
+fn dashboard(base: &str, token: &str, answers: Vec<&'static str>) -> std::sync::mpsc::Receiver<Value> {
+    use std::io::{BufRead, BufReader};
+    let client = reqwest::blocking::Client::builder().timeout(None).build().unwrap();
+    let events = client.get(format!("{base}/api/events")).bearer_auth(token).send().unwrap();
+    assert!(events.status().is_success(), "{}", events.status());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (base, token) = (base.to_string(), token.to_string());
+    std::thread::spawn(move || {
+        let mut answers = answers.into_iter();
+        let mut kind = String::new();
+        for line in BufReader::new(events).lines() {
+            let Ok(line) = line else { return };
+            if let Some(k) = line.strip_prefix("event:") {
+                kind = k.trim().to_string();
+            } else if let Some(data) = line.strip_prefix("data:").filter(|_| kind == "approval_requested") {
+                let pending: Value = serde_json::from_str(data.trim()).unwrap();
+                let decision = answers.next().unwrap_or("deny");
+                let url = format!("{base}/api/approvals/{}", pending["id"]);
+                let sent = client.post(url).bearer_auth(&token).json(&json!({"decision": decision})).send().unwrap();
+                assert_eq!(sent.status(), reqwest::StatusCode::NO_CONTENT);
+                if tx.send(pending).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn a_client_that_cannot_elicit_is_asked_on_the_dashboard_of_a_running_serve() {
+    let home = home();
+    let (mut served, base) = serve(&home);
+
+    // `serve` runs, but nobody has its dashboard open: denied, saying so.
+    let v = sdk1(&home, "none");
+    let text = v["calls"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(v["calls"][0]["isError"], true, "{v}");
+    assert!(
+        text.contains("rule `ask: mcp__fx__echo`")
+            && text.contains("its client cannot be asked (it declared no elicitation), nor the dashboard of `switchboard serve`: nobody has its dashboard open")
+            && text.contains("switchboard allow mcp__fx__echo"),
+        "{text}"
+    );
+
+    // The dashboard is open: the question is there, with the gateway and client that ask, and
+    // its answer is the call's.
+    let asked = dashboard(&base, &home.token(), vec!["allow_once", "deny"]);
+    let v = sdk1(&home, "none");
+    assert_eq!(v["calls"][0], json!({"isError": false, "text": "call 0"}), "{v}");
+    refusals(&v, "typescript sdk 1 through the dashboard");
+    let pending = asked.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+    let origin = pending["origin"].as_str().unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    assert!(
+        origin.starts_with("switchboard gateway (pid ") && origin.ends_with(&format!(") in {}", cwd.display())),
+        "{pending}"
+    );
+    assert_eq!(pending["request"]["caller"]["client"], "approver-sdk1", "{pending}");
+    assert_eq!(pending["request"]["arguments"], json!({"text": "call 0"}), "{pending}");
+    assert!(pending["rule"].as_str().unwrap().starts_with("rule `ask: mcp__fx__echo` of "), "{pending}");
+    let v = sdk1(&home, "none");
+    assert_eq!(v["calls"][0]["isError"], true, "{v}");
+    assert!(v["calls"][0]["text"].as_str().unwrap().contains("was not approved"), "{v}");
+    assert_eq!(home.calls().iter().filter(|l| l.as_str() == "echo").count(), 1, "{:?}", home.calls());
+
+    // `serve` ended (its record stays): denied, saying none runs.
+    served.kill().unwrap();
+    served.wait().unwrap();
+    let v = sdk1(&home, "none");
+    let text = v["calls"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains(&format!("none is running (the last one answered at {base})")), "{text}");
+}

@@ -16,8 +16,9 @@ function cut(value, max = 300) {
 const HINTS = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];
 
 /**
- * The card for `pending` ({id, request: {server, tool, name, arguments, annotations, changed},
- * rule, choices: [{value, title}]}). `decide(value)` sends the decision and resolves, or throws.
+ * The card for `pending` ({id, request: {server, tool, name, arguments, annotations, changed,
+ * caller}, rule, choices: [{value, title}], origin?}): `origin` is the process that asks when it
+ * is not this server (a standalone gateway). `decide(value)` sends the decision and resolves, or throws.
  */
 export function approvalCard(pending, decide) {
   const r = pending.request || {};
@@ -47,6 +48,9 @@ export function approvalCard(pending, decide) {
   const annotations = r.annotations || {};
   const hints = HINTS.filter((k) => typeof annotations[k] === "boolean").map((k) => `${k}: ${annotations[k]}`);
   const args = r.arguments && Object.keys(r.arguments).length ? JSON.stringify(cut(r.arguments), null, 2) : null;
+  const caller = r.caller || {};
+  const client = caller.kind === "gateway" && caller.client ? `for the MCP client ${cut(caller.client, 80)}` : null;
+  const from = [pending.origin ? `From ${pending.origin}` : null, client].filter(Boolean).join(", ");
   return h(
     "div",
     { class: "question approval", role: "group", dataset: { approval: String(pending.id), server: r.server || "" }, "aria-label": `Allow ${r.name}?` },
@@ -55,6 +59,7 @@ export function approvalCard(pending, decide) {
     args ? h("pre", { class: "q-arguments", text: args }) : h("p", { class: "hint", text: "No arguments." }),
     hints.length ? h("p", { class: "hint", text: `The server's own hints: ${hints.join(", ")}` }) : null,
     h("p", { class: "hint", text: `Asked by ${pending.rule}` }),
+    from ? h("p", { class: "hint q-origin", text: `${from}.` }) : null,
     errors,
     buttons,
   );

@@ -5,6 +5,12 @@
 //! the four decisions (at most [`WAIT`], then it is denied); `approval_settled` says how it
 //! went. With nobody following the events there is nobody to ask: the call is denied at once,
 //! with a message that says how to allow the tool.
+//!
+//! Hubs in other processes ask here too: a standalone `switchboard gateway` whose client
+//! cannot elicit sends its request with `POST /api/approvals` ([`crate::ServeApprover`]); it
+//! waits in the same queue, with the process it came from shown on the card, and the
+//! response is the decision (409 `nobody_to_ask` when nobody follows the events). A request
+//! whose connection closes (the call was cancelled, the gateway ended) is withdrawn.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,6 +49,10 @@ pub struct PendingApproval {
     /// The answers, with their titles.
     #[schema(value_type = Vec<Object>)]
     pub choices: Vec<Value>,
+    /// The process that asks, when it is not this server (`switchboard gateway (pid 4242) in
+    /// /home/ada/project`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 struct Pending {
@@ -103,8 +113,9 @@ impl ApprovalQueue {
         }
     }
 
-    async fn ask(&self, request: ApprovalRequest) -> Approval {
-        let Some(log) = self.log().filter(|l| l.watchers() > 0) else { return Approval::Deny };
+    /// Puts `request` to whoever follows the events; `Err` with the reason when nobody does.
+    async fn ask(&self, request: ApprovalRequest, origin: Option<String>) -> Result<Approval, String> {
+        let Some(log) = self.log().filter(|l| l.watchers() > 0) else { return Err(NOBODY.into()) };
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let shown = PendingApproval {
             id,
@@ -112,6 +123,7 @@ impl ApprovalQueue {
             rule: request.rule.to_string(),
             summary: request.summary(),
             choices: choices(),
+            origin,
         };
         let mut event = serde_json::to_value(&shown).unwrap_or_default();
         event["type"] = json!("approval_requested");
@@ -122,12 +134,16 @@ impl ApprovalQueue {
         log.publish_value(event);
         let stopping = log.stopping().clone();
         drop(log);
-        tokio::select! {
+        Ok(tokio::select! {
             answer = tokio::time::timeout(WAIT, rx) => answer.ok().and_then(Result::ok).unwrap_or(Approval::Deny),
             () = stopping.cancelled() => Approval::Deny,
-        }
+        })
     }
 }
+
+/// Why nobody is asked when nobody follows the events.
+const NOBODY: &str =
+    "nobody follows `switchboard serve`'s events to be asked (open the dashboard: `switchboard dashboard`)";
 
 struct Withdraw<'a> {
     queue: &'a ApprovalQueue,
@@ -145,16 +161,17 @@ impl Drop for Withdraw<'_> {
 
 impl Approver for ApprovalQueue {
     fn approve<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(self.ask(request))
+        Box::pin(async move { self.ask(request, None).await.unwrap_or(Approval::Deny) })
+    }
+
+    fn consult<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Result<Approval, String>> {
+        Box::pin(self.ask(request, None))
     }
 
     fn unavailable(&self) -> Option<String> {
         match self.log() {
             Some(log) if log.watchers() > 0 => None,
-            _ => Some(
-                "nobody follows `switchboard serve`'s events to be asked (open the dashboard: `switchboard dashboard`)"
-                    .into(),
-            ),
+            _ => Some(NOBODY.into()),
         }
     }
 }
@@ -167,11 +184,44 @@ pub struct ApprovalList {
 }
 
 /// An answer.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionRequest {
     /// `allow_once`, `allow_session`, `allow_always` or `deny`.
-    decision: String,
+    pub(crate) decision: String,
+}
+
+/// A call another process's policy asks about.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutsideRequest {
+    /// What the approver was asked: `server`, `tool`, `name`, `arguments`, `annotations`,
+    /// `rule` (as the library serialises it), `changed`, `caller`.
+    #[schema(value_type = Object)]
+    pub(crate) request: ApprovalRequest,
+    /// The process that asks, shown on the card (`switchboard gateway (pid 4242) in
+    /// /home/ada/project`).
+    pub(crate) origin: String,
+}
+
+/// The longest `origin` shown.
+const ORIGIN_MAX: usize = 300;
+
+#[utoipa::path(post, path = "/api/approvals", tag = "approval", request_body = OutsideRequest,
+    description = "Asks the person about a call of another process (a standalone `switchboard gateway` whose client cannot elicit). The request waits in the queue like the server's own (an `approval_requested` event, `GET /api/approvals`) and the response is the decision; closing the connection withdraws it.",
+    responses((status = 200, body = DecisionRequest, description = "Decided (`deny` too when nobody answered in time)"),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "`nobody_to_ask`: nobody follows the events")))]
+pub async fn request(
+    State(app): State<AppState>,
+    body: Result<Json<OutsideRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<DecisionRequest>, ApiError> {
+    let Json(OutsideRequest { request, origin }) = body.map_err(crate::api::rejected)?;
+    let nobody = |why: String| ApiError::new(StatusCode::CONFLICT, "nobody_to_ask", why);
+    let queue = app.approvals.as_ref().ok_or_else(|| nobody("this server takes no approvals".into()))?;
+    let origin = switchboard::text::excerpt(&switchboard::text::for_terminal(&origin), ORIGIN_MAX);
+    let approval = queue.ask(request, Some(origin)).await.map_err(nobody)?;
+    Ok(Json(DecisionRequest { decision: approval.as_str().into() }))
 }
 
 #[utoipa::path(get, path = "/api/approvals", tag = "approval",

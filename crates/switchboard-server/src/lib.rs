@@ -13,6 +13,7 @@ mod events;
 mod login;
 mod manage;
 mod questions;
+mod running;
 mod security;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -31,6 +32,7 @@ use utoipa_axum::routes;
 pub use approvals::{ApprovalQueue, PendingApproval};
 pub use error::{ErrorBody, ErrorDetail};
 pub use questions::{AnswerError, Question, Questions};
+pub use running::{RecordError, RunningServe, ServeApprover};
 pub use security::COOKIE;
 
 /// The port used unless `--port` says otherwise.
@@ -156,7 +158,7 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::events))
         .routes(routes!(questions::list))
         .routes(routes!(questions::answer))
-        .routes(routes!(approvals::list))
+        .routes(routes!(approvals::list, approvals::request))
         .routes(routes!(approvals::decide))
         .with_state(state)
         .split_for_parts();

@@ -81,3 +81,105 @@ async fn calls_the_policy_asks_about_wait_for_a_decision() {
     assert!(body["error"]["message"].as_str().unwrap().contains("/a: "), "{body}");
     s.shutdown().await;
 }
+
+/// What a hub in another process asks: `ask: mcp__gh__*` of a user file, from a gateway client.
+fn outside_request(title: &str) -> switchboard::policy::ApprovalRequest {
+    let request = json!({
+        "server": "gh", "tool": "create_issue", "name": "mcp__gh__create_issue",
+        "arguments": {"title": title},
+        "annotations": {"destructiveHint": true},
+        "rule": {"verdict": "ask", "kind": "pattern", "pattern": "mcp__gh__*", "file": "/home/ada/.config/switchboard/config.json", "source": "user"},
+        "changed": true,
+        "caller": {"kind": "gateway", "client": "claude-code", "profile": null, "session": "s1"},
+    });
+    serde_json::from_value(request).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_process_asks_through_the_queue_and_gets_the_decision() {
+    use switchboard::policy::{Approval, Approver};
+    use switchboard_server::ServeApprover;
+
+    let s = Served::start_config(config(), |_| {}).await;
+    let data = s.dir.path().join("data");
+    let approver = std::sync::Arc::new(
+        ServeApprover::new(data.clone(), "switchboard gateway (pid 4242) in /home/ada/project")
+            .instead_of("its client cannot be asked (it declared no elicitation)"),
+    );
+
+    // Nobody follows the events: refused at once, saying so.
+    let why = approver.consult(outside_request("a")).await.unwrap_err();
+    assert_eq!(
+        why,
+        "its client cannot be asked (it declared no elicitation), nor the dashboard of `switchboard serve`: \
+         nobody has its dashboard open (`switchboard dashboard` opens it)"
+    );
+    let (status, body) = send(s.post("/api/approvals", json!({"request": outside_request("a"), "origin": "x"}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::CONFLICT, "nobody_to_ask"), "{body}");
+    let (status, body) = send(s.post("/api/approvals", json!({"request": outside_request("a")}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "no origin: {body}");
+
+    // Each answer comes back, and the card says where the question came from.
+    let mut events = follow_events(&s).await;
+    for answer in Approval::ALL {
+        let asking = {
+            let approver = approver.clone();
+            tokio::spawn(async move { approver.consult(outside_request(answer.as_str())).await })
+        };
+        let pending = next_event(&mut events, "approval_requested").await;
+        assert_eq!(pending["origin"], "switchboard gateway (pid 4242) in /home/ada/project", "{pending}");
+        assert_eq!(pending["request"]["arguments"], json!({"title": answer.as_str()}), "{pending}");
+        assert_eq!(pending["request"]["caller"]["client"], "claude-code", "{pending}");
+        assert_eq!(pending["request"]["changed"], true, "{pending}");
+        assert_eq!(
+            pending["rule"], "rule `ask: mcp__gh__*` of /home/ada/.config/switchboard/config.json (user file)",
+            "{pending}"
+        );
+        let listed = send(s.get("/api/approvals")).await.1;
+        assert_eq!(listed["approvals"][0]["origin"], pending["origin"], "{listed}");
+        let id = pending["id"].as_u64().unwrap();
+        let decided = send(s.post(&format!("/api/approvals/{id}"), json!({"decision": answer.as_str()}))).await;
+        assert_eq!(decided.0, StatusCode::NO_CONTENT);
+        assert_eq!(asking.await.unwrap(), Ok(answer));
+    }
+
+    // The asking process goes away (its call cancelled): the card is withdrawn.
+    let asking = {
+        let approver = approver.clone();
+        tokio::spawn(async move { approver.consult(outside_request("gone")).await })
+    };
+    let id = next_event(&mut events, "approval_requested").await["id"].as_u64().unwrap();
+    asking.abort();
+    let settled = next_event(&mut events, "approval_settled").await;
+    assert_eq!(settled, json!({"type": "approval_settled", "id": id, "decision": "withdrawn"}));
+
+    // A token that is not the server's.
+    let token = data.join("serve-token");
+    let real = std::fs::read(&token).unwrap();
+    std::fs::write(&token, "not-the-token").unwrap();
+    let why = approver.consult(outside_request("b")).await.unwrap_err();
+    assert!(why.ends_with(&format!("{} refused the token in {}", s.base, token.display())), "{why}");
+    std::fs::write(&token, real).unwrap();
+
+    // The server ended (its record stays behind: kept in a folder of its own, as the test's
+    // goes with the server), and no server ever ran.
+    let base = s.base.clone();
+    let left = tempfile::tempdir().unwrap();
+    for file in ["serve.json", "serve-token"] {
+        std::fs::copy(data.join(file), left.path().join(file)).unwrap();
+    }
+    s.shutdown().await;
+    let approver = ServeApprover::new(left.path().to_path_buf(), "test").instead_of("its client cannot be asked");
+    let why = approver.consult(outside_request("c")).await.unwrap_err();
+    assert!(why.ends_with(&format!("none is running (the last one answered at {base})")), "{why}");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let why =
+        ServeApprover::new(elsewhere.path().to_path_buf(), "test").consult(outside_request("d")).await.unwrap_err();
+    assert_eq!(
+        why,
+        format!(
+            "nobody can be asked on the dashboard of `switchboard serve`: none has run with {}",
+            elsewhere.path().display()
+        )
+    );
+}

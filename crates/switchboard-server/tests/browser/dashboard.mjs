@@ -211,6 +211,29 @@ try {
   assert.equal(await approval.count(), 0, "not asked again this session");
   await page.locator("#activity").getByText(/allow mcp__demo__add\?/).first().waitFor();
 
+  step("a call another process asks about (a standalone gateway whose client cannot elicit) shows where it came from; the answer goes back");
+  const outside = page.evaluate(async () => {
+    const request = {
+      server: "gh", tool: "create_issue", name: "mcp__gh__create_issue", arguments: { title: "Crash on start" },
+      annotations: { destructiveHint: true }, changed: false,
+      rule: { verdict: "ask", kind: "pattern", pattern: "mcp__gh__*", file: "/home/ada/.config/switchboard/config.json", source: "user" },
+      caller: { kind: "gateway", client: "claude-code", profile: null, session: "s1" },
+    };
+    const r = await fetch("/api/approvals", {
+      method: "POST", credentials: "same-origin", headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ request, origin: "switchboard gateway (pid 4242) in /home/ada/project" }),
+    });
+    return [r.status, await r.json()];
+  });
+  const outsideCard = page.locator('#questions .approval[data-server="gh"]');
+  await outsideCard.getByText("From switchboard gateway (pid 4242) in /home/ada/project, for the MCP client claude-code.").waitFor();
+  await outsideCard.getByText(/Asked by rule `ask: mcp__gh__\*` of \/home\/ada\/\.config\/switchboard\/config\.json \(user file\)/).waitFor();
+  await outsideCard.locator(".q-arguments").getByText(/"title": "Crash on start"/).waitFor();
+  await outsideCard.screenshot({ path: `${SHOTS}/dashboard-approval-outside.png` });
+  await outsideCard.getByRole("button", { name: "Always allow" }).click();
+  await outsideCard.waitFor({ state: "detached" });
+  assert.deepEqual(await outside, [200, { decision: "allow_always" }]);
+
   step("the keyboard moves between servers");
   await item("py").focus();
   await page.keyboard.press("ArrowUp");

@@ -25,7 +25,7 @@ use super::entry::FileCtx;
 use super::{Scope, ServerConfig, Severity, TransportConfig};
 
 /// Where a policy came from, most authoritative first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RuleSource {

@@ -243,19 +243,19 @@ impl Hub {
                 false
             }
         };
-        let Some(approver) = options.approver.clone().or_else(|| self.inner.options.approver.clone()) else {
-            let message = format!(
-                "`{}` needs approval ({}) and this host has no one to ask; allow it with `switchboard allow {}`",
-                entry.name, decision.rule, entry.name
-            );
-            return Err((denied(entry, decision, message), None));
-        };
-        if let Some(why) = approver.unavailable() {
+        // Nobody to ask: denied, saying why and how to allow the tool.
+        let nobody = |why: &str| {
             let message = format!(
                 "`{}` needs approval ({}) and {why}; allow it with `switchboard allow {}`",
                 entry.name, decision.rule, entry.name
             );
-            return Err((denied(entry, decision, message), None));
+            denied(entry, decision, message)
+        };
+        let Some(approver) = options.approver.clone().or_else(|| self.inner.options.approver.clone()) else {
+            return Err((nobody("this host has no one to ask"), None));
+        };
+        if let Some(why) = approver.unavailable() {
+            return Err((nobody(&why), None));
         }
         let request = ApprovalRequest {
             server: entry.server.clone(),
@@ -269,10 +269,14 @@ impl Hub {
         };
         let answer = match &options.cancel {
             Some(cancel) => tokio::select! {
-                a = approver.approve(request) => a,
+                a = approver.consult(request) => a,
                 _ = cancel.cancelled() => return Err((Error::Cancelled, None)),
             },
-            None => approver.approve(request).await,
+            None => approver.consult(request).await,
+        };
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(why) => return Err((nobody(&why), None)),
         };
         match answer {
             Approval::Deny => {

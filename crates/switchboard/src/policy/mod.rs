@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 pub use rules::{Decision, Policy, Rule, RuleKind, ToolRef, Verdict, from_annotations};
 
 /// Who makes a call: decides which `ask` rules it satisfies, and what the audit log says.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Caller {
@@ -120,8 +120,9 @@ impl Approval {
     }
 }
 
-/// What an [`Approver`] is asked.
-#[derive(Debug, Clone, Serialize)]
+/// What an [`Approver`] is asked. In JSON as `switchboard serve` takes it from approvers in
+/// other processes (`POST /api/approvals`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ApprovalRequest {
     /// The server.
@@ -137,8 +138,10 @@ pub struct ApprovalRequest {
     /// The rule that asks.
     pub rule: Rule,
     /// The tool's definition changed since it was last approved "always".
+    #[serde(default)]
     pub changed: bool,
     /// Who makes the call.
+    #[serde(default)]
     pub caller: Caller,
 }
 
@@ -184,6 +187,13 @@ pub trait Approver: Send + Sync {
     /// the call is then denied at once with this reason and how to allow the tool.
     fn unavailable(&self) -> Option<String> {
         None
+    }
+
+    /// Answers one request, or says why nobody could be asked (an approver that asks another
+    /// process learns it only by trying): `Err(reason)` denies the call with that reason and
+    /// how to allow the tool. This is what the hub calls; by default it is [`Approver::approve`].
+    fn consult<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Result<Approval, String>> {
+        Box::pin(async move { Ok(self.approve(request).await) })
     }
 }
 

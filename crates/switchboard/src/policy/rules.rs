@@ -52,7 +52,7 @@ impl fmt::Display for Verdict {
 }
 
 /// Why a rule applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RuleKind {
@@ -81,7 +81,7 @@ pub enum RuleKind {
 }
 
 /// The rule that made a decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Rule {
     /// Its verdict.

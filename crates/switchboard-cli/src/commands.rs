@@ -538,11 +538,16 @@ fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool, checked: Option<(bool, st
         }
     }
     match &info.status {
-        ServerStatus::Connected { protocol_version, server_name, server_version, instructions, .. } => {
+        ServerStatus::Connected {
+            protocol_version, server_name, server_version, instructions, diagnostics, ..
+        } => {
             out!("  server   {} {}", safe(server_name), safe(server_version));
             out!("  protocol {}", safe(protocol_version));
             if let Some(i) = instructions {
                 out!("  instructions: {}", short(i, 100));
+            }
+            for d in diagnostics {
+                out!("  {} {}", console::style("problem").yellow(), safe(d));
             }
         }
         ServerStatus::Failed { kind, message, .. } => {

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard::auth::Callback;
 use switchboard::config::{self, LoadOptions};
 use switchboard::elicitation::AcceptDefaults;
@@ -58,7 +58,12 @@ async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
             oauth[key] = json!(v);
         }
     }
-    if scenario == "auth/cross-app-access-complete-flow" {
+    if context["valid_jwt"].is_string() {
+        // Workload identity (SEP-1933): the platform's JWT for this workload.
+        oauth["grant"] = json!("jwt_bearer");
+        oauth["assertion"] = context["valid_jwt"].clone();
+    }
+    if context["idp_issuer"].is_string() {
         // SEP-990: the identity provider and the person's ID token come in the context.
         oauth["grant"] = json!("enterprise");
         oauth["enterprise"] = json!({
@@ -78,7 +83,12 @@ async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
         }
     }
     let file = dir.path().join("conformance.json");
-    let server = json!({"url": url, "transport": "streamable-http", "startup_timeout_ms": 20000, "oauth": oauth});
+    let mut server = json!({"url": url, "transport": "streamable-http", "startup_timeout_ms": 20000, "oauth": oauth});
+    if scenario == "http-custom-headers" {
+        // The scenario's own arguments break its schema on purpose (`verbose: null` for a
+        // boolean, to see the header left out): switchboard would refuse them before sending.
+        server["validate_arguments"] = json!(false);
+    }
     std::fs::write(&file, json!({"servers": {SERVER: server}}).to_string())?;
     let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
     let mut options = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
@@ -90,7 +100,7 @@ async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
     // Unattended: a server's request for input is answered with its schema's defaults.
     let hub = Hub::start(&loaded, HubOptions::new(paths).elicitor(Arc::new(AcceptDefaults)));
     hub.ready().await;
-    let outcome = scenario_steps(&hub, scenario).await;
+    let outcome = scenario_steps(&hub, scenario, &context).await;
     hub.shutdown().await;
     outcome
 }
@@ -117,7 +127,7 @@ async fn login(hub: &Hub, challenge: Option<&str>) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn scenario_steps(hub: &Hub, scenario: &str) -> anyhow::Result<()> {
+async fn scenario_steps(hub: &Hub, scenario: &str, context: &Value) -> anyhow::Result<()> {
     let mut logins = 0;
     loop {
         match hub.status(SERVER) {
@@ -129,18 +139,21 @@ async fn scenario_steps(hub: &Hub, scenario: &str) -> anyhow::Result<()> {
             other => bail!("not connected: {}", other.map(|s| s.summary()).unwrap_or_default()),
         }
     }
-    let call = |tool: String, arguments: serde_json::Value| async move {
-        let name = format!("{SERVER}/{tool}");
-        loop {
-            match hub.call_tool(&name, arguments.as_object().cloned(), CallOptions::new()).await {
-                Ok(out) if out.is_error() => bail!("{name} returned an error: {:?}", out.model().blocks),
-                Ok(_) => return anyhow::Ok(()),
-                // A token without the scope this tool needs: log in again for it (step-up).
-                Err(Error::AuthRequired { challenge, .. }) if logins < MAX_LOGINS => {
-                    logins += 1;
-                    login(hub, challenge.as_deref()).await?;
+    let logins = std::sync::Mutex::new(logins);
+    let call = |tool: String, arguments: Value| {
+        let logins = &logins;
+        async move {
+            let name = format!("{SERVER}/{tool}");
+            loop {
+                match hub.call_tool(&name, arguments.as_object().cloned(), CallOptions::new()).await {
+                    Ok(out) if out.is_error() => bail!("{name} returned an error: {:?}", out.model().blocks),
+                    Ok(_) => return anyhow::Ok(()),
+                    // A token without the scope this tool needs: log in again for it (step-up).
+                    Err(Error::AuthRequired { challenge, .. }) if take_login(logins) => {
+                        login(hub, challenge.as_deref()).await?;
+                    }
+                    Err(e) => return Err(anyhow::Error::new(e).context(format!("calling {name}"))),
                 }
-                Err(e) => return Err(anyhow::Error::new(e).context(format!("calling {name}"))),
             }
         }
     };
@@ -150,11 +163,103 @@ async fn scenario_steps(hub: &Hub, scenario: &str) -> anyhow::Result<()> {
         "tools_call" => call("add_numbers".into(), json!({"a": 2, "b": 3})).await,
         "sse-retry" => call("test_reconnection".into(), json!({})).await,
         "elicitation-sep1034-client-defaults" => call("test_client_elicitation_defaults".into(), json!({})).await,
-        // Every auth scenario: log in as the server asks, then list and call its tool.
+        // SEP-2322: two calls at once, one of them in `input_required` rounds (its request
+        // state and answers must stay its own), then a round without state, then a result
+        // with no `resultType` (complete).
+        "sep-2322-client-request-state" => {
+            let (rounds, unrelated) = tokio::join!(
+                call("test_mrtr_echo_state".into(), json!({})),
+                call("test_mrtr_unrelated".into(), json!({}))
+            );
+            rounds?;
+            unrelated?;
+            call("test_mrtr_no_state".into(), json!({})).await?;
+            call("test_mrtr_no_result_type".into(), json!({})).await
+        }
+        // The focal tool's input schema goes back to the server as the catalog keeps it.
+        "json-schema-2020-12-preservation" => {
+            let catalog = hub.catalog();
+            let focal = catalog
+                .tools()
+                .iter()
+                .find(|t| t.server == SERVER && t.tool.name != "json_schema_echo")
+                .context("no tool beside json_schema_echo")?;
+            let schema = Value::Object((*focal.tool.input_schema).clone());
+            call("json_schema_echo".into(), json!({"schema": schema})).await
+        }
+        // Every authorization scenario: log in as the server asks, then list and call its tool.
         auth if auth.starts_with("auth/") => match hub.catalog().tools().first() {
             Some(tool) => call(tool.tool.name.to_string(), json!({})).await,
             None => Ok(()),
         },
-        other => bail!("unknown scenario `{other}`"),
+        // The calls the scenario names (`http-custom-headers`: values for each header case).
+        _ if context["toolCalls"].is_array() => {
+            for c in context["toolCalls"].as_array().into_iter().flatten() {
+                let name = c["name"].as_str().context("a tool call without a name")?;
+                call(name.to_string(), c["arguments"].clone()).await?;
+            }
+            Ok(())
+        }
+        // Any other scenario checks how requests are made (`request-metadata`,
+        // `http-standard-headers`, `http-invalid-tool-headers`, `json-schema-ref-no-deref`):
+        // everything the server offers is used once, as a host would.
+        _ => exercise(hub, &call).await,
     }
+}
+
+/// Takes one login for a step-up, if any is left.
+fn take_login(logins: &std::sync::Mutex<usize>) -> bool {
+    let mut n = logins.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    *n += 1;
+    *n <= MAX_LOGINS
+}
+
+/// Calls every tool in the catalog (with the smallest arguments its schema accepts), reads
+/// every resource and gets every prompt.
+async fn exercise<F, Fut>(hub: &Hub, call: &F) -> anyhow::Result<()>
+where
+    F: Fn(String, Value) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let catalog = hub.catalog();
+    for tool in catalog.tools() {
+        call(tool.tool.name.to_string(), smallest(&tool.tool.input_schema)).await?;
+    }
+    for resource in catalog.resources() {
+        hub.read_resource(SERVER, &resource.resource.uri)
+            .await
+            .with_context(|| format!("reading {}", resource.resource.uri))?;
+    }
+    for prompt in catalog.prompts() {
+        let arguments = prompt
+            .prompt
+            .arguments
+            .iter()
+            .flatten()
+            .filter(|a| a.required == Some(true))
+            .map(|a| (a.name.clone(), Value::String("x".into())))
+            .collect();
+        hub.get_prompt(SERVER, &prompt.prompt.name, Some(arguments))
+            .await
+            .with_context(|| format!("getting prompt {}", prompt.prompt.name))?;
+    }
+    Ok(())
+}
+
+/// The smallest arguments `schema` accepts: a value of its type for each required property.
+fn smallest(schema: &serde_json::Map<String, Value>) -> Value {
+    let mut arguments = serde_json::Map::new();
+    for name in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        let kind =
+            schema.get("properties").and_then(|p| p.get(name)).and_then(|p| p.get("type")).and_then(Value::as_str);
+        let value = match kind {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("object") => json!({}),
+            Some("array") => json!([]),
+            _ => json!("x"),
+        };
+        arguments.insert(name.to_string(), value);
+    }
+    Value::Object(arguments)
 }

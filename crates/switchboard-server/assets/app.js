@@ -242,6 +242,9 @@ function renderDetail() {
     h("p", { class: "status-line", role: "status", "data-testid": "status-line", text: summaryOf(server) }),
     facts,
   ];
+  if (status.diagnostics && status.diagnostics.length) {
+    children.push(h("section", { class: "diagnostics" }, h("h3", { text: "Problems" }), h("ul", {}, ...status.diagnostics.map((d) => h("li", { class: "error-text", text: d })))));
+  }
   if (status.instructions) children.push(h("details", { class: "instructions" }, h("summary", { text: "Instructions for the model" }), h("pre", { text: status.instructions })));
   if (stderr.length) {
     children.push(h("section", { class: "stderr" }, h("h3", { text: "Last lines on stderr" }), h("pre", { class: "log", text: stderr.join("\n") })));

@@ -131,6 +131,10 @@ pub enum ServerStatus {
         instructions: Option<String>,
         /// What it offers.
         counts: Counts,
+        /// What is wrong with what it offers, though it works: each tool left out, and why
+        /// (`tool `x` left out: property `v`: x-mcp-header must not be empty`).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        diagnostics: Vec<String>,
     },
     /// Could not start.
     Failed {
@@ -190,8 +194,14 @@ impl ServerStatus {
             ServerStatus::Disabled => "disabled in config".into(),
             ServerStatus::Untrusted => "from a project file: run `switchboard trust` to start it".into(),
             ServerStatus::Connecting => "connecting".into(),
-            ServerStatus::Connected { server_name, server_version, protocol_version, .. } => {
-                format!("{server_name} {server_version} (protocol {protocol_version})")
+            ServerStatus::Connected { server_name, server_version, protocol_version, diagnostics, .. } => {
+                let mut s = format!("{server_name} {server_version} (protocol {protocol_version})");
+                match diagnostics.len() {
+                    0 => {}
+                    1 => s.push_str("; 1 problem (`switchboard get` shows it)"),
+                    n => s.push_str(&format!("; {n} problems (`switchboard get` shows them)")),
+                }
+                s
             }
             ServerStatus::Failed { message, retry: Some(retry), .. } => {
                 format!("{}; {}", message.lines().next().unwrap_or_default(), retry.describe())

@@ -274,7 +274,13 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
             "bad_cimd": {"url": "https://c.example/mcp", "oauth": {"client_metadata_url": "http://c.example/meta.json"}},
             "bad_port": {"url": "https://c.example/mcp", "oauth": {"callback_port": 70000}},
             "both": {"url": "https://c.example/mcp", "bearer_token_env_var": "TOKEN", "oauth": {"client_id": "x"}},
-            "stdio": {"command": "srv", "oauth": {}}
+            "stdio": {"command": "srv", "oauth": {}},
+            "wif": {"url": "https://d.example/mcp", "oauth": {"grant": "jwt_bearer", "client_id": "w", "assertion": "${TOKEN}"}},
+            "wif_file": {"url": "https://d.example/mcp", "oauth": {"grant": "jwt_bearer", "assertion_file": "~/token"}},
+            "wif_without": {"url": "https://d.example/mcp", "oauth": {"grant": "jwt_bearer"}},
+            "assertion_elsewhere": {"url": "https://d.example/mcp", "oauth": {"assertion": "x"}},
+            "opencode": {"url": "https://e.example/mcp", "oauth": {"clientId": "oc", "clientSecret": "${TOKEN}", "scope": "a b"}},
+            "opencode_twice": {"url": "https://e.example/mcp", "oauth": {"clientId": "oc", "client_id": "oc"}}
         }}"#,
     );
     let loaded = config::load(&options(dir.path(), &dir.path().join("none.json"), vec![file]));
@@ -283,7 +289,22 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
     assert_eq!(http.oauth.scopes, ["files:read", "files:write"]);
     assert_eq!(http.oauth.callback_port, 0);
     assert_eq!(http.oauth.client_secret.as_deref(), Some("s3cret"));
-    for name in ["ok", "ent"] {
+    let wif = valid(loaded.servers.get("wif"));
+    let TransportConfig::Http(http) = &wif.transport else { panic!() };
+    assert_eq!(http.oauth.grant, switchboard::config::OAuthGrant::JwtBearer);
+    assert_eq!(http.oauth.assertion, Some(switchboard::config::AssertionSource::Value("s3cret".into())));
+    let TransportConfig::Http(http) = &valid(loaded.servers.get("wif_file")).transport else { panic!() };
+    assert!(
+        matches!(&http.oauth.assertion, Some(switchboard::config::AssertionSource::File(p)) if p.ends_with("token") && !p.starts_with("~")),
+        "{:?}",
+        http.oauth.assertion
+    );
+    // OpenCode's spelling: the same fields.
+    let TransportConfig::Http(http) = &valid(loaded.servers.get("opencode")).transport else { panic!() };
+    assert_eq!(http.oauth.client_id.as_deref(), Some("oc"));
+    assert_eq!(http.oauth.client_secret.as_deref(), Some("s3cret"));
+    assert_eq!(http.oauth.scopes, ["a", "b"]);
+    for name in ["ok", "ent", "wif", "opencode"] {
         let c = valid(loaded.servers.get(name));
         for shown in [format!("{c:?}"), serde_json::to_string(c).unwrap()] {
             assert!(!shown.contains("s3cret") && !shown.contains("plain-secret"), "{name}: {shown}");
@@ -298,6 +319,9 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
         ("bad_port", "oauth.callback_port", "70000"),
         ("both", "oauth", "bearer_token_env_var"),
         ("stdio", "oauth", "stdio"),
+        ("wif_without", "oauth.grant", "assertion_file"),
+        ("assertion_elsewhere", "oauth.assertion", "jwt_bearer"),
+        ("opencode_twice", "oauth.clientId", "written again"),
     ] {
         let d = loaded
             .diagnostics

@@ -114,6 +114,21 @@ impl Login {
     }
 }
 
+/// `before` then the scopes of `now` it lacks, in order, each once. Empty when `now` is (a
+/// login that asks for no scope keeps asking for none).
+fn scope_union(before: Vec<String>, now: Vec<String>) -> Vec<String> {
+    if now.is_empty() {
+        return now;
+    }
+    let mut all = before;
+    for scope in now {
+        if !all.contains(&scope) {
+            all.push(scope);
+        }
+    }
+    all
+}
+
 /// A manager for `http`'s URL whose tokens live in `store`.
 async fn manager(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<AuthorizationManager, LoginError> {
     let mut manager = AuthorizationManager::new(http.url.as_str()).await.map_err(protocol("setting up OAuth"))?;
@@ -183,12 +198,15 @@ pub async fn begin(
         .unwrap_or(false);
     let can_register = metadata.registration_endpoint.is_some();
     manager.set_metadata(metadata);
-    let scopes: Vec<String> =
-        if oauth.scopes.is_empty() { manager.select_scopes(None, &[]) } else { oauth.scopes.clone() };
+    let entry = store.entry(&http.url)?.unwrap_or_default();
+    // SEP-2350: a new login asks for what was granted before as well as what is asked for now
+    // (a step-up's challenge names only the scope that was missing).
+    let granted = entry.credentials.as_ref().map(|c| c.granted_scopes.clone()).unwrap_or_default();
+    let wanted = if oauth.scopes.is_empty() { manager.select_scopes(None, &[]) } else { oauth.scopes.clone() };
+    let scopes = scope_union(granted, wanted);
     let mut request =
         AuthorizationRequest::new(redirect_uri).with_client_name("switchboard").with_scopes(scopes.clone());
-    let stored =
-        store.entry(&http.url)?.and_then(|e| e.client).filter(|c| c.redirect_uri.as_deref() == Some(redirect_uri));
+    let stored = entry.client.filter(|c| c.redirect_uri.as_deref() == Some(redirect_uri));
     if let Some(id) = &oauth.client_id {
         request = request.with_preregistered_client(id);
         if let Some(secret) = &oauth.client_secret {
@@ -253,6 +271,7 @@ pub async fn client_credentials(server: &str, http: &HttpConfig, store: &TokenSt
             .map_err(|e| LoginError::Protocol { step: "client credentials", message: format!("no runtime: {e}") })?;
         match http.oauth.grant {
             crate::config::OAuthGrant::Enterprise => runtime.block_on(enterprise(&server, &http, &store)),
+            crate::config::OAuthGrant::JwtBearer => runtime.block_on(jwt_bearer(&server, &http, &store)),
             _ => runtime.block_on(exchange_client_credentials(&server, &http, &store)),
         }
     };
@@ -300,21 +319,124 @@ async fn enterprise(server: &str, http: &HttpConfig, store: &TokenStore) -> Resu
         .exchange(&client, &client)
         .await
         .map_err(|e| fail(e.to_string()))?;
-    // Stored as rmcp stores any token, so the connection reads it the same way.
     let mut scopes: Vec<String> = token.scopes.iter().cloned().collect();
     scopes.sort();
+    let token = Obtained {
+        access_token: token.access_token.secret().clone(),
+        token_type: "bearer".into(),
+        expires_in: token.expires_in.map(|d| d.as_secs()),
+        scopes,
+    };
+    save_token(server, http, store, client_id, issuer, token).map_err(|e| match e {
+        LoginError::Protocol { message, .. } => fail(message),
+        other => other,
+    })
+}
+
+/// A token a grant without refresh obtained.
+struct Obtained {
+    access_token: String,
+    token_type: String,
+    expires_in: Option<u64>,
+    scopes: Vec<String>,
+}
+
+/// Stores `token` as rmcp stores any token, so the connection reads it the same way.
+fn save_token(
+    server: &str,
+    http: &HttpConfig,
+    store: &TokenStore,
+    client_id: &str,
+    issuer: String,
+    token: Obtained,
+) -> Result<(), LoginError> {
     let response = serde_json::json!({
-        "access_token": token.access_token.secret(),
-        "token_type": "bearer",
-        "expires_in": token.expires_in.map(|d| d.as_secs()),
-        "scope": (!scopes.is_empty()).then(|| scopes.join(" ")),
+        "access_token": token.access_token,
+        "token_type": token.token_type,
+        "expires_in": token.expires_in,
+        "scope": (!token.scopes.is_empty()).then(|| token.scopes.join(" ")),
     });
-    let response = serde_json::from_value(response).map_err(|e| fail(format!("the token response: {e}")))?;
+    let response = serde_json::from_value(response)
+        .map_err(|e| LoginError::Protocol { step: "storing the token", message: format!("the token response: {e}") })?;
     let credentials =
-        rmcp::transport::auth::StoredCredentials::new(client_id.clone(), Some(response), scopes, Some(now()))
+        rmcp::transport::auth::StoredCredentials::new(client_id.to_string(), Some(response), token.scopes, Some(now()))
             .with_issuer(Some(issuer));
     store.update(&http.url, server, |e| e.credentials = Some(credentials))?;
     Ok(())
+}
+
+/// The grant type of RFC 7523.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// Workload identity (RFC 7523, SEP-1933): the workload's JWT goes to the authorization
+/// server's token endpoint as the assertion of a `jwt-bearer` grant, once: a refusal
+/// (`invalid_grant`, `invalid_scope`, `unauthorized_client`) is reported as the server said
+/// it, never retried and never answered with another grant.
+async fn jwt_bearer(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
+    let step = "workload identity (jwt-bearer)";
+    let fail = |message: String| LoginError::Protocol { step, message };
+    let assertion = match &http.oauth.assertion {
+        Some(crate::config::AssertionSource::Value(v)) => v.trim().to_string(),
+        Some(crate::config::AssertionSource::File(path)) => std::fs::read_to_string(path)
+            .map_err(|e| fail(format!("reading `oauth.assertion_file` {}: {e}", path.display())))?
+            .trim()
+            .to_string(),
+        None => return Err(fail("`oauth.assertion_file` (or `oauth.assertion`) is not set".into())),
+    };
+    if assertion.is_empty() {
+        return Err(fail("the workload's JWT is empty".into()));
+    }
+    let manager = manager(server, http, store).await?;
+    let metadata = discover(&manager, http, None).await?;
+    let issuer = metadata.issuer.clone().unwrap_or_else(|| metadata.token_endpoint.clone());
+    let mut form: Vec<(&str, &str)> =
+        vec![("grant_type", JWT_BEARER), ("assertion", &assertion), ("resource", &http.url)];
+    let scope = http.oauth.scopes.join(" ");
+    if !scope.is_empty() {
+        form.push(("scope", &scope));
+    }
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| fail(format!("no HTTP client: {e}")))?;
+    let mut request = client.post(&metadata.token_endpoint).header(reqwest::header::ACCEPT, "application/json");
+    match (&http.oauth.client_id, &http.oauth.client_secret) {
+        (Some(id), Some(secret)) => request = request.basic_auth(urlencode(id), Some(urlencode(secret))),
+        (Some(id), None) => form.push(("client_id", id)),
+        _ => {}
+    }
+    let response = request.form(&form).send().await.map_err(|e| fail(format!("{}: {e}", metadata.token_endpoint)))?;
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    if !status.is_success() {
+        let error = body["error"].as_str().unwrap_or("no error code");
+        let said = body["error_description"]
+            .as_str()
+            .map(|d| format!(" ({})", crate::text::excerpt(d, 200)))
+            .unwrap_or_default();
+        return Err(fail(format!(
+            "the authorization server refused the workload's JWT: {error}{said} (HTTP {status})"
+        )));
+    }
+    let access_token = body["access_token"].as_str().ok_or_else(|| fail("the answer has no access_token".into()))?;
+    let scopes = match body["scope"].as_str() {
+        Some(s) => s.split_whitespace().map(str::to_string).collect(),
+        None => http.oauth.scopes.clone(),
+    };
+    let token = Obtained {
+        access_token: access_token.to_string(),
+        token_type: body["token_type"].as_str().unwrap_or("bearer").to_string(),
+        expires_in: body["expires_in"].as_u64(),
+        scopes,
+    };
+    let client_id = http.oauth.client_id.clone().unwrap_or_default();
+    save_token(server, http, store, &client_id, issuer, token)
+}
+
+/// RFC 6749 §2.3.1: client credentials in Basic are form-urlencoded first.
+fn urlencode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 fn credentials_config(oauth: &OAuthConfig, url: &str) -> Result<ClientCredentialsConfig, LoginError> {
@@ -363,7 +485,9 @@ pub(crate) async fn connection_manager(
     });
     let has_tokens = entry.as_ref().is_some_and(|e| e.credentials.as_ref().is_some_and(|c| c.token_response.is_some()));
     let machine = http.oauth.grant == crate::config::OAuthGrant::ClientCredentials;
-    let enterprise = http.oauth.grant == crate::config::OAuthGrant::Enterprise;
+    // Grants with no refresh token: a token missing or expiring is obtained anew.
+    let enterprise =
+        matches!(http.oauth.grant, crate::config::OAuthGrant::Enterprise | crate::config::OAuthGrant::JwtBearer);
     if !has_tokens && !machine && !enterprise {
         return Ok(None);
     }
@@ -402,4 +526,21 @@ pub(crate) async fn connection_manager(
         manager.configure_client(config).map_err(protocol("loading the stored login"))?;
     }
     Ok(Some(manager))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scope_union;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_new_login_keeps_what_was_granted_and_adds_what_is_asked() {
+        assert_eq!(scope_union(v(&["mcp:basic"]), v(&["mcp:write"])), v(&["mcp:basic", "mcp:write"]));
+        assert_eq!(scope_union(v(&["a", "b"]), v(&["b", "c", "a"])), v(&["a", "b", "c"]));
+        assert_eq!(scope_union(v(&[]), v(&["a"])), v(&["a"]));
+        assert_eq!(scope_union(v(&["a"]), v(&[])), v(&[]), "a login that asks for nothing asks for nothing");
+    }
 }

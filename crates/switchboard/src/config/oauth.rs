@@ -9,11 +9,15 @@
 //!   "client_metadata_url": "https://example.com/switchboard.json",  // SEP-991 CIMD
 //!   "scopes": ["files:read"],                  // default: the server's challenge, else its list
 //!   "callback_port": 19876,                    // 0: any free port
-//!   "grant": "authorization_code",             // or "client_credentials" (no browser)
+//!   "grant": "authorization_code",             // or "client_credentials", "enterprise", "jwt_bearer"
 //!   "private_key_file": "~/keys/sb.pem",       // client_credentials with private_key_jwt
-//!   "signing_algorithm": "ES256"
+//!   "signing_algorithm": "ES256",
+//!   "assertion_file": "/var/run/secrets/tokens/mcp"  // jwt_bearer: the workload's JWT (or "assertion": "${VAR}")
 //! }
 //! ```
+//!
+//! OpenCode's spelling is read too: `clientId`, `clientSecret` and `scope` (one
+//! space-separated string).
 
 use std::path::PathBuf;
 
@@ -38,6 +42,30 @@ pub enum OAuthGrant {
     /// identity provider is exchanged there for an identity assertion (ID-JAG), which the
     /// server's authorization server exchanges for an access token. No browser.
     Enterprise,
+    /// Workload identity (RFC 7523 JWT bearer, SEP-1933): a JWT the platform issued to this
+    /// workload (a Kubernetes service account token, a cloud's identity token) is exchanged
+    /// for an access token. No browser, no client secret.
+    JwtBearer,
+}
+
+/// Where a `jwt_bearer` grant's assertion comes from.
+#[derive(Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AssertionSource {
+    /// The value itself (usually `${VAR}`). Never printed.
+    Value(#[serde(serialize_with = "ser_secret_str")] String),
+    /// A file read at each exchange (platforms rotate these tokens).
+    File(PathBuf),
+}
+
+impl std::fmt::Debug for AssertionSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AssertionSource::Value(_) => f.write_str("Value(<redacted>)"),
+            AssertionSource::File(p) => f.debug_tuple("File").field(p).finish(),
+        }
+    }
 }
 
 /// The identity provider of an `enterprise` grant (`oauth.enterprise`).
@@ -98,6 +126,8 @@ pub struct OAuthConfig {
     pub signing_algorithm: Option<String>,
     /// The identity provider of the `enterprise` grant.
     pub enterprise: Option<Box<EnterpriseConfig>>,
+    /// The workload's JWT for the `jwt_bearer` grant.
+    pub assertion: Option<AssertionSource>,
 }
 
 impl Default for OAuthConfig {
@@ -112,6 +142,7 @@ impl Default for OAuthConfig {
             private_key_file: None,
             signing_algorithm: None,
             enterprise: None,
+            assertion: None,
         }
     }
 }
@@ -128,6 +159,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("private_key_file", &self.private_key_file)
             .field("signing_algorithm", &self.signing_algorithm)
             .field("enterprise", &self.enterprise)
+            .field("assertion", &self.assertion)
             .finish()
     }
 }
@@ -160,8 +192,19 @@ pub(crate) fn parse(
             Some(_) => fail(key, "must be a string"),
         }
     };
+    // OpenCode writes `clientId`, `clientSecret` and `scope`: the same fields.
+    for (theirs, ours) in [("clientId", "client_id"), ("clientSecret", "client_secret"), ("scope", "scopes")] {
+        if let Some(v) = obj.remove(theirs) {
+            if obj.contains_key(ours) {
+                return fail(theirs, format!("is `{ours}` written again: keep one"));
+            }
+            obj.insert(ours.to_string(), v);
+        }
+    }
     let client_id = string(&mut obj, "client_id")?;
     let client_secret = string(&mut obj, "client_secret")?;
+    let assertion_value = string(&mut obj, "assertion")?;
+    let assertion_file = string(&mut obj, "assertion_file")?;
     let client_metadata_url = string(&mut obj, "client_metadata_url")?;
     let grant = string(&mut obj, "grant")?;
     let private_key_file = string(&mut obj, "private_key_file")?;
@@ -220,20 +263,39 @@ pub(crate) fn parse(
         return fail(
             &key,
             "unknown field (known: client_id, client_secret, client_metadata_url, scopes, callback_port, grant, \
-             private_key_file, signing_algorithm, enterprise)",
+             private_key_file, signing_algorithm, enterprise, assertion, assertion_file)",
         );
     }
     let grant = match grant.as_deref() {
         None | Some("authorization_code") => OAuthGrant::AuthorizationCode,
         Some("client_credentials") => OAuthGrant::ClientCredentials,
         Some("enterprise") => OAuthGrant::Enterprise,
+        Some("jwt_bearer") => OAuthGrant::JwtBearer,
         Some(other) => {
             return fail(
                 "grant",
-                format!("unknown grant `{other}`: use authorization_code, client_credentials or enterprise"),
+                format!(
+                    "unknown grant `{other}`: use authorization_code, client_credentials, enterprise or jwt_bearer"
+                ),
             );
         }
     };
+    let assertion = match (assertion_value, assertion_file) {
+        (Some(_), Some(_)) => return fail("assertion_file", "and `assertion` both given: keep one"),
+        (Some(v), None) => Some(AssertionSource::Value(v)),
+        (None, Some(f)) => Some(AssertionSource::File(crate::paths::expand_home(&f))),
+        (None, None) => None,
+    };
+    match (grant, &assertion) {
+        (OAuthGrant::JwtBearer, None) => {
+            return fail(
+                "grant",
+                "`jwt_bearer` needs the workload's JWT: `assertion_file` (or `assertion`: \"${VAR}\")",
+            );
+        }
+        (OAuthGrant::JwtBearer, Some(_)) | (_, None) => {}
+        (_, Some(_)) => return fail("assertion", "applies to `grant: jwt_bearer` only"),
+    }
     if client_secret.is_some() && client_id.is_none() {
         return fail("client_secret", "needs `client_id` (a secret belongs to a pre-registered client)");
     }
@@ -281,5 +343,6 @@ pub(crate) fn parse(
         private_key_file: private_key_file.map(|p| crate::paths::expand_home(&p)),
         signing_algorithm,
         enterprise,
+        assertion,
     })
 }

@@ -108,6 +108,9 @@ pub(crate) struct Connection {
     /// Over Streamable HTTP: changes each time the transport renewed its session (the
     /// server forgot it), after which per-session state (subscriptions) is gone.
     pub session_renewals: Option<tokio::sync::watch::Receiver<u64>>,
+    /// Over Streamable HTTP: the tools the transport leaves out of `tools/list` answers
+    /// (invalid `x-mcp-header` declarations), for the status.
+    pub left_out: Option<Arc<crate::transport::LeftOut>>,
     /// Over stdio: becomes true when the server's stdout ends.
     pub stdout_closed: Option<tokio::sync::watch::Receiver<bool>>,
 }
@@ -174,15 +177,19 @@ impl Connection {
             flood: Arc::new(std::sync::Mutex::new(flood::Flood::new(ctx.notification_rate))),
         };
         let answers = handler.clone();
-        let (service, tree, session_renewals, stdout_closed) = match &config.transport {
+        let (service, tree, http_session, stdout_closed) = match &config.transport {
             TransportConfig::Stdio(stdio) => {
                 let (service, tree, closed) = stdio::start(config, stdio, ctx, handler, deadline).await?;
                 (service, Some(tree), None, Some(closed))
             }
             TransportConfig::Http(http) => {
-                let (service, renewals) = remote::start(config, http, ctx, handler, deadline).await?;
-                (service, None, renewals, None)
+                let (service, session) = remote::start(config, http, ctx, handler, deadline).await?;
+                (service, None, session, None)
             }
+        };
+        let (session_renewals, left_out) = match http_session {
+            Some(s) => (Some(s.renewals), Some(s.left_out)),
+            None => (None, None),
         };
         let peer = service.peer().clone();
         // The spec: a client that does not support the version in the server's answer should
@@ -247,6 +254,7 @@ impl Connection {
             handler: answers,
             listener,
             session_renewals,
+            left_out,
             stdout_closed,
         };
         let outcome = tokio::time::timeout_at(deadline, conn.list_all(&config.name)).await;

@@ -27,6 +27,13 @@ use crate::transport::{HttpClient, SseClientTransport, SseError};
 /// How much of an error body a message quotes.
 const BODY_QUOTED: usize = 200;
 
+/// What the Streamable HTTP client tells about its session: its renewals (the server forgot
+/// it; per-session state is gone) and the tools it leaves out of `tools/list` answers.
+pub(crate) struct HttpSession {
+    pub renewals: watch::Receiver<u64>,
+    pub left_out: std::sync::Arc<crate::transport::LeftOut>,
+}
+
 /// Connects and runs the handshake before `deadline`: Streamable HTTP, legacy SSE, or (the
 /// default, `auto`) Streamable HTTP first and legacy SSE when the server answers the
 /// initialize POST with 400, 404 or 405, as the spec's backward-compatibility rule says.
@@ -36,7 +43,7 @@ pub(super) async fn start(
     ctx: &ConnectCtx,
     handler: Handler,
     deadline: Instant,
-) -> Result<(RunningService<RoleClient, Handler>, Option<watch::Receiver<u64>>), StartFailure> {
+) -> Result<(RunningService<RoleClient, Handler>, Option<HttpSession>), StartFailure> {
     let url = http.url_as_written.as_str();
     let headers = headers(http, &ctx.host_env)?;
     let timeout = || {
@@ -142,7 +149,9 @@ pub(super) async fn start(
     };
     // Over Streamable HTTP, the client's session renewals go with the service.
     let renewals = client.session_renewals();
-    let with_renewals = |service| (service, Some(renewals.clone()));
+    let left_out = client.left_out();
+    let with_renewals =
+        |service| (service, Some(HttpSession { renewals: renewals.clone(), left_out: left_out.clone() }));
     let without = |service| (service, None);
     match http.transport {
         HttpTransport::StreamableHttp => streamable(handler).await.map(with_renewals).map_err(|(f, _)| with_url(f)),

@@ -541,5 +541,18 @@ fn connected_status(conn: &Connection, lists: &ServerLists, filter: &CompiledFil
         server_version: id.version.clone(),
         instructions: id.instructions.clone(),
         counts: counts(lists, filter),
+        diagnostics: left_out(conn),
     }
+}
+
+/// Each tool the transport left out, and why.
+fn left_out(conn: &Connection) -> Vec<String> {
+    let Some(left_out) = &conn.left_out else { return Vec::new() };
+    left_out
+        .tools()
+        .into_iter()
+        .map(|(tool, why)| {
+            format!("tool `{tool}` left out: {why} (SEP-2243: it could not be called as its server expects)")
+        })
+        .collect()
 }

@@ -8,13 +8,19 @@
 //! request waits for its timeout. Here an error response that does not carry the request's id
 //! means the HTTP request itself was refused: inside a session, the session is gone (so rmcp
 //! renews it and retries once); outside one, the error is handed back as the request's own.
+//!
+//! It also watches `tools/list` answers on 2026-07-28 (SEP-2243): rmcp leaves out every tool
+//! whose `x-mcp-header` declarations are invalid, with only a log line; [`LeftOut`] keeps
+//! which and why, for the server's status. Only `tools/list` answers are looked at (and an
+//! event is parsed again only when it holds `x-mcp-header`): calls pay nothing.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonObject, RequestId, ServerJsonRpcMessage, ServerResult};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
@@ -33,6 +39,63 @@ pub struct HttpClient {
     session: Arc<SessionWatch>,
     /// The largest response body or event taken (`max_message_bytes`).
     max_message_bytes: usize,
+    /// Tools the transport leaves out of `tools/list` answers.
+    left_out: Arc<LeftOut>,
+}
+
+/// The tools of the last `tools/list` that the transport leaves out because their
+/// `x-mcp-header` declarations are invalid (SEP-2243), with why; shared by a client's clones.
+#[derive(Debug, Default)]
+pub struct LeftOut(Mutex<BTreeMap<String, String>>);
+
+impl LeftOut {
+    /// `(tool, why)`, by name.
+    pub fn tools(&self) -> Vec<(String, String)> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    fn clear(&self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    fn note<'a>(&self, tools: impl Iterator<Item = (&'a str, &'a JsonObject)>) {
+        for (name, schema) in tools {
+            if let Some(why) = super::header_params::problem(schema) {
+                tracing::warn!(tool = %name, "left out: its x-mcp-header declarations are invalid ({why})");
+                self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(name.to_string(), why);
+            }
+        }
+    }
+
+    /// The tools of an answer rmcp has parsed.
+    fn note_message(&self, message: &ServerJsonRpcMessage) {
+        if let ServerJsonRpcMessage::Response(r) = message
+            && let ServerResult::ListToolsResult(list) = &r.result
+        {
+            self.note(list.tools.iter().map(|t| (t.name.as_ref(), t.input_schema.as_ref())));
+        }
+    }
+
+    /// The tools of an event's data, read as plain JSON (the answer's own shape, whatever
+    /// rmcp makes of it).
+    fn note_event(&self, data: &str) {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(data) else { return };
+        let Some(tools) = value.pointer("/result/tools").and_then(|t| t.as_array()) else { return };
+        self.note(tools.iter().filter_map(|t| Some((t.get("name")?.as_str()?, t.get("inputSchema")?.as_object()?))));
+    }
+}
+
+/// The version from which rmcp mirrors and checks `x-mcp-header` (SEP-2243).
+const HEADER_PARAMS_FROM: &str = "2026-07-28";
+
+/// Whether `message` lists tools in a version that checks declarations, and if so whether it
+/// asks for the first page.
+fn lists_tools(message: &ClientJsonRpcMessage, headers: &HashMap<HeaderName, HeaderValue>) -> Option<bool> {
+    let ClientJsonRpcMessage::Request(r) = message else { return None };
+    let ClientRequest::ListToolsRequest(list) = &r.request else { return None };
+    // By `HeaderName`: one looked up by `&str` hashes differently and is never found.
+    let version = headers.get(&HeaderName::from_static("mcp-protocol-version")).and_then(|v| v.to_str().ok())?;
+    (version >= HEADER_PARAMS_FROM).then(|| list.params.as_ref().is_none_or(|p| p.cursor.is_none()))
 }
 
 /// The session the last request went out in, and a count of the changes.
@@ -75,7 +138,38 @@ impl HttpClient {
             inner,
             session: Arc::new(session),
             max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
+            left_out: Arc::default(),
         })
+    }
+
+    /// The tools the transport leaves out of `tools/list` answers, and why.
+    pub fn left_out(&self) -> Arc<LeftOut> {
+        self.left_out.clone()
+    }
+
+    /// Notes what a `tools/list` answer has that the transport will leave out.
+    fn watch_listing(&self, result: PostResult, first_page: bool) -> PostResult {
+        if first_page {
+            self.left_out.clear();
+        }
+        match result {
+            Ok(StreamableHttpPostResponse::Json(message, session)) => {
+                self.left_out.note_message(&message);
+                Ok(StreamableHttpPostResponse::Json(message, session))
+            }
+            Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                let left_out = self.left_out.clone();
+                let stream = stream.inspect(move |event| {
+                    if let Ok(Sse { data: Some(data), .. }) = event
+                        && data.contains("x-mcp-header")
+                    {
+                        left_out.note_event(data);
+                    }
+                });
+                Ok(StreamableHttpPostResponse::Sse(stream.boxed(), session))
+            }
+            other => other,
+        }
     }
 
     /// Takes response bodies and events of at most `bytes` (rmcp refuses larger ones).
@@ -176,6 +270,7 @@ impl StreamableHttpClient for HttpClient {
         limits.max_json_response_size = limits.max_json_response_size.min(self.max_message_bytes);
         limits.max_sse_event_size = limits.max_sse_event_size.min(self.max_message_bytes);
         let id = request_id(&message);
+        let listing = lists_tools(&message, &custom_headers);
         let in_session = session_id.is_some();
         if let Some(session) = &session_id {
             self.session.seen(session);
@@ -185,7 +280,11 @@ impl StreamableHttpClient for HttpClient {
             .inner
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
             .await;
-        correlate(refuse_oversize(result, id.clone(), session), id, in_session)
+        let result = correlate(refuse_oversize(result, id.clone(), session), id, in_session);
+        match listing {
+            Some(first_page) => self.watch_listing(result, first_page),
+            None => result,
+        }
     }
 
     async fn delete_session(
@@ -248,6 +347,44 @@ mod tests {
             e.id = id;
         }
         Ok(StreamableHttpPostResponse::Json(message, None))
+    }
+
+    #[test]
+    fn tool_listings_are_watched_from_2026_07_28_on() {
+        let list = |cursor: Option<&str>| {
+            let mut params = rmcp::model::PaginatedRequestParams::default();
+            params.cursor = cursor.map(str::to_string);
+            let request = ClientRequest::ListToolsRequest(rmcp::model::ListToolsRequest::with_param(params));
+            ClientJsonRpcMessage::request(request, NumberOrString::Number(1))
+        };
+        let version = |v: &str| {
+            HashMap::from([(
+                HeaderName::from_static("mcp-protocol-version"),
+                HeaderValue::from_str(v).unwrap_or(HeaderValue::from_static("x")),
+            )])
+        };
+        assert_eq!(lists_tools(&list(None), &version("2026-07-28")), Some(true));
+        assert_eq!(lists_tools(&list(Some("p2")), &version("2026-07-28")), Some(false), "a later page");
+        assert_eq!(lists_tools(&list(None), &version("2025-11-25")), None, "no declarations checked before");
+        assert_eq!(lists_tools(&list(None), &HashMap::new()), None);
+        let ping = ClientJsonRpcMessage::request(
+            ClientRequest::PingRequest(rmcp::model::PingRequest::default()),
+            NumberOrString::Number(2),
+        );
+        assert_eq!(lists_tools(&ping, &version("2026-07-28")), None);
+    }
+
+    #[test]
+    fn what_a_listing_leaves_out_is_kept_by_name() {
+        let left_out = LeftOut::default();
+        left_out.note_event(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[
+                {"name":"ok","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}},
+                {"name":"bad","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":""}}}}]}}"#,
+        );
+        assert_eq!(left_out.tools(), [("bad".to_string(), "property `r`: x-mcp-header must not be empty".to_string())]);
+        left_out.clear();
+        assert!(left_out.tools().is_empty());
     }
 
     #[test]

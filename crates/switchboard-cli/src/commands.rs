@@ -346,6 +346,34 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             })
             .await
         }
+        Command::Complete { ref server, ref kind, ref name, ref argument, ref prefix, ref args, json } => {
+            let only = only(server, &ctx.loaded)?;
+            let context: std::collections::HashMap<String, String> = split_args(args)?.into_iter().collect();
+            let completing = match kind.as_str() {
+                "prompt" => switchboard::Completing::Prompt(name.clone()),
+                _ => switchboard::Completing::Resource(name.clone()),
+            };
+            with_hub(ctx, Some(only), |hub, _| async move {
+                let Some(found) = hub.complete_argument(server, completing, argument, prefix, context).await? else {
+                    bail!("server `{server}` does not offer completion (it declares no `completions` capability)");
+                };
+                if json {
+                    print_json(&found)?;
+                    return Ok(0);
+                }
+                for value in &found.values {
+                    out!("{}", safe(value));
+                }
+                let more = found.total.map(|t| (t as usize).saturating_sub(found.values.len())).unwrap_or(0);
+                if more > 0 {
+                    note!("({more} more: type more of it)");
+                } else if found.has_more == Some(true) {
+                    note!("(more: type more of it)");
+                }
+                Ok(0)
+            })
+            .await
+        }
         Command::Add { ref name, ref scope, ref env, ref url, ref headers, ref command } => {
             crate::manage::add(ctx, name, scope, env, url.as_deref(), headers, command)
         }

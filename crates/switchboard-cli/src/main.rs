@@ -123,6 +123,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Suggestions for an argument of a prompt or a variable of a resource template, from the
+    /// server (`completion/complete`): `complete everything prompt completable-prompt
+    /// department Eng`; one per line.
+    Complete {
+        /// The server.
+        server: String,
+        /// What the argument belongs to.
+        #[arg(value_parser = ["prompt", "resource"])]
+        kind: String,
+        /// The prompt's name, or the resource template (`demo://resource/dynamic/text/{resourceId}`).
+        name: String,
+        /// The argument (or template variable) to complete.
+        argument: String,
+        /// What is typed so far.
+        #[arg(default_value = "")]
+        prefix: String,
+        /// An argument already chosen, `key=value` (suggestions may depend on it).
+        #[arg(long = "arg", value_name = "K=V")]
+        args: Vec<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Add a server: `add NAME -- command args...` or `add NAME --url URL`.
     Add {
         /// Its name.

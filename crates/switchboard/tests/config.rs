@@ -280,7 +280,9 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
             "wif_without": {"url": "https://d.example/mcp", "oauth": {"grant": "jwt_bearer"}},
             "assertion_elsewhere": {"url": "https://d.example/mcp", "oauth": {"assertion": "x"}},
             "opencode": {"url": "https://e.example/mcp", "oauth": {"clientId": "oc", "clientSecret": "${TOKEN}", "scope": "a b"}},
-            "opencode_twice": {"url": "https://e.example/mcp", "oauth": {"clientId": "oc", "client_id": "oc"}}
+            "opencode_twice": {"url": "https://e.example/mcp", "oauth": {"clientId": "oc", "client_id": "oc"}},
+            "no_dpop": {"url": "https://e.example/mcp", "oauth": {"dpop": false}},
+            "bad_dpop": {"url": "https://e.example/mcp", "oauth": {"dpop": "sometimes"}}
         }}"#,
     );
     let loaded = config::load(&options(dir.path(), &dir.path().join("none.json"), vec![file]));
@@ -298,6 +300,15 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
         matches!(&http.oauth.assertion, Some(switchboard::config::AssertionSource::File(p)) if p.ends_with("token") && !p.starts_with("~")),
         "{:?}",
         http.oauth.assertion
+    );
+    let TransportConfig::Http(http) = &valid(loaded.servers.get("no_dpop")).transport else { panic!() };
+    assert_eq!(http.oauth.dpop, switchboard::config::DpopMode::Never);
+    assert_eq!(
+        match &valid(loaded.servers.get("ok")).transport {
+            TransportConfig::Http(h) => h.oauth.dpop,
+            _ => panic!(),
+        },
+        switchboard::config::DpopMode::Auto
     );
     // OpenCode's spelling: the same fields.
     let TransportConfig::Http(http) = &valid(loaded.servers.get("opencode")).transport else { panic!() };
@@ -322,6 +333,7 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
         ("wif_without", "oauth.grant", "assertion_file"),
         ("assertion_elsewhere", "oauth.assertion", "jwt_bearer"),
         ("opencode_twice", "oauth.clientId", "written again"),
+        ("bad_dpop", "oauth.dpop", "sometimes"),
     ] {
         let d = loaded
             .diagnostics

@@ -73,7 +73,11 @@ pub async fn logout(store: &TokenStore, url: &str, server: &str) -> Result<bool,
     let (store, url, server) = (store.clone(), url.to_string(), server.to_string());
     tokio::task::spawn_blocking(move || {
         let had = store.entry(&url)?.is_some_and(|e| e.credentials.is_some());
-        store.update(&url, &server, |e| e.credentials = None)?;
+        // The DPoP key goes with the tokens bound to it: the next login makes a new one.
+        store.update(&url, &server, |e| {
+            e.credentials = None;
+            e.dpop_key = None;
+        })?;
         Ok(had)
     })
     .await

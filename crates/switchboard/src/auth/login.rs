@@ -1,16 +1,18 @@
 //! The login flow for one server: discovery (from the server's challenge, else the well-known
 //! paths), the client identity in the spec's order, the authorization URL with PKCE S256,
 //! `state` and RFC 8707 `resource`, then the callback: state and issuer checked, code
-//! exchanged, tokens saved to the store. And the machine-to-machine grant (client
-//! credentials), which needs no browser.
+//! exchanged, tokens saved to the store. The grants without a browser are in `grants`, the
+//! connection's manager in `connect`.
 
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession,
-    ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig,
 };
 
+use std::sync::Arc;
+
+use super::dpop::{Dpop, DpopKey, OAuthClient};
 use super::store::{ClientRecord, TokenStore, now};
-use crate::config::{HttpConfig, OAuthConfig};
+use crate::config::{DpopMode, HttpConfig};
 
 /// Why a login could not go on. Messages name the step and never carry a token, code,
 /// verifier or secret.
@@ -50,7 +52,7 @@ pub enum LoginError {
     Store(#[from] super::StoreError),
 }
 
-fn protocol(step: &'static str) -> impl FnOnce(AuthError) -> LoginError {
+pub(super) fn protocol(step: &'static str) -> impl FnOnce(AuthError) -> LoginError {
     move |e| LoginError::Protocol { step, message: e.to_string() }
 }
 
@@ -130,8 +132,83 @@ fn scope_union(before: Vec<String>, now: Vec<String>) -> Vec<String> {
 }
 
 /// A manager for `http`'s URL whose tokens live in `store`.
-async fn manager(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<AuthorizationManager, LoginError> {
+pub(super) async fn manager(
+    server: &str,
+    http: &HttpConfig,
+    store: &TokenStore,
+) -> Result<AuthorizationManager, LoginError> {
     let mut manager = AuthorizationManager::new(http.url.as_str()).await.map_err(protocol("setting up OAuth"))?;
+    manager.set_credential_store(store.for_url(&http.url, server));
+    Ok(manager)
+}
+
+/// Whether the authorization server offers DPoP with ES256 (RFC 9449 §5.1).
+pub(super) fn offers_dpop(metadata: &AuthorizationMetadata) -> bool {
+    metadata
+        .additional_fields
+        .get("dpop_signing_alg_values_supported")
+        .and_then(|v| v.as_array())
+        .is_some_and(|algs| algs.iter().any(|a| a.as_str() == Some("ES256")))
+}
+
+/// The server's DPoP key when its tokens are to be bound (`oauth.dpop`, and for `auto` what the
+/// authorization server offers): the one stored with its tokens, else a new one, stored.
+pub(super) fn dpop_for(
+    server: &str,
+    http: &HttpConfig,
+    store: &TokenStore,
+    offered: bool,
+) -> Result<Option<Arc<Dpop>>, LoginError> {
+    let wanted = match http.oauth.dpop {
+        DpopMode::Never => false,
+        DpopMode::Always => true,
+        _ => offered,
+    };
+    if !wanted {
+        return Ok(None);
+    }
+    let dpop_error = |e: super::dpop::DpopError| LoginError::Protocol { step: "DPoP", message: e.to_string() };
+    if let Some(stored) = store.entry(&http.url)?.and_then(|e| e.dpop_key) {
+        return Ok(Some(Dpop::new(DpopKey::from_stored(&stored.0).map_err(dpop_error)?)));
+    }
+    let (key, stored) = DpopKey::generate().map_err(dpop_error)?;
+    store.update(&http.url, server, |e| e.dpop_key = Some(super::store::Secret(stored)))?;
+    Ok(Some(Dpop::new(key)))
+}
+
+/// The key a stored token is bound to, when it is (`token_type: DPoP`).
+pub(super) fn bound_dpop(entry: Option<&super::store::Entry>) -> Option<Arc<Dpop>> {
+    let entry = entry?;
+    let response = entry.credentials.as_ref()?.token_response.as_ref()?;
+    let kind = serde_json::to_value(response).ok()?.get("token_type")?.as_str()?.to_string();
+    if !kind.eq_ignore_ascii_case("dpop") {
+        return None;
+    }
+    match entry.dpop_key.as_ref().map(|k| DpopKey::from_stored(&k.0)) {
+        Some(Ok(key)) => Some(Dpop::new(key)),
+        Some(Err(e)) => {
+            tracing::warn!("{e}");
+            None
+        }
+        None => {
+            tracing::warn!("a DPoP-bound token is stored without its key: log in again");
+            None
+        }
+    }
+}
+
+/// A manager whose OAuth requests go through the DPoP client (proofs on token requests).
+pub(super) async fn dpop_manager(
+    server: &str,
+    http: &HttpConfig,
+    store: &TokenStore,
+    dpop: &Arc<Dpop>,
+) -> Result<AuthorizationManager, LoginError> {
+    let client = OAuthClient::new(dpop.clone(), &http.url)
+        .map_err(|e| LoginError::Protocol { step: "DPoP", message: format!("no HTTP client: {e}") })?;
+    let mut manager = AuthorizationManager::new_with_oauth_http_client(http.url.as_str(), Arc::new(client))
+        .await
+        .map_err(protocol("setting up OAuth"))?;
     manager.set_credential_store(store.for_url(&http.url, server));
     Ok(manager)
 }
@@ -141,7 +218,7 @@ async fn manager(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<
 /// server has no protected-resource metadata and its own origin serves authorisation-server
 /// metadata whose `issuer` is not that origin (the 2025-03-26 arrangement, before issuers
 /// were checked), that metadata is used, with a warning: it comes from the MCP server itself.
-async fn discover(
+pub(super) async fn discover(
     manager: &AuthorizationManager,
     http: &HttpConfig,
     challenge: Option<&str>,
@@ -197,13 +274,19 @@ pub async fn begin(
         .and_then(|v| v.as_bool())
         .unwrap_or(false);
     let can_register = metadata.registration_endpoint.is_some();
-    manager.set_metadata(metadata);
+    let offered = offers_dpop(&metadata);
+    manager.set_metadata(metadata.clone());
     let entry = store.entry(&http.url)?.unwrap_or_default();
     // SEP-2350: a new login asks for what was granted before as well as what is asked for now
     // (a step-up's challenge names only the scope that was missing).
     let granted = entry.credentials.as_ref().map(|c| c.granted_scopes.clone()).unwrap_or_default();
     let wanted = if oauth.scopes.is_empty() { manager.select_scopes(None, &[]) } else { oauth.scopes.clone() };
     let scopes = scope_union(granted, wanted);
+    // DPoP: from here on (registration, the code exchange, refreshes) through the DPoP client.
+    if let Some(dpop) = dpop_for(server, http, store, offered)? {
+        manager = dpop_manager(server, http, store, &dpop).await?;
+        manager.set_metadata(metadata);
+    }
     let mut request =
         AuthorizationRequest::new(redirect_uri).with_client_name("switchboard").with_scopes(scopes.clone());
     let stored = entry.client.filter(|c| c.redirect_uri.as_deref() == Some(redirect_uri));
@@ -255,277 +338,6 @@ pub(crate) async fn can_identify(http: &HttpConfig, challenge: Option<&str>) -> 
     let metadata = discover(&manager, http, challenge).await.ok()?;
     let cimd = metadata.additional_fields.get("client_id_metadata_document_supported").and_then(|v| v.as_bool());
     Some(metadata.registration_endpoint.is_some() || (cimd == Some(true) && http.oauth.client_metadata_url.is_some()))
-}
-
-/// The grants that need no browser: client credentials (the configured client's secret, or a
-/// JWT signed with its private key) and enterprise-managed authorization (an ID token from
-/// the organisation's identity provider). Gets a token and saves it.
-pub async fn client_credentials(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
-    // rmcp's exchange future is not `Send` (it keeps a form serializer across an await), so
-    // it runs on a runtime of its own, on a blocking thread.
-    let (server, http, store) = (server.to_string(), http.clone(), store.clone());
-    let run = move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| LoginError::Protocol { step: "client credentials", message: format!("no runtime: {e}") })?;
-        match http.oauth.grant {
-            crate::config::OAuthGrant::Enterprise => runtime.block_on(enterprise(&server, &http, &store)),
-            crate::config::OAuthGrant::JwtBearer => runtime.block_on(jwt_bearer(&server, &http, &store)),
-            _ => runtime.block_on(exchange_client_credentials(&server, &http, &store)),
-        }
-    };
-    tokio::task::spawn_blocking(run)
-        .await
-        .map_err(|e| LoginError::Protocol { step: "client credentials", message: e.to_string() })?
-}
-
-async fn exchange_client_credentials(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
-    let mut manager = manager(server, http, store).await?;
-    manager.set_metadata(discover(&manager, http, None).await?);
-    let config = credentials_config(&http.oauth, &http.url)?;
-    manager.configure_client_credentials(&config).map_err(protocol("client credentials"))?;
-    manager.exchange_client_credentials(&config).await.map_err(protocol("client credentials"))?;
-    Ok(())
-}
-
-/// SEP-990: the ID token is exchanged at the identity provider for an ID-JAG (RFC 8693),
-/// which the server's authorization server exchanges for an access token (RFC 7523
-/// jwt-bearer, authenticated as the configured client).
-async fn enterprise(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
-    use oauth2::ClientSecret;
-    use rmcp::transport::auth::enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest};
-    let step = "enterprise authorization";
-    let fail = |message: String| LoginError::Protocol { step, message };
-    let (Some(idp), Some(client_id)) = (&http.oauth.enterprise, &http.oauth.client_id) else {
-        return Err(fail("`oauth.enterprise` and `oauth.client_id` are needed".into()));
-    };
-    let manager = manager(server, http, store).await?;
-    let metadata = discover(&manager, http, None).await?;
-    let issuer = metadata.issuer.clone().ok_or_else(|| fail("the authorization server names no issuer".into()))?;
-    let mut idp_server = EmaAuthorizationServer::new(&idp.idp_issuer, &idp.idp_token_endpoint, &idp.idp_client_id);
-    if let Some(secret) = &idp.idp_client_secret {
-        idp_server = idp_server
-            .with_client_authentication(EmaClientAuthentication::ClientSecretBasic(ClientSecret::new(secret.clone())));
-    }
-    let mut resource_as = EmaAuthorizationServer::new(&issuer, &metadata.token_endpoint, client_id);
-    if let Some(secret) = &http.oauth.client_secret {
-        resource_as = resource_as
-            .with_client_authentication(EmaClientAuthentication::ClientSecretBasic(ClientSecret::new(secret.clone())));
-    }
-    let client = rmcp::transport::auth::default_oauth_http_client().map_err(|e| fail(e.to_string()))?;
-    let token = EmaExchangeRequest::new_with_id_token(idp_server, resource_as, &http.url, &idp.id_token)
-        .with_scopes(http.oauth.scopes.clone())
-        .exchange(&client, &client)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    let mut scopes: Vec<String> = token.scopes.iter().cloned().collect();
-    scopes.sort();
-    let token = Obtained {
-        access_token: token.access_token.secret().clone(),
-        token_type: "bearer".into(),
-        expires_in: token.expires_in.map(|d| d.as_secs()),
-        scopes,
-    };
-    save_token(server, http, store, client_id, issuer, token).map_err(|e| match e {
-        LoginError::Protocol { message, .. } => fail(message),
-        other => other,
-    })
-}
-
-/// A token a grant without refresh obtained.
-struct Obtained {
-    access_token: String,
-    token_type: String,
-    expires_in: Option<u64>,
-    scopes: Vec<String>,
-}
-
-/// Stores `token` as rmcp stores any token, so the connection reads it the same way.
-fn save_token(
-    server: &str,
-    http: &HttpConfig,
-    store: &TokenStore,
-    client_id: &str,
-    issuer: String,
-    token: Obtained,
-) -> Result<(), LoginError> {
-    let response = serde_json::json!({
-        "access_token": token.access_token,
-        "token_type": token.token_type,
-        "expires_in": token.expires_in,
-        "scope": (!token.scopes.is_empty()).then(|| token.scopes.join(" ")),
-    });
-    let response = serde_json::from_value(response)
-        .map_err(|e| LoginError::Protocol { step: "storing the token", message: format!("the token response: {e}") })?;
-    let credentials =
-        rmcp::transport::auth::StoredCredentials::new(client_id.to_string(), Some(response), token.scopes, Some(now()))
-            .with_issuer(Some(issuer));
-    store.update(&http.url, server, |e| e.credentials = Some(credentials))?;
-    Ok(())
-}
-
-/// The grant type of RFC 7523.
-const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
-
-/// Workload identity (RFC 7523, SEP-1933): the workload's JWT goes to the authorization
-/// server's token endpoint as the assertion of a `jwt-bearer` grant, once: a refusal
-/// (`invalid_grant`, `invalid_scope`, `unauthorized_client`) is reported as the server said
-/// it, never retried and never answered with another grant.
-async fn jwt_bearer(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
-    let step = "workload identity (jwt-bearer)";
-    let fail = |message: String| LoginError::Protocol { step, message };
-    let assertion = match &http.oauth.assertion {
-        Some(crate::config::AssertionSource::Value(v)) => v.trim().to_string(),
-        Some(crate::config::AssertionSource::File(path)) => std::fs::read_to_string(path)
-            .map_err(|e| fail(format!("reading `oauth.assertion_file` {}: {e}", path.display())))?
-            .trim()
-            .to_string(),
-        None => return Err(fail("`oauth.assertion_file` (or `oauth.assertion`) is not set".into())),
-    };
-    if assertion.is_empty() {
-        return Err(fail("the workload's JWT is empty".into()));
-    }
-    let manager = manager(server, http, store).await?;
-    let metadata = discover(&manager, http, None).await?;
-    let issuer = metadata.issuer.clone().unwrap_or_else(|| metadata.token_endpoint.clone());
-    let mut form: Vec<(&str, &str)> =
-        vec![("grant_type", JWT_BEARER), ("assertion", &assertion), ("resource", &http.url)];
-    let scope = http.oauth.scopes.join(" ");
-    if !scope.is_empty() {
-        form.push(("scope", &scope));
-    }
-    let client = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(30))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| fail(format!("no HTTP client: {e}")))?;
-    let mut request = client.post(&metadata.token_endpoint).header(reqwest::header::ACCEPT, "application/json");
-    match (&http.oauth.client_id, &http.oauth.client_secret) {
-        (Some(id), Some(secret)) => request = request.basic_auth(urlencode(id), Some(urlencode(secret))),
-        (Some(id), None) => form.push(("client_id", id)),
-        _ => {}
-    }
-    let response = request.form(&form).send().await.map_err(|e| fail(format!("{}: {e}", metadata.token_endpoint)))?;
-    let status = response.status();
-    let body: serde_json::Value = response.json().await.unwrap_or_default();
-    if !status.is_success() {
-        let error = body["error"].as_str().unwrap_or("no error code");
-        let said = body["error_description"]
-            .as_str()
-            .map(|d| format!(" ({})", crate::text::excerpt(d, 200)))
-            .unwrap_or_default();
-        return Err(fail(format!(
-            "the authorization server refused the workload's JWT: {error}{said} (HTTP {status})"
-        )));
-    }
-    let access_token = body["access_token"].as_str().ok_or_else(|| fail("the answer has no access_token".into()))?;
-    let scopes = match body["scope"].as_str() {
-        Some(s) => s.split_whitespace().map(str::to_string).collect(),
-        None => http.oauth.scopes.clone(),
-    };
-    let token = Obtained {
-        access_token: access_token.to_string(),
-        token_type: body["token_type"].as_str().unwrap_or("bearer").to_string(),
-        expires_in: body["expires_in"].as_u64(),
-        scopes,
-    };
-    let client_id = http.oauth.client_id.clone().unwrap_or_default();
-    save_token(server, http, store, &client_id, issuer, token)
-}
-
-/// RFC 6749 §2.3.1: client credentials in Basic are form-urlencoded first.
-fn urlencode(s: &str) -> String {
-    form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
-fn credentials_config(oauth: &OAuthConfig, url: &str) -> Result<ClientCredentialsConfig, LoginError> {
-    let missing =
-        |what: &str| LoginError::Protocol { step: "client credentials", message: format!("`oauth.{what}` is not set") };
-    let client_id = oauth.client_id.clone().ok_or_else(|| missing("client_id"))?;
-    let scopes = oauth.scopes.clone();
-    let resource = Some(url.to_string());
-    if let Some(file) = &oauth.private_key_file {
-        let signing_key = std::fs::read(file).map_err(|e| LoginError::Protocol {
-            step: "client credentials",
-            message: format!("reading `oauth.private_key_file` {}: {e}", file.display()),
-        })?;
-        let signing_algorithm = match oauth.signing_algorithm.as_deref().unwrap_or("ES256") {
-            "ES384" => JwtSigningAlgorithm::ES384,
-            "RS256" => JwtSigningAlgorithm::RS256,
-            "RS384" => JwtSigningAlgorithm::RS384,
-            "RS512" => JwtSigningAlgorithm::RS512,
-            _ => JwtSigningAlgorithm::ES256,
-        };
-        return Ok(ClientCredentialsConfig::PrivateKeyJwt {
-            client_id,
-            signing_key,
-            signing_algorithm,
-            token_endpoint_audience: None,
-            scopes,
-            resource,
-        });
-    }
-    let client_secret = oauth.client_secret.clone().ok_or_else(|| missing("client_secret"))?;
-    Ok(ClientCredentialsConfig::ClientSecret { client_id, client_secret, scopes, resource })
-}
-
-/// The authorised HTTP client's manager for a connection: tokens from the store (refreshed
-/// as they near expiry, saved when rotated), or for client credentials a fresh exchange when
-/// there is no usable token. `None` when nothing is stored (the request then goes out
-/// without a token and a 401 says the server needs a login).
-pub(crate) async fn connection_manager(
-    server: &str,
-    http: &HttpConfig,
-    store: &TokenStore,
-) -> Result<Option<AuthorizationManager>, LoginError> {
-    let entry = store.entry(&http.url).unwrap_or_else(|e| {
-        tracing::warn!(server, "the token store cannot be read: {e}");
-        None
-    });
-    let has_tokens = entry.as_ref().is_some_and(|e| e.credentials.as_ref().is_some_and(|c| c.token_response.is_some()));
-    let machine = http.oauth.grant == crate::config::OAuthGrant::ClientCredentials;
-    // Grants with no refresh token: a token missing or expiring is obtained anew.
-    let enterprise =
-        matches!(http.oauth.grant, crate::config::OAuthGrant::Enterprise | crate::config::OAuthGrant::JwtBearer);
-    if !has_tokens && !machine && !enterprise {
-        return Ok(None);
-    }
-    if enterprise {
-        // No refresh in this grant: a token that is missing or expiring is exchanged anew.
-        let mut manager = manager(server, http, store).await?;
-        manager.set_metadata(discover(&manager, http, None).await?);
-        if !has_tokens || manager.get_access_token().await.is_err() {
-            client_credentials(server, http, store).await?;
-        }
-        return Ok(Some(manager));
-    }
-    if machine {
-        let mut manager = manager(server, http, store).await?;
-        manager.set_metadata(discover(&manager, http, None).await?);
-        let config = credentials_config(&http.oauth, &http.url)?;
-        manager.configure_client_credentials(&config).map_err(protocol("client credentials"))?;
-        if !has_tokens || manager.get_access_token().await.is_err() {
-            client_credentials(server, http, store).await?;
-        }
-        return Ok(Some(manager));
-    }
-    let mut manager = manager(server, http, store).await?;
-    manager.set_metadata(discover(&manager, http, None).await?);
-    if !manager.initialize_from_store().await.map_err(protocol("loading the stored login"))? {
-        return Ok(None);
-    }
-    // A confidential client needs its secret to refresh.
-    let secret =
-        http.oauth.client_secret.clone().or_else(|| entry.and_then(|e| e.client).and_then(|c| c.client_secret));
-    if let Some(secret) = secret
-        && let Ok(credentials) = manager.get_credentials().await
-    {
-        let (client_id, _) = credentials;
-        let config = OAuthClientConfig::new(client_id, "http://127.0.0.1/oauth/callback").with_client_secret(secret);
-        manager.configure_client(config).map_err(protocol("loading the stored login"))?;
-    }
-    Ok(Some(manager))
 }
 
 #[cfg(test)]

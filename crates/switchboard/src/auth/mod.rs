@@ -4,14 +4,18 @@
 //! connection's authorised HTTP client.
 
 pub mod callback;
+pub(crate) mod connect;
+pub mod dpop;
+mod grants;
 mod list;
 pub mod login;
 pub mod store;
 
 pub use callback::{CALLBACK_PATH, Callback, CallbackError, Responder, page};
+pub use grants::client_credentials;
 pub use list::{LoginInfo, list_logins, logout};
-pub use login::{Login, LoginError, begin, client_credentials};
-pub use store::{ClientRecord, Entry, StoreError, TokenStore};
+pub use login::{Login, LoginError, begin};
+pub use store::{ClientRecord, Entry, Secret, StoreError, TokenStore};
 
 /// The `scope` a `WWW-Authenticate` challenge asks for (`Bearer error="insufficient_scope",
 /// scope="files:read files:write"`), if it names one.

@@ -86,9 +86,24 @@ pub struct Entry {
     /// scope (a 403 `insufficient_scope`): the next login asks for what it names (step-up).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub challenge: Option<String>,
+    /// The DPoP key pair its tokens are bound to (base64url PKCS#8), made at the first DPoP
+    /// login and kept across logins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<Secret>,
     /// Last change (Unix seconds).
     #[serde(default)]
     pub updated_at: u64,
+}
+
+/// A string that is never shown (`Debug` prints `<redacted>`).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -153,7 +168,7 @@ impl TokenStore {
     }
 
     /// Changes the entry for `url` (created empty if missing; removed if `change` leaves it
-    /// with neither client nor credentials) under the file lock. Returns where a corrupt file
+    /// with no client, credentials or DPoP key) under the file lock. Returns where a corrupt file
     /// was moved, if one was.
     pub fn update(
         &self,
@@ -184,7 +199,7 @@ impl TokenStore {
         change(entry);
         entry.server = server.to_string();
         entry.updated_at = now();
-        if entry.client.is_none() && entry.credentials.is_none() {
+        if entry.client.is_none() && entry.credentials.is_none() && entry.dpop_key.is_none() {
             contents.servers.remove(url);
         }
         contents.version = version();

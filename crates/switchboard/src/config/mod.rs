@@ -25,7 +25,7 @@ pub use discover::{FileLook, LoadOptions, load, managed_file};
 pub use edit::{
     EditError, NewServer, PolicyEdit, add_policy_rule, disable_server, enable_server, remove_server, write_server,
 };
-pub use oauth::{AssertionSource, DEFAULT_CALLBACK_PORT, EnterpriseConfig, OAuthConfig, OAuthGrant};
+pub use oauth::{AssertionSource, DEFAULT_CALLBACK_PORT, DpopMode, EnterpriseConfig, OAuthConfig, OAuthGrant};
 pub use policy::{AuditConfig, DefaultRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules};
 
 /// Reads one server entry as it would stand in a file (`source`, of `scope`), expanding

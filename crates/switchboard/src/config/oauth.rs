@@ -12,7 +12,8 @@
 //!   "grant": "authorization_code",             // or "client_credentials", "enterprise", "jwt_bearer"
 //!   "private_key_file": "~/keys/sb.pem",       // client_credentials with private_key_jwt
 //!   "signing_algorithm": "ES256",
-//!   "assertion_file": "/var/run/secrets/tokens/mcp"  // jwt_bearer: the workload's JWT (or "assertion": "${VAR}")
+//!   "assertion_file": "/var/run/secrets/tokens/mcp", // jwt_bearer: the workload's JWT (or "assertion": "${VAR}")
+//!   "dpop": "auto"                              // DPoP-bound tokens when offered; true: always; false: never
 //! }
 //! ```
 //!
@@ -46,6 +47,20 @@ pub enum OAuthGrant {
     /// workload (a Kubernetes service account token, a cloud's identity token) is exchanged
     /// for an access token. No browser, no client secret.
     JwtBearer,
+}
+
+/// When tokens are bound to a key of this host (DPoP, RFC 9449).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DpopMode {
+    /// When the authorization server offers it (ES256 in `dpop_signing_alg_values_supported`).
+    #[default]
+    Auto,
+    /// Always (a server that does not offer it gets proofs it may ignore).
+    Always,
+    /// Never: plain bearer tokens.
+    Never,
 }
 
 /// Where a `jwt_bearer` grant's assertion comes from.
@@ -128,6 +143,8 @@ pub struct OAuthConfig {
     pub enterprise: Option<Box<EnterpriseConfig>>,
     /// The workload's JWT for the `jwt_bearer` grant.
     pub assertion: Option<AssertionSource>,
+    /// DPoP.
+    pub dpop: DpopMode,
 }
 
 impl Default for OAuthConfig {
@@ -143,6 +160,7 @@ impl Default for OAuthConfig {
             signing_algorithm: None,
             enterprise: None,
             assertion: None,
+            dpop: DpopMode::Auto,
         }
     }
 }
@@ -160,6 +178,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("signing_algorithm", &self.signing_algorithm)
             .field("enterprise", &self.enterprise)
             .field("assertion", &self.assertion)
+            .field("dpop", &self.dpop)
             .finish()
     }
 }
@@ -252,6 +271,13 @@ pub(crate) fn parse(
             .collect::<Result<_, _>>()?,
         Some(_) => return fail("scopes", "must be an array of strings (or one space-separated string)"),
     };
+    let dpop = match obj.remove("dpop") {
+        None | Some(Value::Null) => DpopMode::Auto,
+        Some(Value::Bool(true)) => DpopMode::Always,
+        Some(Value::Bool(false)) => DpopMode::Never,
+        Some(Value::String(s)) if s == "auto" => DpopMode::Auto,
+        Some(other) => return fail("dpop", format!("must be \"auto\", true or false, found {other}")),
+    };
     let callback_port = match obj.remove("callback_port") {
         None | Some(Value::Null) => DEFAULT_CALLBACK_PORT,
         Some(v) => match v.as_u64().and_then(|p| u16::try_from(p).ok()) {
@@ -263,7 +289,7 @@ pub(crate) fn parse(
         return fail(
             &key,
             "unknown field (known: client_id, client_secret, client_metadata_url, scopes, callback_port, grant, \
-             private_key_file, signing_algorithm, enterprise, assertion, assertion_file)",
+             private_key_file, signing_algorithm, enterprise, assertion, assertion_file, dpop)",
         );
     }
     let grant = match grant.as_deref() {
@@ -344,5 +370,6 @@ pub(crate) fn parse(
         signing_algorithm,
         enterprise,
         assertion,
+        dpop,
     })
 }

@@ -92,6 +92,8 @@ pub(crate) struct ServerIdentity {
     pub has_tools: bool,
     pub has_resources: bool,
     pub has_prompts: bool,
+    /// It answers `completion/complete`.
+    pub has_completions: bool,
 }
 
 /// A live session.
@@ -223,6 +225,7 @@ impl Connection {
                 has_tools: info.capabilities.tools.is_some(),
                 has_resources: info.capabilities.resources.is_some(),
                 has_prompts: info.capabilities.prompts.is_some(),
+                has_completions: info.capabilities.completions.is_some(),
             },
             None => ServerIdentity {
                 protocol_version: String::new(),
@@ -232,6 +235,7 @@ impl Connection {
                 has_tools: true,
                 has_resources: false,
                 has_prompts: false,
+                has_completions: false,
             },
         };
         // 2026-07-28: list changes and resource updates come on a `subscriptions/listen` stream.

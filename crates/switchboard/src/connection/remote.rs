@@ -60,7 +60,7 @@ pub(super) async fn start(
     // client-credentials exchange. Not with a static bearer token.
     let manager = match &http.bearer_token_env_var {
         Some(_) => None,
-        None => crate::auth::login::connection_manager(&config.name, http, &ctx.tokens).await.map_err(|e| {
+        None => crate::auth::connect::connection_manager(&config.name, http, &ctx.tokens).await.map_err(|e| {
             with_url(StartFailure::new(
                 FailureKind::NeedsAuth,
                 format!("OAuth: {e}; run `switchboard auth {}`", config.name),
@@ -71,7 +71,10 @@ pub(super) async fn start(
     let client = HttpClient::new()
         .map_err(|e| StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("no HTTP client: {e}")))?
         .with_max_message_bytes(config.max_message_bytes);
-    let authorised = manager.map(|m| AuthClient::new(client.clone(), m));
+    // A DPoP-bound token goes as `Authorization: DPoP` with a proof per request, under rmcp's
+    // authorised client (which still refreshes it).
+    let authorised =
+        manager.map(|a| AuthClient::new(crate::auth::dpop::DpopLayer::new(client.clone(), a.dpop), a.manager));
     // The legacy SSE transport takes the current token as a header (refreshed at the next
     // connection, not mid-session).
     let mut sse_headers = headers.clone();

@@ -5,10 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, JsonObject,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerResult, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, InputRequiredResult, JsonObject, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::ServiceError;
 use serde::Serialize;
@@ -321,20 +320,6 @@ impl Hub {
         })
     }
 
-    /// Asks a server for completions of a prompt's or a resource template's argument
-    /// (`completion/complete`).
-    pub async fn complete(&self, server: &str, params: CompleteRequestParams) -> Result<CompleteResult, Error> {
-        let slot = self.inner.slot(server)?.clone();
-        let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
-        let conn = ensure_connected(&self.inner, &slot, timeout).await?;
-        let what = "completion/complete".to_string();
-        match tokio::time::timeout(timeout, conn.peer.complete(params)).await {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => Err(Box::pin(map_error(&slot, &conn, e, &what)).await),
-            Err(_) => Err(Error::Timeout { server: server.into(), what, after: timeout }),
-        }
-    }
-
     /// Reads a resource from a server.
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, Error> {
         let what = format!("resources/read {uri}");
@@ -556,7 +541,11 @@ async fn next_round(
 /// next attempt is due within [`retry::WAIT_FOR_DUE`], at most `wait` in all; one that went away
 /// is connected now when no timer will (a short-lived host, or no attempt scheduled); anything
 /// else fails at once, saying why and when the next attempt is.
-async fn ensure_connected(inner: &Arc<Inner>, slot: &Arc<Slot>, wait: Duration) -> Result<Arc<Connection>, Error> {
+pub(super) async fn ensure_connected(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    wait: Duration,
+) -> Result<Arc<Connection>, Error> {
     let deadline = tokio::time::Instant::now() + wait;
     let mut changed = inner.changed.subscribe();
     loop {

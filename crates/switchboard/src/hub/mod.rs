@@ -12,6 +12,7 @@
 mod approve;
 mod auth;
 mod calls;
+mod complete;
 mod connect;
 mod health;
 mod manage;
@@ -29,6 +30,7 @@ use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 
 pub use calls::{CallOptions, ToolOutput};
+pub use complete::Completing;
 pub use retry::Reconnect;
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};

@@ -307,6 +307,39 @@ fn a_server_asking_to_open_a_page_gets_the_url_and_a_question_on_a_terminal() {
     assert!(drawn.contains("declined to open the URL"), "no unless yes: {drawn:?}");
 }
 
+/// `switchboard complete`: server-everything's suggestions for a prompt's argument, given the
+/// one chosen before, and for a template's variable; a server without completion says so.
+#[test]
+fn complete_prints_the_servers_suggestions() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = home.path().join("everything.json");
+    let everything = json!({"command": "node", "args": [switchboard_testkit::node_peer("server-everything"), "stdio"]});
+    let demo = json!({"command": switchboard_testkit::fixture()});
+    std::fs::write(&cfg, json!({"servers": {"everything": everything, "demo": demo}}).to_string()).unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = sb(home.path(), home.path()).args(["--config", cfg, "complete"]).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["everything", "prompt", "completable-prompt", "department", "Eng"]);
+    assert_eq!((code, out.as_str()), (Some(0), "Engineering\n"), "{err}");
+    let (code, out, err) =
+        run(&["everything", "prompt", "completable-prompt", "name", "", "--arg", "department=Marketing"]);
+    assert_eq!((code, out.as_str()), (Some(0), "Grace\nHenry\nIris\n"), "{err}");
+    let (code, out, _) =
+        run(&["everything", "resource", "demo://resource/dynamic/text/{resourceId}", "resourceId", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(code, Some(0));
+    assert!(v["values"].as_array().unwrap().iter().any(|x| x == "1"), "{v}");
+    let (code, _, err) = run(&["demo", "prompt", "greet", "who", "A"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("server `demo` does not offer completion"), "{err}");
+}
+
 /// `switchboard serve`: answers on loopback with the token from the data folder, refuses
 /// without it, and on SIGTERM closes every server (no process left behind).
 #[test]

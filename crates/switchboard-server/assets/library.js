@@ -2,6 +2,7 @@
 // messages got), in blocks that stay open across re-renders.
 
 import { outputFor } from "./calls.js";
+import { fillTemplate, suggest, templateVariables } from "./complete.js";
 import { h } from "./dom.js";
 import { api, enc, state } from "./core.js";
 
@@ -41,12 +42,25 @@ export function renderResources(name, detail, openTools) {
     input.value = draft ? draft.args : template.uriTemplate;
     input.addEventListener("input", () => state.drafts.set(key, { args: input.value }));
     input.addEventListener("keydown", (e) => e.key === "Enter" && readResource(name, input.value, key));
+    // One field per variable, with the server's suggestions; the URI follows them.
+    const values = {};
+    const variables = templateVariables(template.uriTemplate).map((v) => {
+      const field = h("input", { type: "text", name: v, spellcheck: "false", "aria-label": v });
+      const list = suggest(field, name, { resource_template: template.uriTemplate }, v, () => ({ ...values }));
+      field.addEventListener("input", () => {
+        values[v] = field.value;
+        input.value = fillTemplate(template.uriTemplate, values);
+        state.drafts.set(key, { args: input.value });
+      });
+      return h("label", { class: "arg" }, h("span", { text: v }), field, list);
+    });
     section.append(
       block(
         key,
         openTools,
         [h("span", { class: "tool-name", text: template.title || template.name }), h("span", { class: "tool-desc", text: template.uriTemplate })],
         template.description ? h("p", { class: "tool-full", text: template.description }) : null,
+        ...variables,
         h("div", { class: "call-row" }, input, h("button", { type: "button", text: "Read", onclick: () => readResource(name, input.value, key) })),
       ),
     );
@@ -78,6 +92,8 @@ export function renderPrompts(name, detail, openTools) {
   for (const { prompt } of detail.prompts) {
     const key = `prompt:${name}:${prompt.name}`;
     const draft = state.drafts.get(key) || { args: {} };
+    // The arguments chosen so far, as context for the server's suggestions.
+    const chosen = (except) => Object.fromEntries(Object.entries(draft.args).filter(([k, v]) => k !== except && v !== ""));
     const inputs = (prompt.arguments || []).map((a) => {
       const input = h("input", { type: "text", name: a.name, required: a.required ? true : null });
       input.value = draft.args[a.name] || "";
@@ -85,7 +101,8 @@ export function renderPrompts(name, detail, openTools) {
         draft.args[a.name] = input.value;
         state.drafts.set(key, draft);
       });
-      return h("label", { class: "arg" }, h("span", { text: a.name + (a.required ? " *" : "") }), input, a.description ? h("span", { class: "small", text: a.description }) : null);
+      const list = suggest(input, name, { prompt: prompt.name }, a.name, () => chosen(a.name));
+      return h("label", { class: "arg" }, h("span", { text: a.name + (a.required ? " *" : "") }), input, list, a.description ? h("span", { class: "small", text: a.description }) : null);
     });
     const form = h("form", { class: "call", novalidate: true }, ...inputs, h("div", { class: "call-row" }, h("button", { type: "submit", class: "primary", text: "Get" })));
     form.addEventListener("submit", (e) => {

@@ -35,6 +35,7 @@ const ASSETS: &[Asset] = &[
     asset!("app.js", "text/javascript; charset=utf-8"),
     asset!("approvals.js", "text/javascript; charset=utf-8"),
     asset!("calls.js", "text/javascript; charset=utf-8"),
+    asset!("complete.js", "text/javascript; charset=utf-8"),
     asset!("core.js", "text/javascript; charset=utf-8"),
     asset!("dom.js", "text/javascript; charset=utf-8"),
     asset!("library.js", "text/javascript; charset=utf-8"),

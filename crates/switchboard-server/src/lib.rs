@@ -7,6 +7,7 @@
 
 mod api;
 mod approvals;
+mod complete;
 mod dashboard;
 mod error;
 mod events;
@@ -155,6 +156,7 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::read_resource))
         .routes(routes!(api::list_prompts))
         .routes(routes!(api::get_prompt))
+        .routes(routes!(complete::complete))
         .routes(routes!(api::events))
         .routes(routes!(questions::list))
         .routes(routes!(questions::answer))

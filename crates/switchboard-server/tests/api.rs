@@ -206,6 +206,42 @@ async fn server_everything_through_the_api() {
     let (status, body) = send(s.post("/api/prompts/everything/simple-prompt", json!({}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(!body["messages"].as_array().unwrap().is_empty(), "{body}");
+
+    // Completion: a prompt's argument from what is typed, the next one from the first's value,
+    // a template's variable.
+    let complete = |body: serde_json::Value| send(s.post("/api/complete", body));
+    let (status, body) = complete(
+        json!({"server": "everything", "prompt": "completable-prompt", "argument": "department", "value": "Eng"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["values"], json!(["Engineering"]), "{body}");
+    assert_eq!(body["supported"], true);
+    let (_, body) =
+        complete(json!({"server": "everything", "prompt": "completable-prompt", "argument": "name", "value": "",
+        "context": {"department": "Sales"}}))
+        .await;
+    assert_eq!(body["values"], json!(["David", "Eve", "Frank"]), "the department chosen decides: {body}");
+    let (_, body) =
+        complete(json!({"server": "everything", "resource_template": "demo://resource/dynamic/text/{resourceId}",
+        "argument": "resourceId", "value": "1"}))
+        .await;
+    assert!(body["values"].as_array().unwrap().iter().any(|v| v == "1"), "{body}");
+    let (status, body) = complete(json!({"server": "everything", "argument": "x"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{body}");
+    let (status, body) = complete(json!({"server": "nope", "prompt": "p", "argument": "x"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_server"), "{body}");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_without_completion_is_not_asked() {
+    let s = Served::start(demo_and_broken()).await;
+    let (status, body) =
+        send(s.post("/api/complete", json!({"server": "demo", "prompt": "greet", "argument": "who", "value": "A"})))
+            .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"values": [], "total": null, "has_more": false, "supported": false}));
     s.shutdown().await;
 }
 

@@ -84,8 +84,8 @@ try {
   await hello.locator("[data-testid=result] .block-text").getByText("hello resource").waitFor();
   const item7 = page.locator('details.tool[data-tool="template:demo:fixture://item/{id}"]');
   await item7.locator("summary").click();
-  await item7.locator("input").fill("fixture://item/7");
-  await item7.locator("input").press("Enter");
+  await item7.locator('input[aria-label^="URI for"]').fill("fixture://item/7");
+  await item7.locator('input[aria-label^="URI for"]').press("Enter");
   await item7.locator("[data-testid=result] .block-text").getByText("item 7").waitFor();
   const greet = page.locator('details.tool[data-tool="prompt:demo:greet"]');
   await greet.locator("summary").click();
@@ -138,6 +138,32 @@ try {
   const tiny = tool("mcp__everything__get-tiny-image").locator("[data-testid=result] img");
   await tiny.waitFor();
   assert.ok(await tiny.evaluate((i) => i.complete && i.naturalWidth > 0), "the image decoded");
+
+  step("completion: the server's suggestions in a prompt's and a template's fields, with the arguments already chosen");
+  const completable = page.locator('details.tool[data-tool="prompt:everything:completable-prompt"]');
+  await completable.locator("summary").click();
+  const options = (input) => input.evaluate((el) => [...(el.list?.options || [])].map((o) => o.value));
+  const department = completable.locator('input[name="department"]');
+  await department.fill("Eng");
+  await page.waitForFunction((el) => el.list && el.list.options.length > 0, await department.elementHandle());
+  assert.deepEqual(await options(department), ["Engineering"]);
+  await department.fill("Engineering");
+  const person = completable.locator('input[name="name"]');
+  await person.focus();
+  await page.waitForFunction((el) => el.list && el.list.options.length > 0, await person.elementHandle());
+  assert.deepEqual(await options(person), ["Alice", "Bob", "Charlie"], "names of the department chosen");
+  await person.fill("Bob");
+  await completable.getByRole("button", { name: "Get" }).click();
+  await completable.locator("[data-testid=result]").getByText(/Bob/).first().waitFor();
+  const textTemplate = page.locator('details.tool[data-tool="template:everything:demo://resource/dynamic/text/{resourceId}"]');
+  await textTemplate.locator("summary").click();
+  const resourceId = textTemplate.locator('input[name="resourceId"]');
+  await resourceId.fill("1");
+  await page.waitForFunction((el) => el.list && el.list.options.length > 0, await resourceId.elementHandle());
+  assert.ok((await options(resourceId)).includes("1"), "suggested ids");
+  assert.equal(await textTemplate.locator('input[aria-label^="URI for"]').inputValue(), "demo://resource/dynamic/text/1");
+  await textTemplate.getByRole("button", { name: "Read" }).click();
+  await textTemplate.locator("[data-testid=result] .block-text").first().waitFor();
 
   step("a server's question (elicitation) becomes a form, checked against its schema before it is sent");
   let answers = 0;

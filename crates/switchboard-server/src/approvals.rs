@@ -12,9 +12,7 @@
 //! response is the decision (409 `nobody_to_ask` when nobody follows the events). A request
 //! whose connection closes (the call was cancelled, the gateway ended) is withdrawn.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
@@ -23,12 +21,12 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use switchboard::policy::{Approval, ApprovalRequest, Approver, BoxFuture};
-use tokio::sync::oneshot;
 use utoipa::ToSchema;
 
 use crate::api::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::events::EventLog;
+use crate::queue::{Asked, Queue};
 
 /// The longest an approval waits for the person.
 pub const WAIT: Duration = Duration::from_secs(600);
@@ -55,23 +53,21 @@ pub struct PendingApproval {
     pub origin: Option<String>,
 }
 
-struct Pending {
-    shown: PendingApproval,
-    answer: oneshot::Sender<Approval>,
-}
-
 /// The approval queue. Give it to [`switchboard::HubOptions::approver`] and to
 /// [`crate::ServeOptions::approvals`].
-#[derive(Default)]
 pub struct ApprovalQueue {
-    pending: Mutex<BTreeMap<u64, Pending>>,
-    next: AtomicU64,
-    log: Mutex<Weak<EventLog>>,
+    queue: Queue<PendingApproval, Approval>,
+}
+
+impl Default for ApprovalQueue {
+    fn default() -> Self {
+        ApprovalQueue { queue: Queue::new("approval", "decision", WAIT) }
+    }
 }
 
 impl std::fmt::Debug for ApprovalQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApprovalQueue").field("pending", &self.waiting().len()).finish_non_exhaustive()
+        f.debug_struct("ApprovalQueue").field("queue", &self.queue).finish()
     }
 }
 
@@ -87,77 +83,43 @@ impl ApprovalQueue {
     }
 
     pub(crate) fn attach(&self, log: &Arc<EventLog>) {
-        *self.log.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(log);
-    }
-
-    fn log(&self) -> Option<Arc<EventLog>> {
-        self.log.lock().unwrap_or_else(PoisonError::into_inner).upgrade()
+        self.queue.attach(log);
     }
 
     /// The calls waiting, oldest first.
     pub fn waiting(&self) -> Vec<PendingApproval> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner).values().map(|p| p.shown.clone()).collect()
+        self.queue.waiting()
     }
 
     /// Answers call `id`; `false` when no such call waits.
     pub fn answer(&self, id: u64, approval: Approval) -> bool {
-        let Some(p) = self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id) else { return false };
-        let _ = p.answer.send(approval);
-        self.settled(id, approval.as_str());
-        true
-    }
-
-    fn settled(&self, id: u64, decision: &str) {
-        if let Some(log) = self.log() {
-            log.publish_value(json!({"type": "approval_settled", "id": id, "decision": decision}));
-        }
+        self.queue.answer(id, approval, approval.as_str(), |_, _| Ok::<(), ()>(())).is_some()
     }
 
     /// Puts `request` to whoever follows the events; `Err` with the reason when nobody does.
     async fn ask(&self, request: ApprovalRequest, origin: Option<String>) -> Result<Approval, String> {
-        let Some(log) = self.log().filter(|l| l.watchers() > 0) else { return Err(NOBODY.into()) };
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let shown = PendingApproval {
-            id,
-            request: serde_json::to_value(&request).unwrap_or_default(),
-            rule: request.rule.to_string(),
-            summary: request.summary(),
-            choices: choices(),
-            origin,
-        };
-        let mut event = serde_json::to_value(&shown).unwrap_or_default();
-        event["type"] = json!("approval_requested");
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Pending { shown, answer: tx });
-        // The call cancelled (or its client gone): the guard takes the question back.
-        let _guard = Withdraw { queue: self, id };
-        log.publish_value(event);
-        let stopping = log.stopping().clone();
-        drop(log);
-        Ok(tokio::select! {
-            answer = tokio::time::timeout(WAIT, rx) => answer.ok().and_then(Result::ok).unwrap_or(Approval::Deny),
-            () = stopping.cancelled() => Approval::Deny,
-        })
+        let asked = self
+            .queue
+            .ask(|id| PendingApproval {
+                id,
+                request: serde_json::to_value(&request).unwrap_or_default(),
+                rule: request.rule.to_string(),
+                summary: request.summary(),
+                choices: choices(),
+                origin,
+            })
+            .await;
+        match asked {
+            Asked::Answer(a) => Ok(a),
+            Asked::Nobody => Err(NOBODY.into()),
+            Asked::NoAnswer => Ok(Approval::Deny),
+        }
     }
 }
 
 /// Why nobody is asked when nobody follows the events.
 const NOBODY: &str =
     "nobody follows `switchboard serve`'s events to be asked (open the dashboard: `switchboard dashboard`)";
-
-struct Withdraw<'a> {
-    queue: &'a ApprovalQueue,
-    id: u64,
-}
-
-impl Drop for Withdraw<'_> {
-    fn drop(&mut self) {
-        let removed = self.queue.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
-        if removed.is_some() {
-            self.queue.settled(self.id, "withdrawn");
-        }
-    }
-}
 
 impl Approver for ApprovalQueue {
     fn approve<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval> {
@@ -169,9 +131,9 @@ impl Approver for ApprovalQueue {
     }
 
     fn unavailable(&self) -> Option<String> {
-        match self.log() {
-            Some(log) if log.watchers() > 0 => None,
-            _ => Some(NOBODY.into()),
+        match self.queue.watched() {
+            Some(_) => None,
+            None => Some(NOBODY.into()),
         }
     }
 }

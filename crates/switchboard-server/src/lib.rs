@@ -14,6 +14,7 @@ mod events;
 mod login;
 mod manage;
 mod questions;
+mod queue;
 mod running;
 mod security;
 

@@ -8,25 +8,23 @@
 //! following the events there is nobody to ask: the question is declined at once, so a
 //! script's tool call does not hang on a form no one will see.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use switchboard::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor, check_answer};
-use tokio::sync::oneshot;
 use utoipa::ToSchema;
 
 use crate::api::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::events::EventLog;
+use crate::queue::{Asked, Queue};
 
 /// The longest a question waits for the person.
 pub const WAIT: Duration = Duration::from_secs(600);
@@ -51,23 +49,21 @@ pub struct Question {
     pub url: Option<String>,
 }
 
-struct Pending {
-    question: Question,
-    answer: oneshot::Sender<ElicitationAnswer>,
-}
-
 /// The questions servers ask; the hub's [`Elicitor`] under `switchboard serve`. Give it to
 /// [`switchboard::HubOptions::elicitor`] and to [`crate::ServeOptions::questions`].
-#[derive(Default)]
 pub struct Questions {
-    pending: Mutex<BTreeMap<u64, Pending>>,
-    next: AtomicU64,
-    log: Mutex<Weak<EventLog>>,
+    queue: Queue<Question, ElicitationAnswer>,
+}
+
+impl Default for Questions {
+    fn default() -> Self {
+        Questions { queue: Queue::new("elicitation", "action", WAIT) }
+    }
 }
 
 impl std::fmt::Debug for Questions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Questions").field("pending", &self.waiting().len()).finish_non_exhaustive()
+        f.debug_struct("Questions").field("queue", &self.queue).finish()
     }
 }
 
@@ -79,85 +75,40 @@ impl Questions {
 
     /// Publishes questions (and their endings) on `log`.
     pub(crate) fn attach(&self, log: &Arc<EventLog>) {
-        *self.log.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(log);
-    }
-
-    fn log(&self) -> Option<Arc<EventLog>> {
-        self.log.lock().unwrap_or_else(PoisonError::into_inner).upgrade()
+        self.queue.attach(log);
     }
 
     /// The questions waiting, oldest first.
     pub fn waiting(&self) -> Vec<Question> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner).values().map(|p| p.question.clone()).collect()
+        self.queue.waiting()
     }
 
     /// Answers question `id`. An accepted answer must fit the question's schema (the problems
     /// are returned otherwise, and the question still waits).
     pub fn answer(&self, id: u64, answer: ElicitationAnswer) -> Result<(), AnswerError> {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        let question = pending.get(&id).ok_or_else(|| AnswerError::Unknown(id.to_string()))?;
-        if let ElicitationAnswer::Accept(values) = &answer {
-            let problems = check_answer(&question.question.schema, values);
-            if !problems.is_empty() {
-                return Err(AnswerError::Invalid(problems.join("; ")));
+        let how = action_of(&answer);
+        let fits = |question: &Question, answer: &ElicitationAnswer| match answer {
+            ElicitationAnswer::Accept(values) => {
+                let problems = check_answer(&question.schema, values);
+                if problems.is_empty() { Ok(()) } else { Err(AnswerError::Invalid(problems.join("; "))) }
             }
-        }
-        let Some(p) = pending.remove(&id) else { return Err(AnswerError::Unknown(id.to_string())) };
-        drop(pending);
-        let action = action_of(&answer);
-        // The asking side may have gone (its call ended) a moment ago: then nothing waits.
-        let _ = p.answer.send(answer);
-        self.settled(id, action);
-        Ok(())
-    }
-
-    fn settled(&self, id: u64, action: &str) {
-        if let Some(log) = self.log() {
-            log.publish_value(json!({"type": "elicitation_settled", "id": id, "action": action}));
-        }
-    }
-
-    async fn ask(&self, request: ElicitationRequest) -> ElicitationAnswer {
-        let Some(log) = self.log().filter(|l| l.watchers() > 0) else {
-            tracing::info!(server = %request.server, "declined a question: nobody follows the events to answer it");
-            return ElicitationAnswer::Decline;
+            _ => Ok(()),
         };
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let ElicitationRequest { server, message, schema, url, .. } = request;
-        let question = Question { id, server, message, schema, url };
-        let (tx, rx) = oneshot::channel();
-        let mut event = serde_json::to_value(&question).unwrap_or_default();
-        event["type"] = json!("elicitation_requested");
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Pending { question, answer: tx });
-        // If the server gives up (or goes away) first, this future is dropped and the guard
-        // takes the question back and says so; an answered question is gone already.
-        let _guard = Withdraw { questions: self, id };
-        log.publish_value(event);
-        let stopping = log.stopping().clone();
-        drop(log);
-        tokio::select! {
-            answer = tokio::time::timeout(WAIT, rx) => match answer {
-                Ok(Ok(answer)) => answer,
-                // Nobody answered in time.
-                _ => ElicitationAnswer::Cancel,
-            },
-            // The server stops: nobody will answer.
-            () = stopping.cancelled() => ElicitationAnswer::Cancel,
-        }
+        self.queue.answer(id, answer, how, fits).unwrap_or_else(|| Err(AnswerError::Unknown(id.to_string())))
     }
-}
 
-/// Takes a question back when its asker stops waiting.
-struct Withdraw<'a> {
-    questions: &'a Questions,
-    id: u64,
-}
-
-impl Drop for Withdraw<'_> {
-    fn drop(&mut self) {
-        let removed = self.questions.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
-        if removed.is_some() {
-            self.questions.settled(self.id, "withdrawn");
+    /// Asks whoever follows the events; declined at once when nobody does, cancelled when
+    /// nobody answers in time or `serve` stops. The server giving up first takes it back.
+    async fn ask(&self, request: ElicitationRequest) -> ElicitationAnswer {
+        let ElicitationRequest { server, message, schema, url, .. } = request;
+        let asked = self.queue.ask(|id| Question { id, server: server.clone(), message, schema, url }).await;
+        match asked {
+            Asked::Answer(answer) => answer,
+            Asked::Nobody => {
+                tracing::info!(server = %server, "declined a question: nobody follows the events to answer it");
+                ElicitationAnswer::Decline
+            }
+            Asked::NoAnswer => ElicitationAnswer::Cancel,
         }
     }
 }

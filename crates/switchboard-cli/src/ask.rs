@@ -28,16 +28,50 @@ impl Screen {
     }
 }
 
-/// Asks on the terminal, one request at a time.
-pub struct TerminalElicitor {
+/// The person at the terminal, asked one thing at a time (by the elicitor, the approver and the
+/// sampler alike): what is drawn (a spinner) is set aside while they answer.
+#[derive(Clone)]
+pub struct Terminal {
     screen: Screen,
-    turn: tokio::sync::Mutex<()>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Terminal {
+    /// Asking on the terminal, clear of what `screen` draws.
+    pub fn new(screen: Screen) -> Self {
+        Terminal { screen, turn: Arc::default() }
+    }
+
+    /// Runs `ask` with stdin and stderr on a blocking thread, when it is this question's
+    /// turn; `None` if it could not run.
+    pub async fn ask<R: Send + 'static>(
+        &self,
+        ask: impl FnOnce(&mut std::io::StdinLock<'static>, &mut std::io::Stderr) -> R + Send + 'static,
+    ) -> Option<R> {
+        let _turn = self.turn.lock().await;
+        let bar = self.screen.current();
+        tokio::task::spawn_blocking(move || {
+            let mut input = std::io::stdin().lock();
+            let mut err = std::io::stderr();
+            match &bar {
+                Some(bar) => bar.suspend(|| ask(&mut input, &mut err)),
+                None => ask(&mut input, &mut err),
+            }
+        })
+        .await
+        .ok()
+    }
+}
+
+/// Asks servers' questions on the terminal.
+pub struct TerminalElicitor {
+    terminal: Terminal,
 }
 
 impl TerminalElicitor {
-    /// An elicitor that keeps clear of what `screen` draws.
-    pub fn new(screen: Screen) -> Self {
-        TerminalElicitor { screen, turn: tokio::sync::Mutex::new(()) }
+    /// An elicitor asking at `terminal`.
+    pub fn new(terminal: Terminal) -> Self {
+        TerminalElicitor { terminal }
     }
 }
 
@@ -47,16 +81,8 @@ impl Elicitor for TerminalElicitor {
         request: ElicitationRequest,
     ) -> Pin<Box<dyn std::future::Future<Output = ElicitationAnswer> + Send + '_>> {
         Box::pin(async move {
-            let _turn = self.turn.lock().await;
-            let bar = self.screen.current();
-            let asked = tokio::task::spawn_blocking(move || {
-                let stdin = std::io::stdin();
-                let mut input = stdin.lock();
-                let mut err = std::io::stderr();
-                let answer = match &bar {
-                    Some(bar) => bar.suspend(|| ask(&request, &mut input, &mut err)),
-                    None => ask(&request, &mut input, &mut err),
-                };
+            let asked = self.terminal.ask(move |input, err| {
+                let answer = ask(&request, input, err);
                 // URL mode: the person said yes to opening it.
                 if let (ElicitationAnswer::Accept(_), Some(url)) = (&answer, &request.url) {
                     let opened = crate::login::has_display() && crate::login::open_browser(url);
@@ -65,9 +91,8 @@ impl Elicitor for TerminalElicitor {
                     }
                 }
                 answer
-            })
-            .await;
-            asked.unwrap_or(ElicitationAnswer::Decline)
+            });
+            asked.await.unwrap_or(ElicitationAnswer::Decline)
         })
     }
 

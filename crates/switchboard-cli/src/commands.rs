@@ -67,9 +67,12 @@ where
     let mut options = HubOptions::new(ctx.paths.clone()).short_lived();
     options.only = only;
     // A server's request for input is put to the person only when there is one at a terminal.
+    // The same for a server asking for a completion: the person answers as the model.
     if std::io::stdin().is_terminal() && render::stderr_tty() {
-        options = options.elicitor(Arc::new(ask::TerminalElicitor::new(ctx.screen.clone())));
-        options = options.approver(crate::policy::TerminalApprover::new(ctx.screen.clone()));
+        let terminal = ask::Terminal::new(ctx.screen.clone());
+        options = options.elicitor(Arc::new(ask::TerminalElicitor::new(terminal.clone())));
+        options = options.approver(crate::policy::TerminalApprover::new(terminal.clone()));
+        options = options.sampler(Arc::new(crate::sample::TerminalSampler::new(terminal)));
     }
     let hub = Hub::start(&ctx.loaded, options);
     let cancel = CancellationToken::new();

@@ -16,6 +16,7 @@ mod logs;
 mod manage;
 mod policy;
 mod render;
+mod sample;
 mod serve;
 mod signals;
 

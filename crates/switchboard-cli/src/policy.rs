@@ -13,7 +13,7 @@ use switchboard::Hub;
 use switchboard::policy::approvals::ApprovalStore;
 use switchboard::policy::{Approval, ApprovalRequest, Approver, BoxFuture};
 
-use crate::ask::Screen;
+use crate::ask::Terminal;
 use crate::commands::{Ctx, print_json};
 use crate::render::{safe, short, table};
 
@@ -196,35 +196,22 @@ pub fn audit(ctx: &Ctx, since_text: Option<&str>, server: Option<&str>, json: bo
     Ok(0)
 }
 
-/// Asks at the terminal, one request at a time.
+/// Asks at the terminal.
 pub struct TerminalApprover {
-    screen: Screen,
-    turn: tokio::sync::Mutex<()>,
+    terminal: Terminal,
 }
 
 impl TerminalApprover {
-    /// An approver that keeps clear of what `screen` draws.
-    pub fn new(screen: Screen) -> Arc<Self> {
-        Arc::new(TerminalApprover { screen, turn: tokio::sync::Mutex::new(()) })
+    /// An approver asking at `terminal`.
+    pub fn new(terminal: Terminal) -> Arc<Self> {
+        Arc::new(TerminalApprover { terminal })
     }
 }
 
 impl Approver for TerminalApprover {
     fn approve<'a>(&'a self, request: ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
-            let _turn = self.turn.lock().await;
-            let bar = self.screen.current();
-            let asked = tokio::task::spawn_blocking(move || {
-                let stdin = std::io::stdin();
-                let mut input = stdin.lock();
-                let mut err = std::io::stderr();
-                match &bar {
-                    Some(bar) => bar.suspend(|| ask(&request, &mut input, &mut err)),
-                    None => ask(&request, &mut input, &mut err),
-                }
-            })
-            .await;
-            asked.unwrap_or(Approval::Deny)
+            self.terminal.ask(move |input, err| ask(&request, input, err)).await.unwrap_or(Approval::Deny)
         })
     }
 }

@@ -29,6 +29,9 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     let questions = Questions::new();
     let relay = switchboard_gateway::Relay::new();
     relay.with_fallback(questions.clone());
+    // The same for a server's request for a completion: the person answers it there.
+    let sampling = switchboard_server::SamplingQueue::new();
+    relay.with_sampling_fallback(sampling.clone());
     // Calls the policy asks about go to the MCP client that made them, when it can be asked
     // (the gateway's own approver), else to the dashboard's queue.
     let approvals = switchboard_server::ApprovalQueue::new();
@@ -48,6 +51,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     let mut options = ServeOptions::new(ctx.paths.data_dir.clone());
     options.questions = Some(questions);
     options.approvals = Some(approvals);
+    options.sampling = Some(sampling);
     options.gateway = Some(gateway);
     options.bind = listen.bind;
     options.port = listen.port;

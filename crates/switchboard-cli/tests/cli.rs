@@ -307,6 +307,34 @@ fn a_server_asking_to_open_a_page_gets_the_url_and_a_question_on_a_terminal() {
     assert!(drawn.contains("declined to open the URL"), "no unless yes: {drawn:?}");
 }
 
+/// Sampling on a terminal: server-everything asks for a completion during `call`; the person
+/// reads it and writes the reply, which the tool returns. Off a terminal no sampler is
+/// declared, so server-everything does not even offer the tool.
+#[test]
+fn a_servers_request_for_a_completion_is_answered_at_the_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = home.path().join("everything.json");
+    let everything = json!({"command": "node", "args": [switchboard_testkit::node_peer("server-everything"), "stdio"]});
+    std::fs::write(&cfg, json!({"servers": {"everything": everything}}).to_string()).unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let args = ["--config", cfg, "call", "everything/trigger-sampling-request", "--arg", "prompt=Name a colour"];
+    let drawn = on_terminal_typing(home.path(), &args, true, "w\nBlue, mostly.\n.\n");
+    assert!(drawn.contains("server `everything` asks for a completion"), "{drawn:?}");
+    assert!(drawn.contains("Name a colour"), "the request is shown: {drawn:?}");
+    // The tool's result carries the reply as the model's (what was typed is echoed too).
+    let result = drawn.split("LLM sampling result:").nth(1).unwrap_or_default();
+    assert!(
+        result.contains("\"model\": \"human\"") && result.contains("\"text\": \"Blue, mostly.\""),
+        "the reply came back in the result: {drawn:?}"
+    );
+    let drawn = on_terminal_typing(home.path(), &args, true, "\n");
+    assert!(drawn.contains("declined"), "{drawn:?}");
+    let out = sb(home.path(), home.path()).args(["--config", cfg, "tools"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(!listed.contains("trigger-sampling-request"), "not offered without someone to answer: {listed}");
+    assert!(listed.contains("mcp__everything__echo"), "{listed}");
+}
+
 /// `switchboard complete`: server-everything's suggestions for a prompt's argument, given the
 /// one chosen before, and for a template's variable; a server without completion says so.
 #[test]

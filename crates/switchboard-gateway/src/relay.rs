@@ -90,6 +90,7 @@ pub struct Relay {
     state: Mutex<State>,
     next: AtomicU64,
     fallback: Mutex<Option<Arc<dyn Elicitor>>>,
+    sampling_fallback: Mutex<Option<Arc<dyn Sampler>>>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -120,6 +121,12 @@ impl Relay {
     /// Who answers when no MCP session can (the dashboard's questions, in `serve`).
     pub fn with_fallback(self: &Arc<Self>, elicitor: Arc<dyn Elicitor>) {
         *self.fallback.lock().unwrap_or_else(PoisonError::into_inner) = Some(elicitor);
+    }
+
+    /// Who answers a server's request for a completion when no MCP session can (the
+    /// dashboard's person, in `serve`).
+    pub fn with_sampling_fallback(self: &Arc<Self>, sampler: Arc<dyn Sampler>) {
+        *self.sampling_fallback.lock().unwrap_or_else(PoisonError::into_inner) = Some(sampler);
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -241,11 +248,21 @@ impl Sampler for Relay {
                 call.send(Ask::Sample { request, reply }).map_err(|_| "the call ended".to_string())?;
                 return answer.await.map_err(|_| "the call ended".to_string())?;
             }
-            let session = self.recent_session().ok_or("no MCP client is connected to the gateway")?;
-            if session.peer.peer_info().and_then(|i| i.capabilities.sampling.clone()).is_none() {
-                return Err("the client in front of the gateway does not offer sampling".into());
+            let session = self.recent_session();
+            let samples = |s: &SessionPeer| s.peer.peer_info().and_then(|i| i.capabilities.sampling.clone()).is_some();
+            if let Some(session) = session.as_ref().filter(|s| samples(s)) {
+                return session
+                    .peer
+                    .create_message(request.params)
+                    .await
+                    .map_err(|e| format!("the client refused: {e}"));
             }
-            session.peer.create_message(request.params).await.map_err(|e| format!("the client refused: {e}"))
+            let fallback = self.sampling_fallback.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            match (fallback, session) {
+                (Some(f), _) => f.create_message(request).await,
+                (None, Some(_)) => Err("the client in front of the gateway does not offer sampling".into()),
+                (None, None) => Err("no MCP client is connected to the gateway".into()),
+            }
         })
     }
 }

@@ -9,8 +9,7 @@ import { callForm, outputFor } from "./calls.js";
 import { $, activity, announce, api, enc, state } from "./core.js";
 import { h } from "./dom.js";
 import { firstLine, renderPrompts, renderResources } from "./library.js";
-import { approvalCard } from "./approvals.js";
-import { questionCard } from "./questions.js";
+import * as asking from "./asking.js";
 
 // ---------------------------------------------------------------- status words
 
@@ -354,58 +353,6 @@ async function authenticate(name) {
   }
 }
 
-// ---------------------------------------------------------------- questions from servers
-
-function addQuestion(question) {
-  if (state.questions.has(question.id)) return;
-  const card = questionCard(question, async (action, content) => {
-    await api("POST", `/api/elicitations/${question.id}`, action === "accept" ? { action, content } : { action });
-    removeQuestion(question.id);
-  });
-  state.questions.set(question.id, card);
-  $("questions").append(card);
-  $("questions").hidden = false;
-}
-
-function removeQuestion(id) {
-  const card = state.questions.get(id);
-  if (!card) return;
-  card.remove();
-  state.questions.delete(id);
-  $("questions").hidden = state.questions.size === 0 && state.approvals.size === 0;
-}
-
-async function loadQuestions() {
-  const [{ elicitations }, { approvals }] = await Promise.all([api("GET", "/api/elicitations"), api("GET", "/api/approvals")]);
-  const waiting = new Set(elicitations.map((q) => q.id));
-  for (const id of [...state.questions.keys()]) if (!waiting.has(id)) removeQuestion(id);
-  for (const q of elicitations) addQuestion(q);
-  const asked = new Set(approvals.map((a) => a.id));
-  for (const id of [...state.approvals.keys()]) if (!asked.has(id)) removeApproval(id);
-  for (const a of approvals) addApproval(a);
-}
-
-// ---------------------------------------------------------------- calls the policy asks about
-
-function addApproval(pending) {
-  if (state.approvals.has(pending.id)) return;
-  const card = approvalCard(pending, async (decision) => {
-    await api("POST", `/api/approvals/${pending.id}`, { decision });
-    removeApproval(pending.id);
-  });
-  state.approvals.set(pending.id, card);
-  $("questions").append(card);
-  $("questions").hidden = false;
-}
-
-function removeApproval(id) {
-  const card = state.approvals.get(id);
-  if (!card) return;
-  card.remove();
-  state.approvals.delete(id);
-  $("questions").hidden = state.questions.size === 0 && state.approvals.size === 0;
-}
-
 // ---------------------------------------------------------------- live events
 
 function connectEvents() {
@@ -415,7 +362,7 @@ function connectEvents() {
     live.dataset.state = "live";
     live.textContent = "live";
     // A question asked while the stream was away is still waiting.
-    loadQuestions().catch(() => {});
+    asking.load().catch(() => {});
   };
   source.onerror = async () => {
     live.dataset.state = "reconnecting";
@@ -501,25 +448,35 @@ function connectEvents() {
     activity("progress", `${server}: ${tool} ${progress}${total ? "/" + total : ""}${message ? " " + message : ""}`);
   });
   on("elicitation_requested", (question) => {
-    addQuestion(question);
+    asking.add("elicitation", question);
     activity("question", `${question.server} asks: ${question.message}`);
     announce(`${question.server} asks: ${question.message}`);
   });
   on("elicitation_settled", ({ id, action }) => {
-    const card = state.questions.get(id);
+    const card = asking.cardOf("elicitation", id);
     if (card && action === "withdrawn") activity("question", `${card.dataset.server}: its question was withdrawn`);
-    removeQuestion(id);
+    asking.remove("elicitation", id);
   });
   on("approval_requested", (pending) => {
-    addApproval(pending);
+    asking.add("approval", pending);
     const r = pending.request || {};
     activity("question", `allow ${r.name}? (${pending.rule})`);
     announce(`Allow ${r.name}?`);
   });
   on("approval_settled", ({ id, decision }) => {
-    const card = state.approvals.get(id);
+    const card = asking.cardOf("approval", id);
     if (card && decision === "withdrawn") activity("question", `${card.dataset.server}: the call waiting for approval ended`);
-    removeApproval(id);
+    asking.remove("approval", id);
+  });
+  on("sampling_requested", (pending) => {
+    asking.add("sampling", pending);
+    activity("question", `${pending.server} asks for a completion`);
+    announce(`${pending.server} asks for a completion`);
+  });
+  on("sampling_settled", ({ id, action }) => {
+    const card = asking.cardOf("sampling", id);
+    if (card && action === "withdrawn") activity("question", `${card.dataset.server}: its request for a completion was withdrawn`);
+    asking.remove("sampling", id);
   });
   on("tool_called", ({ name, outcome, decision }) => {
     if (outcome === "denied") activity("error", `${name}: denied (${decision})`);
@@ -539,7 +496,7 @@ async function loadAll() {
     state.selected = state.servers.has(wanted) ? wanted : servers.length ? servers[0].name : null;
   }
   // Tool lists for filtering by tool name, in the background; questions waiting.
-  await Promise.all([...servers.map((s) => loadDetail(s.name)), loadQuestions()]);
+  await Promise.all([...servers.map((s) => loadDetail(s.name)), asking.load()]);
   renderList();
   renderDetail();
 }

@@ -12,8 +12,7 @@ export const state = {
   calls: new Map(), // tool name -> AbortController of the call in flight
   drafts: new Map(), // tool name -> {args, timeout} typed in its call form
   results: new Map(), // tool name -> the element showing its last result
-  questions: new Map(), // question id -> its form (a server asks the person)
-  approvals: new Map(), // approval id -> its card (the policy asks about a tool call)
+  asking: new Map(), // "kind:id" -> its card (a server's question, an approval, a sampling request)
 };
 
 export const $ = (id) => document.getElementById(id);

@@ -33,6 +33,8 @@ pub struct AppState {
     pub questions: Option<Arc<crate::questions::Questions>>,
     /// Calls waiting for approval, if the hub asks through this API.
     pub approvals: Option<Arc<crate::approvals::ApprovalQueue>>,
+    /// Servers' requests for a completion, if the relay asks through this API.
+    pub sampling: Option<Arc<crate::sampling::SamplingQueue>>,
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -524,7 +526,7 @@ pub async fn get_prompt(
 
 #[utoipa::path(get, path = "/api/events", tag = "events",
     params(("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
-    responses((status = 200, description = "Server-Sent Events: `status_changed`, `catalog_changed`, `resource_updated`, `log`, `progress`, `auth_needed`, `server_removed`, `elicitation_requested` (a server asks the person; answer with POST /api/elicitations/{id}), `elicitation_settled`, `approval_requested` (the policy asks about a tool call; decide with POST /api/approvals/{id}), `approval_settled`, `tool_called` (one per call: the audit line); `reset` when events were missed",
+    responses((status = 200, description = "Server-Sent Events: `status_changed`, `catalog_changed`, `resource_updated`, `log`, `progress`, `auth_needed`, `server_removed`, `elicitation_requested` (a server asks the person; answer with POST /api/elicitations/{id}), `elicitation_settled`, `approval_requested` (the policy asks about a tool call; decide with POST /api/approvals/{id}), `approval_settled`, `sampling_requested` (a server asks for a completion; answer with POST /api/sampling/{id}), `sampling_settled`, `tool_called` (one per call: the audit line); `reset` when events were missed",
         content_type = "text/event-stream", body = String), (status = 401, body = ErrorBody)))]
 pub async fn events(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());

@@ -16,6 +16,7 @@ mod manage;
 mod questions;
 mod queue;
 mod running;
+mod sampling;
 mod security;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -35,6 +36,7 @@ pub use approvals::{ApprovalQueue, PendingApproval};
 pub use error::{ErrorBody, ErrorDetail};
 pub use questions::{AnswerError, Question, Questions};
 pub use running::{RecordError, RunningServe, ServeApprover};
+pub use sampling::{PendingSample, SamplingQueue};
 pub use security::COOKIE;
 
 /// The port used unless `--port` says otherwise.
@@ -72,6 +74,10 @@ pub struct ServeOptions {
     /// are published as events and decided through `/api/approvals` (the dashboard shows a
     /// card).
     pub approvals: Option<Arc<ApprovalQueue>>,
+    /// The relay's sampler when no MCP client can answer, if it is this API's
+    /// [`SamplingQueue`]: servers' requests for a completion are published as events and
+    /// answered through `/api/sampling` (the dashboard shows the request and takes the reply).
+    pub sampling: Option<Arc<SamplingQueue>>,
     /// A gateway over the same hub: `/mcp` then answers MCP clients (Streamable HTTP, both
     /// eras) with the same token, so the dashboard and agents share one set of connections.
     pub gateway: Option<switchboard_gateway::Gateway>,
@@ -89,6 +95,7 @@ impl ServeOptions {
             data_dir,
             questions: None,
             approvals: None,
+            sampling: None,
             gateway: None,
         }
     }
@@ -121,7 +128,7 @@ pub enum ServeError {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "switchboard", description = "The switchboard hub over HTTP: MCP servers, their tools, resources and prompts, and live events."),
-    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "elicitation"), (name = "approval"), (name = "session")),
+    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "elicitation"), (name = "approval"), (name = "sampling"), (name = "session")),
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
@@ -163,31 +170,34 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(questions::answer))
         .routes(routes!(approvals::list, approvals::request))
         .routes(routes!(approvals::decide))
+        .routes(routes!(sampling::list))
+        .routes(routes!(sampling::answer))
         .with_state(state)
         .split_for_parts();
     (router, openapi)
 }
 
-fn state(
-    hub: &Hub,
-    access: Arc<security::Access>,
-    questions: Option<Arc<Questions>>,
-    approvals: Option<Arc<ApprovalQueue>>,
-) -> api::AppState {
+fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> api::AppState {
     let events = events::EventLog::start(hub);
+    let (questions, approvals, sampling) =
+        (options.questions.clone(), options.approvals.clone(), options.sampling.clone());
     if let Some(q) = &questions {
         q.attach(&events);
     }
     if let Some(a) = &approvals {
         a.attach(&events);
     }
-    api::AppState { hub: hub.clone(), events, logins: Arc::default(), access, questions, approvals }
+    if let Some(s) = &sampling {
+        s.attach(&events);
+    }
+    api::AppState { hub: hub.clone(), events, logins: Arc::default(), access, questions, approvals, sampling }
 }
 
 /// The OpenAPI description of the API (what `GET /api/openapi.json` serves).
 pub fn openapi_json(hub: &Hub) -> serde_json::Value {
     let access = Arc::new(security::Access::new(String::new(), SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), &[]));
-    serde_json::to_value(api(state(hub, access, None, None)).1).unwrap_or_default()
+    let options = ServeOptions::new(std::path::PathBuf::new());
+    serde_json::to_value(api(state(hub, access, &options)).1).unwrap_or_default()
 }
 
 /// A bound server, not serving yet.
@@ -290,7 +300,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         None => addr.to_string(),
     };
     let login_url = format!("http://{host}/login?code={code}");
-    let state = state(hub, access.clone(), options.questions.clone(), options.approvals.clone());
+    let state = state(hub, access.clone(), options);
     let stopping = state.events.stopping().clone();
     let callback =
         Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());

@@ -234,6 +234,53 @@ async fn server_everything_through_the_api() {
     s.shutdown().await;
 }
 
+/// server-everything asks for a completion (`trigger-sampling-request`): the person reads it
+/// through the API and sends the reply, which the tool returns; declined, the tool says so;
+/// with nobody following the events, it is refused at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_request_for_a_completion_is_answered_by_the_person() {
+    let everything = json!({"command": "node", "args": [common::node_peer("server-everything"), "stdio"]});
+    let s = Served::start(json!({"everything": everything})).await;
+    let call = |prompt: &str| {
+        let request = s.post(
+            "/api/tools/mcp__everything__trigger-sampling-request/call",
+            json!({"arguments": {"prompt": prompt, "maxTokens": 40}}),
+        );
+        tokio::spawn(send(request))
+    };
+    let (status, body) = call("nobody").await.unwrap();
+    let text = body.to_string();
+    assert!(text.contains("nobody follows"), "refused at once: {status} {body}");
+
+    let mut events = follow_events(&s).await;
+    let asked = call("What is the capital of France?");
+    let pending = next_event(&mut events, "sampling_requested").await;
+    assert_eq!(pending["server"], "everything", "{pending}");
+    let said = pending["request"]["messages"].to_string();
+    assert!(said.contains("What is the capital of France?"), "{pending}");
+    assert_eq!(pending["request"]["maxTokens"], 40, "{pending}");
+    let id = pending["id"].as_u64().unwrap();
+    assert_eq!(send(s.get("/api/sampling")).await.1["requests"][0]["id"], id);
+    let answer = |id: u64, body: serde_json::Value| send(s.post(&format!("/api/sampling/{id}"), body));
+    let (status, body) = answer(id, json!({"action": "send"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{body}");
+    assert_eq!(answer(id, json!({"action": "send", "text": "Paris.", "model": "me"})).await.0, StatusCode::NO_CONTENT);
+    let (status, body) = asked.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.to_string().contains("Paris."), "the server got the reply: {body}");
+    let settled = next_event(&mut events, "sampling_settled").await;
+    assert_eq!(settled, json!({"type": "sampling_settled", "id": id, "action": "send"}));
+    let (status, body) = answer(id, json!({"action": "decline"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "unknown_sampling"), "{body}");
+
+    let asked = call("Say no");
+    let id = next_event(&mut events, "sampling_requested").await["id"].as_u64().unwrap();
+    assert_eq!(answer(id, json!({"action": "decline"})).await.0, StatusCode::NO_CONTENT);
+    let (_, body) = asked.await.unwrap();
+    assert!(body.to_string().contains("declined"), "{body}");
+    s.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_without_completion_is_not_asked() {
     let s = Served::start(demo_and_broken()).await;

@@ -211,6 +211,20 @@ try {
   await urlQuestion.waitFor({ state: "detached" });
   await urlTool.locator("[data-testid=result] .block-text").getByText(/declined to open the URL/).waitFor();
 
+  step("a server asking for a completion (sampling): the person reads it, writes the reply and sends it");
+  const samplingTool = tool("mcp__everything__trigger-sampling-request");
+  await callTool("mcp__everything__trigger-sampling-request", '{"prompt": "Name a colour of the sky", "maxTokens": 20}');
+  const sample = page.locator("#questions .sampling");
+  await sample.getByText("Name a colour of the sky").waitFor();
+  await sample.getByText(/at most 20 tokens/).waitFor();
+  await sample.getByRole("button", { name: "Send reply" }).click();
+  await sample.getByText("Write the reply first (or decline).").waitFor();
+  await sample.getByLabel("Your reply, as the model").fill("Blue, mostly.");
+  await sample.screenshot({ path: `${SHOTS}/dashboard-sampling.png` });
+  await sample.getByRole("button", { name: "Send reply" }).click();
+  await sample.waitFor({ state: "detached" });
+  await samplingTool.locator("[data-testid=result]").getByText(/Blue, mostly\./).first().waitFor();
+
   step("a call the policy asks about waits for a card with the call and the rule; each answer works");
   await item("demo").click();
   const addTool = tool("mcp__demo__add");

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use switchboard::config::{self, LoadOptions};
 use switchboard::{Hub, HubOptions, Paths};
-use switchboard_server::{ApprovalQueue, Questions, ServeOptions};
+use switchboard_server::{ApprovalQueue, Questions, SamplingQueue, ServeOptions};
 
 #[allow(unused_imports)]
 pub use switchboard_testkit::*;
@@ -42,17 +42,23 @@ impl Served {
         // As `switchboard serve` does: servers' questions go to whoever follows the events.
         options.managed_file = Some(dir.path().join("managed.json"));
         let questions = Questions::new();
-        // Calls the policy asks about wait in the API's queue.
+        // Calls the policy asks about wait in the API's queue; servers' requests for a
+        // completion too (in `serve` they go there when no MCP client can answer).
         let approvals = ApprovalQueue::new();
+        let sampling = SamplingQueue::new();
         let hub = Hub::start(
             &config::load(&options),
-            HubOptions::new(paths.clone()).elicitor(questions.clone()).approver(approvals.clone()),
+            HubOptions::new(paths.clone())
+                .elicitor(questions.clone())
+                .approver(approvals.clone())
+                .sampler(sampling.clone()),
         );
         hub.ready().await;
         let mut serve = ServeOptions::new(paths.data_dir.clone());
         serve.port = 0;
         serve.questions = Some(questions);
         serve.approvals = Some(approvals);
+        serve.sampling = Some(sampling);
         configure(&mut serve);
         let bound = switchboard_server::bind(&hub, &serve).await.unwrap();
         let base = format!("http://127.0.0.1:{}", bound.addr.port());

@@ -491,7 +491,8 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     let servers = hub.servers();
     if json {
         print_json(
-            &json!({"servers": servers.iter().map(render::server_json).collect::<Vec<_>>(), "diagnostics": ctx.loaded.diagnostics}),
+            &json!({"servers": servers.iter().map(render::server_json).collect::<Vec<_>>(), "diagnostics": ctx.loaded.diagnostics,
+                "mcp_off": ctx.loaded.mcp_off}),
         )?;
         return Ok(u8::from(ctx.loaded.has_errors()));
     }
@@ -513,6 +514,9 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
             ]);
         }
         out!("{t}");
+    }
+    if let Some(file) = &ctx.loaded.mcp_off {
+        out!("\nMCP is turned off: `features.mcp: false` in {} (no server starts).", file.display());
     }
     if servers.iter().any(|s| matches!(s.status, ServerStatus::Untrusted)) {
         out!("\nProject servers wait for trust: `switchboard trust <server>` shows what would run.");

@@ -60,6 +60,9 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
     for d in ctx.loaded.diagnostics.iter().filter(|d| d.severity == switchboard::config::Severity::Error) {
         note!("config: {}", switchboard::text::for_terminal(&d.to_string()));
     }
+    if let Some(file) = &ctx.loaded.mcp_off {
+        note!("MCP is turned off: `features.mcp: false` in {} (no server starts)", file.display());
+    }
     let relay = Relay::new();
     // A call the policy asks about goes to the client that made it; one that cannot elicit
     // is put on the dashboard of a running `switchboard serve` of the same data folder.

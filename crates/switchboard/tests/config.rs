@@ -345,3 +345,36 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
         assert!(matches!(loaded.servers.get(name), Some(ServerEntry::Invalid(_))), "{name}");
     }
 }
+
+/// ZCode's file as written: servers under `mcp.servers`, `protocolVersion` pinned, and
+/// `features.mcp: false` turning MCP off as a whole (the file of highest precedence that says
+/// decides), nothing warned about or dropped.
+#[test]
+fn zcode_files_lose_nothing_and_features_mcp_turns_mcp_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join("user.json");
+    write(
+        &user,
+        r#"{"features": {"mcp": false, "subagents": true},
+            "mcp": {"servers": {"z": {"type": "stdio", "command": "srv", "timeoutMs": 30000, "protocolVersion": "2025-06-18"}}}}"#,
+    );
+    let loaded = config::load(&options(dir.path(), &user, vec![]));
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    assert_eq!(loaded.mcp_off.as_deref(), Some(user.as_path()));
+    let z = valid(loaded.servers.get("z"));
+    assert!(!z.enabled, "listed, not started");
+    assert_eq!(z.protocol_version.as_deref(), Some("2025-06-18"));
+
+    // A file of higher precedence turns it on again.
+    let on = dir.path().join("on.json");
+    write(&on, r#"{"features": {"mcp": true}}"#);
+    let loaded = config::load(&options(dir.path(), &user, vec![on]));
+    assert_eq!(loaded.mcp_off, None);
+    assert!(valid(loaded.servers.get("z")).enabled);
+
+    let bad = dir.path().join("bad.json");
+    write(&bad, r#"{"features": {"mcp": "no"}}"#);
+    let loaded = config::load(&options(dir.path(), &user, vec![bad]));
+    let d = loaded.diagnostics.iter().find(|d| d.field.as_deref() == Some("features.mcp")).expect("a diagnostic");
+    assert!(d.message.contains("true or false"), "{d:?}");
+}

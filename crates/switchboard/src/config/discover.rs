@@ -147,6 +147,8 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
                 Parsed::Audit(value) if scope != Scope::Project => {
                     super::policy::parse_audit(&value, &mut loaded.audit, &mut ctx)
                 }
+                // The file of highest precedence that says decides.
+                Parsed::McpSwitch(on) => loaded.mcp_off = (!on).then(|| path.clone()),
                 Parsed::Audit(_) => ctx.diag(
                     Severity::Warning,
                     None,
@@ -168,6 +170,14 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
         super::policy::parse_audit(&value, &mut loaded.audit, &mut ctx);
     }
     refuse_managed(&mut loaded);
+    // MCP turned off as a whole: every server is listed, none starts.
+    if loaded.mcp_off.is_some() {
+        for entry in loaded.servers.values_mut() {
+            if let super::ServerEntry::Valid(c) = entry {
+                c.enabled = false;
+            }
+        }
+    }
     loaded.secrets = secret_values(&loaded, &options.env);
     loaded
 }

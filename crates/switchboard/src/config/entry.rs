@@ -70,6 +70,8 @@ pub(crate) enum Parsed {
     Policy(super::PolicyRules),
     /// The file's `audit` section, read by the loader (only some files may set it).
     Audit(Value),
+    /// `features.mcp` (ZCode's switch for MCP as a whole).
+    McpSwitch(bool),
 }
 
 /// The override an entry is, if it holds nothing but `enabled` (or its aliases).
@@ -117,6 +119,19 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
                 }
             }
             "audit" => profiles.push(Parsed::Audit(value.clone())),
+            // ZCode's feature switches: `mcp` turns MCP on or off as a whole; the others are
+            // ZCode's own and not ours to read.
+            "features" => match value.as_object().map(|f| f.get("mcp")) {
+                Some(Some(Value::Bool(on))) => profiles.push(Parsed::McpSwitch(*on)),
+                Some(Some(other)) => ctx.diag(
+                    Severity::Error,
+                    None,
+                    Some("features.mcp"),
+                    format!("must be true or false, found {}", kind(other)),
+                ),
+                Some(None) => {}
+                None => ctx.diag(Severity::Error, None, Some(key), "`features` must be an object".into()),
+            },
             "profiles" => match value.as_object() {
                 Some(m) => {
                     for (name, v) in m {
@@ -356,7 +371,9 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     let transport = take(&mut obj, &["transport"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
     let bearer_var = take(&mut obj, &["bearer_token_env_var"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
     let oauth = take(&mut obj, &["oauth"])?.map(|(_, v)| v);
-    let protocol_version = take(&mut obj, &["protocol_version"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
+    // ZCode writes `protocolVersion`.
+    let protocol_version =
+        take(&mut obj, &["protocol_version", "protocolVersion"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
     let enabled = take(&mut obj, &["enabled", "enable"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let disabled = take(&mut obj, &["disabled"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let startup =

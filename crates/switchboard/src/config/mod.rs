@@ -449,6 +449,10 @@ pub struct LoadedConfig {
     pub managed: Option<Managed>,
     /// The audit log's settings (user and `--config` files, then the managed file).
     pub audit: AuditConfig,
+    /// The file whose `features.mcp: false` turns MCP off as a whole (ZCode's switch; the file
+    /// of highest precedence that sets it decides), if one does: every server is then listed
+    /// as disabled and none starts.
+    pub mcp_off: Option<PathBuf>,
 }
 
 impl LoadedConfig {

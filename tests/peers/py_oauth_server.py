@@ -3,8 +3,10 @@ switchboard's OAuth tests: dynamic registration, PKCE, an authorize endpoint tha
 once (an HTTP client following redirects plays the browser), short-lived access tokens and
 refresh tokens that rotate on every use (a used one is refused with `invalid_grant`).
 
-`python py_oauth_server.py PORT TTL_SECONDS [--no-registration]` serves http://127.0.0.1:PORT/mcp;
-`--no-registration` leaves dynamic client registration off (clients must be pre-registered).
+`python py_oauth_server.py PORT TTL_SECONDS [--no-registration] [--secret-ttl N]` serves
+http://127.0.0.1:PORT/mcp; `--no-registration` leaves dynamic client registration off (clients
+must be pre-registered); `--secret-ttl N` gives every registered client a secret that expires
+after N seconds (`client_secret_expires_at`). Clients and tokens live in memory: a restart forgets them.
 """
 import secrets
 import sys
@@ -25,6 +27,21 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 PORT = int(sys.argv[1])
 TTL = int(sys.argv[2])
 REGISTRATION = "--no-registration" not in sys.argv
+SECRET_TTL = int(sys.argv[sys.argv.index("--secret-ttl") + 1]) if "--secret-ttl" in sys.argv else None
+
+if SECRET_TTL is not None:
+    # Those clients authenticate in the request body, and the metadata says only that (the SDK's
+    # token endpoint wants `client_id` in the body even with Basic authentication).
+    import mcp.server.auth.routes as _routes
+
+    _build = _routes.build_metadata
+
+    def _post_only(*args, **kwargs):
+        metadata = _build(*args, **kwargs)
+        metadata.token_endpoint_auth_methods_supported = ["client_secret_post"]
+        return metadata
+
+    _routes.build_metadata = _post_only
 BASE = f"http://127.0.0.1:{PORT}"
 
 
@@ -40,6 +57,11 @@ class Provider:
         return self.clients.get(client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull):
+        if SECRET_TTL is not None:
+            # As some authorization servers do: every client gets a secret, which expires.
+            client_info.token_endpoint_auth_method = "client_secret_post"
+            client_info.client_secret = secrets.token_urlsafe(16)
+            client_info.client_secret_expires_at = int(time.time()) + SECRET_TTL
         self.clients[client_info.client_id] = client_info
 
     async def authorize(self, client, params: AuthorizationParams):
@@ -101,7 +123,10 @@ mcp = MCPServer(
         issuer_url=BASE,
         resource_server_url=f"{BASE}/mcp",
         client_registration_options=ClientRegistrationOptions(
-            enabled=REGISTRATION, valid_scopes=["mcp"], default_scopes=["mcp"]
+            enabled=REGISTRATION,
+            valid_scopes=["mcp"],
+            default_scopes=["mcp"],
+            client_secret_expiry_seconds=SECRET_TTL,
         ),
         revocation_options=RevocationOptions(enabled=True),
         required_scopes=["mcp"],

@@ -389,10 +389,12 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Auth { list: true, json, .. } => {
             crate::login::list(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), json)
         }
-        Command::Auth { server: Some(ref server), no_browser, print_url, .. } => {
+        Command::Auth { server: Some(ref server), no_browser, print_url, force, .. } => {
             let only = only(server, &ctx.loaded)?;
+            let store = switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir);
             with_hub(ctx, Some(only), |hub, _| async move {
-                crate::login::login(&ctx.loaded, &hub, server, no_browser, print_url).await
+                let how = crate::login::How { no_browser, print_url, force };
+                crate::login::login(&ctx.loaded, &hub, &store, server, how).await
             })
             .await
         }
@@ -405,8 +407,9 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             let args = crate::gateway::Args { http, allow_remote, no_auth, hosts, only, profile, names, model_results };
             crate::gateway::gateway(ctx, args).await
         }
-        Command::Logout { ref server } => {
-            crate::login::logout(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), server).await
+        Command::Logout { ref server, forget_client } => {
+            let store = switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir);
+            crate::login::logout(&ctx.loaded, &store, server, forget_client).await
         }
         Command::Untrust { ref server } => {
             if TrustStore::update(&ctx.paths.data_dir, |store| store.untrust(&ctx.loaded.project_root, server))? {

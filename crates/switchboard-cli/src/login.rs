@@ -33,15 +33,49 @@ fn remote(loaded: &LoadedConfig, name: &str) -> Result<(String, u16)> {
     }
 }
 
+/// How `switchboard auth` goes.
+pub struct How {
+    pub no_browser: bool,
+    pub print_url: bool,
+    /// Even when the stored tokens work.
+    pub force: bool,
+}
+
 /// `switchboard auth <server>`.
-pub async fn login(loaded: &LoadedConfig, hub: &Hub, server: &str, no_browser: bool, print_url: bool) -> Result<u8> {
-    let (_, port) = remote(loaded, server)?;
+pub async fn login(loaded: &LoadedConfig, hub: &Hub, store: &TokenStore, server: &str, how: How) -> Result<u8> {
+    let (url, port) = remote(loaded, server)?;
+    // Logged in already, and it works: nothing to do unless asked.
+    let stored =
+        store.entry(&url).ok().flatten().is_some_and(|e| e.credentials.is_some_and(|c| c.token_response.is_some()));
+    if let (false, Some(ServerStatus::Connected { counts, .. })) = (how.force, hub.status(server)) {
+        if stored {
+            out!(
+                "`{server}` is logged in and its tokens work (connected, {} tools): nothing to do. \
+                 `switchboard auth {server} --force` logs in again.",
+                counts.tools
+            );
+        } else {
+            out!(
+                "`{server}` is connected and asks for no login ({} tools): nothing to do. \
+                 `switchboard auth {server} --force` logs in anyway.",
+                counts.tools
+            );
+        }
+        return Ok(0);
+    }
     let status = if hub.logs_in_without_browser(server)? {
         hub.login_without_browser(server).await?
     } else {
-        browser_login(hub, server, port, no_browser, print_url).await?
+        match browser_login(hub, server, port, how.no_browser, how.print_url).await {
+            // The registered client was refused and is forgotten: once more, with a new one.
+            Err(e) if matches!(e.downcast_ref(), Some(switchboard::Error::ClientRefused { .. })) => {
+                note!("{e}: logging in once more");
+                browser_login(hub, server, port, how.no_browser, how.print_url).await?
+            }
+            other => other?,
+        }
     };
-    report(server, &status, print_url)
+    report(server, &status, how.print_url)
 }
 
 async fn browser_login(hub: &Hub, server: &str, port: u16, no_browser: bool, print_url: bool) -> Result<ServerStatus> {
@@ -194,13 +228,18 @@ fn expiry(l: &LoginInfo) -> String {
     }
 }
 
-/// `switchboard logout <server>`.
-pub async fn logout(loaded: &LoadedConfig, store: &TokenStore, server: &str) -> Result<u8> {
+/// `switchboard logout <server> [--forget-client]`.
+pub async fn logout(loaded: &LoadedConfig, store: &TokenStore, server: &str, forget_client: bool) -> Result<u8> {
     let (url, _) = remote(loaded, server)?;
-    if switchboard::auth::logout(store, &url, server).await? {
-        out!("Logged out of `{server}` (its tokens are deleted; the registered client is kept for the next login).");
-    } else {
-        out!("No stored login for `{server}` ({}).", crate::render::safe(&url));
+    let had = switchboard::auth::logout(store, &url, server).await?;
+    let forgot = forget_client && switchboard::auth::forget_client(store, &url, server).await?;
+    match (had, forget_client, forgot) {
+        (true, false, _) => {
+            out!("Logged out of `{server}` (its tokens are deleted; the registered client is kept for the next login).")
+        }
+        (true, true, _) => out!("Logged out of `{server}`: its tokens and the registered client are deleted."),
+        (false, true, true) => out!("No stored login for `{server}`; the registered client is deleted."),
+        (false, _, _) => out!("No stored login for `{server}` ({}).", crate::render::safe(&url)),
     }
     Ok(0)
 }

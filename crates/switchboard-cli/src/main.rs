@@ -216,6 +216,9 @@ pub enum Command {
         /// Machine-readable output (with `--list`).
         #[arg(long, requires = "list")]
         json: bool,
+        /// Log in again even when the stored tokens work.
+        #[arg(long, conflicts_with = "list")]
+        force: bool,
     },
     /// Serve the hub over HTTP on loopback: a JSON API with live events and its OpenAPI
     /// description (`/api/openapi.json`).
@@ -333,6 +336,10 @@ pub enum Command {
     Logout {
         /// The server.
         server: String,
+        /// Forget the client switchboard registered with its authorization server too (the
+        /// next login registers a new one).
+        #[arg(long)]
+        forget_client: bool,
     },
     /// Config files: check them, or list the paths looked at.
     Config {

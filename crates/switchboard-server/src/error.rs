@@ -65,6 +65,8 @@ impl From<Error> for ApiError {
             Error::ServerExited { .. } => (StatusCode::BAD_GATEWAY, "server_exited"),
             Error::Cancelled => (StatusCode::BAD_GATEWAY, "cancelled"),
             Error::Auth { .. } => (StatusCode::BAD_GATEWAY, "auth_failed"),
+            // The next login registers a new client: the person starts it again.
+            Error::ClientRefused { .. } => (StatusCode::CONFLICT, "client_refused"),
             Error::Exists { .. } => (StatusCode::CONFLICT, "exists"),
             Error::Invalid { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
             Error::Denied { .. } => (StatusCode::FORBIDDEN, "denied"),

@@ -77,6 +77,17 @@ pub enum Error {
         /// The file and what went wrong.
         message: String,
     },
+    /// The authorization server refused the client switchboard registered for `server`
+    /// (`invalid_client`: it forgot it, or its secret expired). It is forgotten, and logging in
+    /// again registers a new one.
+    #[error(
+        "server `{server}`: the authorization server refused the client switchboard registered for it \
+         (invalid_client); it is forgotten, and logging in again registers a new one"
+    )]
+    ClientRefused {
+        /// The server.
+        server: String,
+    },
     /// Logging in to a server (or the token store) failed.
     #[error("server `{server}`: {message}")]
     Auth {

@@ -64,12 +64,12 @@ impl Home {
         serde_json::from_slice(&std::fs::read(self.dir.path().join("data/auth.json")).unwrap()).unwrap()
     }
 
-    /// `switchboard auth <server> --print-url`, with the browser played by an HTTP client that
+    /// `switchboard auth <server> --print-url --force`, with the browser played by an HTTP client that
     /// follows the authorization server's redirect to the loopback callback.
     fn login(&self, server: &str) -> (String, String) {
         let mut child = self
             .sb()
-            .args(["auth", server, "--print-url"])
+            .args(["auth", server, "--print-url", "--force"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -237,6 +237,72 @@ fn tokens_refresh_rotate_and_a_revoked_login_asks_for_a_new_one() {
     home.login("py");
     let (ok, out) = call("whoami");
     assert!(ok && out.contains("authorised"), "{out}");
+}
+
+/// A registered client the authorization server refuses: after the server restarts (it
+/// forgot its clients and tokens), the refresh is answered `invalid_client`, the client is
+/// forgotten, and the next `switchboard auth` registers a new one; `auth` on a server whose
+/// tokens work says so and does nothing unless `--force`.
+#[test]
+fn a_refused_client_is_forgotten_and_registered_again() {
+    let port = free_port();
+    let start = || common::python_script("py_oauth_server.py", &[port.to_string(), "60".into()], port);
+    let server = start();
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    std::fs::write(
+        home.dir.path().join("user.json"),
+        json!({"servers": {"py": {"url": url, "oauth": {"callback_port": free_port()}}}}).to_string(),
+    )
+    .unwrap();
+    home.login("py");
+    let client = || home.store()["servers"][&url]["client"]["client_id"].as_str().map(str::to_string);
+    let first = client().expect("a registered client");
+    let out = home.run(&["auth", "py"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && said.contains("is logged in and its tokens work"), "{said}");
+    assert_eq!(client().as_deref(), Some(first.as_str()), "nothing changed");
+
+    drop(server);
+    let _server = start();
+    let out = home.run(&["call", "py/whoami", "{}"]);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success() && said.contains("switchboard auth py"), "{said}");
+    assert_eq!(client(), None, "the refused client is forgotten: {}", home.store());
+    home.login("py");
+    let second = client().expect("a new client");
+    assert_ne!(first, second);
+    let out = home.run(&["call", "py/whoami", "{}"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // `logout --forget-client` deletes it by hand.
+    let out = home.run(&["logout", "py", "--forget-client"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the registered client are deleted"));
+    assert!(home.store()["servers"].get(&url).is_none_or(|e| e.get("client").is_none()), "{}", home.store());
+}
+
+/// A registered client's secret that expired (`client_secret_expires_at`, kept with it) is not
+/// used again: the next login registers a new client.
+#[test]
+fn a_client_whose_secret_expired_is_registered_again() {
+    let (_server, port) = python_oauth_server(60, &["--secret-ttl", "2"]);
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    std::fs::write(
+        home.dir.path().join("user.json"),
+        json!({"servers": {"py": {"url": url, "oauth": {"callback_port": free_port()}}}}).to_string(),
+    )
+    .unwrap();
+    home.login("py");
+    let store = home.store();
+    let record = &store["servers"][&url]["client"];
+    let expires = record["client_secret_expires_at"].as_u64().unwrap_or_else(|| panic!("the expiry is kept: {store}"));
+    assert!(expires > 0, "{record}");
+    let first = record["client_id"].as_str().unwrap().to_string();
+    std::thread::sleep(Duration::from_secs(3));
+    home.login("py");
+    let second = home.store()["servers"][&url]["client"]["client_id"].as_str().unwrap().to_string();
+    assert_ne!(first, second, "a new client was registered");
 }
 
 /// Over SSH the browser is elsewhere: `--no-browser` prints the URL, and the address the

@@ -8,7 +8,8 @@ use rmcp::transport::auth::{AuthorizationManager, OAuthClientConfig};
 
 use super::dpop::Dpop;
 use super::grants::{client_credentials, credentials_config};
-use super::login::{LoginError, bound_dpop, discover, dpop_for, dpop_manager, manager, offers_dpop, protocol};
+use super::http::OAuthHttp;
+use super::login::{LoginError, bound_dpop, discover, dpop_for, manager, manager_with, offers_dpop, protocol};
 use super::store::TokenStore;
 use crate::config::HttpConfig;
 
@@ -17,6 +18,8 @@ use crate::config::HttpConfig;
 pub(crate) struct Authorised {
     pub manager: AuthorizationManager,
     pub dpop: Option<Arc<Dpop>>,
+    /// The manager's HTTP client, which tells whether the client was refused.
+    pub oauth_http: Option<Arc<OAuthHttp>>,
 }
 
 /// The authorised HTTP client's manager for a connection: tokens from the store (refreshed
@@ -47,16 +50,13 @@ pub(crate) async fn connection_manager(
         if !has_tokens || manager.get_access_token().await.is_err() {
             client_credentials(server, http, store).await?;
         }
-        return Ok(Some(Authorised { manager, dpop: None }));
+        return Ok(Some(Authorised { manager, dpop: None, oauth_http: None }));
     }
     if machine {
         let plain = manager(server, http, store).await?;
         let metadata = discover(&plain, http, None).await?;
         let dpop = dpop_for(server, http, store, offers_dpop(&metadata))?;
-        let mut manager = match &dpop {
-            Some(d) => dpop_manager(server, http, store, d).await?,
-            None => plain,
-        };
+        let (mut manager, oauth_http) = manager_with(server, http, store, dpop.clone()).await?;
         manager.set_metadata(metadata);
         let config = credentials_config(&http.oauth, &http.url)?;
         manager.configure_client_credentials(&config).map_err(protocol("client credentials"))?;
@@ -65,13 +65,10 @@ pub(crate) async fn connection_manager(
         }
         // Bound only if the authorization server did bind the token it gave.
         let dpop = dpop.and(bound_dpop(store.entry(&http.url).ok().flatten().as_ref()));
-        return Ok(Some(Authorised { manager, dpop }));
+        return Ok(Some(Authorised { manager, dpop, oauth_http: Some(oauth_http) }));
     }
     let dpop = bound_dpop(entry.as_ref());
-    let mut manager = match &dpop {
-        Some(d) => dpop_manager(server, http, store, d).await?,
-        None => manager(server, http, store).await?,
-    };
+    let (mut manager, oauth_http) = manager_with(server, http, store, dpop.clone()).await?;
     manager.set_metadata(discover(&manager, http, None).await?);
     if !manager.initialize_from_store().await.map_err(protocol("loading the stored login"))? {
         return Ok(None);
@@ -86,5 +83,5 @@ pub(crate) async fn connection_manager(
         let config = OAuthClientConfig::new(client_id, "http://127.0.0.1/oauth/callback").with_client_secret(secret);
         manager.configure_client(config).map_err(protocol("loading the stored login"))?;
     }
-    Ok(Some(Authorised { manager, dpop }))
+    Ok(Some(Authorised { manager, dpop, oauth_http: Some(oauth_http) }))
 }

@@ -83,3 +83,16 @@ pub async fn logout(store: &TokenStore, url: &str, server: &str) -> Result<bool,
     .await
     .map_err(|e| StoreError::Io { path: std::path::PathBuf::new(), source: std::io::Error::other(e) })?
 }
+
+/// Forgets the client switchboard registered for the server at `url` (the next login
+/// registers a new one). Returns whether one was kept.
+pub async fn forget_client(store: &TokenStore, url: &str, server: &str) -> Result<bool, StoreError> {
+    let (store, url, server) = (store.clone(), url.to_string(), server.to_string());
+    tokio::task::spawn_blocking(move || {
+        let had = store.entry(&url)?.is_some_and(|e| e.client.is_some());
+        store.update(&url, &server, |e| e.client = None)?;
+        Ok(had)
+    })
+    .await
+    .map_err(|e| StoreError::Io { path: std::path::PathBuf::new(), source: std::io::Error::other(e) })?
+}

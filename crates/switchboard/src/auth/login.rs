@@ -10,7 +10,8 @@ use rmcp::transport::auth::{
 
 use std::sync::Arc;
 
-use super::dpop::{Dpop, DpopKey, OAuthClient};
+use super::dpop::{Dpop, DpopKey};
+use super::http::OAuthHttp;
 use super::store::{ClientRecord, TokenStore, now};
 use crate::config::{DpopMode, HttpConfig};
 
@@ -47,6 +48,13 @@ pub enum LoginError {
         /// rmcp's description.
         message: String,
     },
+    /// The authorization server refused the client switchboard registered (`invalid_client`:
+    /// it forgot it, or its secret expired). It is forgotten; the next login registers anew.
+    #[error(
+        "the authorization server refused the client switchboard registered for it (invalid_client); it is \
+         forgotten, and logging in again registers a new one"
+    )]
+    ClientRefused,
     /// The token store failed.
     #[error("{0}")]
     Store(#[from] super::StoreError),
@@ -61,6 +69,7 @@ pub struct Login {
     session: AuthorizationSession,
     server: String,
     url: String,
+    client: Arc<OAuthHttp>,
 }
 
 impl std::fmt::Debug for Login {
@@ -103,7 +112,10 @@ impl Login {
                 "the callback URL has no `code` and `state` (paste the whole address the browser ended on)".into(),
             ));
         }
+        let client = self.client.clone();
         self.session.handle_callback_url(callback_url).await.map_err(|e| match e {
+            // The code exchange was refused for the client itself.
+            _ if client.client_refused() => LoginError::ClientRefused,
             // rmcp's state check: the code is for another login (or was used already).
             AuthError::InternalError(m) if m.contains("CSRF") || m.contains("state") => LoginError::BadCallback(
                 "the callback's `state` does not belong to this login (an old browser tab, or another program's \
@@ -137,9 +149,33 @@ pub(super) async fn manager(
     http: &HttpConfig,
     store: &TokenStore,
 ) -> Result<AuthorizationManager, LoginError> {
-    let mut manager = AuthorizationManager::new(http.url.as_str()).await.map_err(protocol("setting up OAuth"))?;
+    Ok(manager_with(server, http, store, None).await?.0)
+}
+
+/// A manager whose OAuth requests go through our client (signed with `dpop` when given), and
+/// that client, which tells what a registration answered.
+pub(super) async fn manager_with(
+    server: &str,
+    http: &HttpConfig,
+    store: &TokenStore,
+    dpop: Option<Arc<Dpop>>,
+) -> Result<(AuthorizationManager, Arc<OAuthHttp>), LoginError> {
+    // A client switchboard registered is forgotten when refused; a configured one is the
+    // person's to fix.
+    let forget = http.oauth.client_id.is_none().then(|| super::http::Forget {
+        store: store.clone(),
+        url: http.url.clone(),
+        server: server.to_string(),
+    });
+    let client = Arc::new(
+        OAuthHttp::new(dpop, &http.url, forget)
+            .map_err(|e| LoginError::Protocol { step: "setting up OAuth", message: format!("no HTTP client: {e}") })?,
+    );
+    let mut manager = AuthorizationManager::new_with_oauth_http_client(http.url.as_str(), client.clone())
+        .await
+        .map_err(protocol("setting up OAuth"))?;
     manager.set_credential_store(store.for_url(&http.url, server));
-    Ok(manager)
+    Ok((manager, client))
 }
 
 /// Whether the authorization server offers DPoP with ES256 (RFC 9449 §5.1).
@@ -197,20 +233,14 @@ pub(super) fn bound_dpop(entry: Option<&super::store::Entry>) -> Option<Arc<Dpop
     }
 }
 
-/// A manager whose OAuth requests go through the DPoP client (proofs on token requests).
+/// A manager whose token requests carry DPoP proofs signed with `dpop`.
 pub(super) async fn dpop_manager(
     server: &str,
     http: &HttpConfig,
     store: &TokenStore,
     dpop: &Arc<Dpop>,
 ) -> Result<AuthorizationManager, LoginError> {
-    let client = OAuthClient::new(dpop.clone(), &http.url)
-        .map_err(|e| LoginError::Protocol { step: "DPoP", message: format!("no HTTP client: {e}") })?;
-    let mut manager = AuthorizationManager::new_with_oauth_http_client(http.url.as_str(), Arc::new(client))
-        .await
-        .map_err(protocol("setting up OAuth"))?;
-    manager.set_credential_store(store.for_url(&http.url, server));
-    Ok(manager)
+    Ok(manager_with(server, http, store, Some(dpop.clone())).await?.0)
 }
 
 /// Discovery: the authorisation server's metadata, from the challenge's
@@ -265,7 +295,7 @@ pub async fn begin(
     challenge: Option<&str>,
 ) -> Result<Login, LoginError> {
     let oauth = &http.oauth;
-    let mut manager = manager(server, http, store).await?;
+    let (mut manager, mut oauth_http) = manager_with(server, http, store, None).await?;
     let metadata = discover(&manager, http, challenge).await?;
     let issuer = metadata.issuer.clone().unwrap_or_else(|| metadata.authorization_endpoint.clone());
     let cimd = metadata
@@ -284,12 +314,20 @@ pub async fn begin(
     let scopes = scope_union(granted, wanted);
     // DPoP: from here on (registration, the code exchange, refreshes) through the DPoP client.
     if let Some(dpop) = dpop_for(server, http, store, offered)? {
-        manager = dpop_manager(server, http, store, &dpop).await?;
+        (manager, oauth_http) = manager_with(server, http, store, Some(dpop)).await?;
         manager.set_metadata(metadata);
     }
     let mut request =
         AuthorizationRequest::new(redirect_uri).with_client_name("switchboard").with_scopes(scopes.clone());
     let stored = entry.client.filter(|c| c.redirect_uri.as_deref() == Some(redirect_uri));
+    // A client whose secret expired is registered again.
+    let stored = match stored {
+        Some(c) if c.expired(now()) => {
+            tracing::info!(server, "the secret of the client registered for it expired: registering a new one");
+            None
+        }
+        other => other,
+    };
     if let Some(id) = &oauth.client_id {
         request = request.with_preregistered_client(id);
         if let Some(secret) = &oauth.client_secret {
@@ -314,6 +352,7 @@ pub async fn begin(
             client_secret: client.client_secret.clone(),
             redirect_uri: Some(redirect_uri.to_string()),
             registered_at: now(),
+            client_secret_expires_at: oauth_http.registered_expiry(),
         };
         store.update(&http.url, server, |e| e.client = Some(record))?;
         request = request.with_preregistered_client(&client.client_id);
@@ -324,7 +363,7 @@ pub async fn begin(
         return Err(LoginError::NeedsClientRegistration { issuer });
     }
     let session = AuthorizationSession::new(manager, request).await.map_err(|(_, e)| protocol("authorization")(e))?;
-    Ok(Login { session, server: server.to_string(), url: http.url.clone() })
+    Ok(Login { session, server: server.to_string(), url: http.url.clone(), client: oauth_http })
 }
 
 /// Whether a login could get a client identity for `http` (a configured id, a client ID

@@ -7,13 +7,14 @@ pub mod callback;
 pub(crate) mod connect;
 pub mod dpop;
 mod grants;
+pub mod http;
 mod list;
 pub mod login;
 pub mod store;
 
 pub use callback::{CALLBACK_PATH, Callback, CallbackError, Responder, page};
 pub use grants::client_credentials;
-pub use list::{LoginInfo, list_logins, logout};
+pub use list::{LoginInfo, forget_client, list_logins, logout};
 pub use login::{Login, LoginError, begin};
 pub use store::{ClientRecord, Entry, Secret, StoreError, TokenStore};
 

@@ -56,6 +56,17 @@ pub struct ClientRecord {
     /// When it was registered (Unix seconds).
     #[serde(default)]
     pub registered_at: u64,
+    /// When its secret expires (Unix seconds; RFC 7591 `client_secret_expires_at`), if the
+    /// authorization server said: an expired client is registered again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_expires_at: Option<u64>,
+}
+
+impl ClientRecord {
+    /// Whether its secret has expired at `now` (Unix seconds).
+    pub fn expired(&self, now: u64) -> bool {
+        self.client_secret_expires_at.is_some_and(|t| t <= now)
+    }
 }
 
 impl std::fmt::Debug for ClientRecord {
@@ -262,6 +273,7 @@ impl CredentialStore for UrlStore {
                         client_secret: None,
                         redirect_uri: None,
                         registered_at: now(),
+                        client_secret_expires_at: None,
                     });
                 }
                 e.credentials = Some(credentials);

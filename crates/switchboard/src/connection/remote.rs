@@ -73,6 +73,7 @@ pub(super) async fn start(
         .with_max_message_bytes(config.max_message_bytes);
     // A DPoP-bound token goes as `Authorization: DPoP` with a proof per request, under rmcp's
     // authorised client (which still refreshes it).
+    let oauth_http = manager.as_ref().and_then(|a| a.oauth_http.clone());
     let authorised =
         manager.map(|a| AuthClient::new(crate::auth::dpop::DpopLayer::new(client.clone(), a.dpop), a.manager));
     // The legacy SSE transport takes the current token as a header (refreshed at the next
@@ -94,7 +95,14 @@ pub(super) async fn start(
             Some(Ok(service)) => Ok(service),
             Some(Err(e)) => {
                 let mut failure = classify(&e);
-                if oauth && failure.kind == FailureKind::NeedsAuth {
+                if oauth_http.as_ref().is_some_and(|c| c.client_refused()) {
+                    failure.kind = FailureKind::NeedsAuth;
+                    failure.message = format!(
+                        "the authorization server refused the client switchboard registered for it (invalid_client); \
+                         it is forgotten: run `switchboard auth {}` to register a new one",
+                        config.name
+                    );
+                } else if oauth && failure.kind == FailureKind::NeedsAuth {
                     failure.message = format!(
                         "the stored login was refused (expired or revoked, and refreshing it failed): run `switchboard auth {}`",
                         config.name

@@ -70,10 +70,10 @@ impl Hub {
     /// with the new tokens. Returns its status afterwards.
     pub async fn finish_login(&self, login: Login, callback_url: &str) -> Result<ServerStatus, Error> {
         let server = login.server().to_string();
-        login
-            .complete(callback_url)
-            .await
-            .map_err(|e| Error::Auth { server: server.clone(), message: e.to_string() })?;
+        login.complete(callback_url).await.map_err(|e| match e {
+            crate::auth::LoginError::ClientRefused => Error::ClientRefused { server: server.clone() },
+            e => Error::Auth { server: server.clone(), message: e.to_string() },
+        })?;
         self.reconnect_status(&server).await
     }
 

@@ -12,8 +12,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::Home;
-use serde_json::Value;
-use switchboard_testkit::{node_peers, node22_bin, npm_folder, python};
+use serde_json::{Value, json};
+use switchboard_testkit::{node_peer, node_peers, node22_bin, npm_folder, python};
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers").join(name)
@@ -224,4 +224,59 @@ fn mcp_inspector_cli_lists_and_calls() {
     assert_eq!(called["content"][0]["text"], "hello", "{called}");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Input schemas pass through unchanged, key order included: server-everything's tools as
+/// they come on the wire (read without an SDK, which would parse and reorder them) directly,
+/// through the gateway (`--names bare`, one upstream: transparent), and in `switchboard tools
+/// --format mcp`.
+#[test]
+fn schemas_are_kept_exactly_as_served() {
+    let home = Home::with(
+        false,
+        json!({"servers": {"ev": {"command": "node", "args": [node_peer("server-everything"), "stdio"]}}}),
+    );
+    let lister = |command: &str, args: &[String]| -> Value {
+        let mut c = Command::new(python());
+        c.arg(script("raw_tools.py")).arg(command).args(args);
+        env(&mut c, &home);
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let direct = lister("node", &[node_peer("server-everything"), "stdio".into()]);
+    assert!(direct.as_object().unwrap().len() >= 10, "{direct}");
+    let cli = switchboard_testkit::cli().display().to_string();
+    let gateway_args: Vec<String> =
+        ["--config", home.config.to_str().unwrap(), "gateway", "--only", "ev", "--names", "bare"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let through = lister(&cli, &gateway_args);
+    // Serialised again with the keys in the order they came, so order differences show.
+    let text = |v: &Value| serde_json::to_string(v).unwrap();
+    for (name, schema) in direct.as_object().unwrap() {
+        assert_eq!(text(&through[name]), text(schema), "{name} through the gateway");
+    }
+    let out = Command::new(&cli)
+        .args(["--config", home.config.to_str().unwrap(), "tools", "--format", "mcp", "--json"])
+        .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .output()
+        .unwrap();
+    let exported: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let exported =
+        exported.as_array().cloned().unwrap_or_else(|| exported["tools"].as_array().cloned().unwrap_or_default());
+    let mut compared = 0;
+    for tool in &exported {
+        let Some(raw) = tool["name"].as_str().and_then(|n| n.strip_prefix("mcp__ev__")) else { continue };
+        // Tools server-everything offers only to clients with capabilities the raw lister lacks.
+        if direct.get(raw).is_none() {
+            continue;
+        }
+        assert_eq!(text(&tool["inputSchema"]), text(&direct[raw]), "{raw} in --format mcp");
+        compared += 1;
+    }
+    assert_eq!(compared, direct.as_object().unwrap().len(), "{exported:?}");
 }

@@ -3,7 +3,7 @@
 //! arguments against the input schema; and the audit line after.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Instant, SystemTime};
 
 use rmcp::model::JsonObject;
@@ -22,7 +22,8 @@ type Stamp = Option<(SystemTime, u64)>;
 
 /// What the hub keeps for the gate.
 pub(crate) struct Gate {
-    policy: Policy,
+    /// Replaced by a reload.
+    policy: RwLock<Arc<Policy>>,
     audit: Option<AuditLog>,
     /// "For this session" answers: caller's session key, server, tool, definition digest.
     session: Mutex<HashSet<(String, String, String, String)>>,
@@ -34,11 +35,23 @@ impl Gate {
     pub(crate) fn new(config: &LoadedConfig, data_dir: &std::path::Path) -> Gate {
         let managed_error = config.managed.as_ref().and_then(|m| m.error.as_ref().map(|e| (m.file.clone(), e.clone())));
         Gate {
-            policy: Policy::new(&config.policy, managed_error),
+            policy: RwLock::new(Arc::new(Policy::new(&config.policy, managed_error))),
             audit: AuditLog::open(data_dir, config.audit),
             session: Mutex::new(HashSet::new()),
             remembered: Mutex::new(None),
         }
+    }
+
+    /// The policy in effect.
+    pub(crate) fn policy(&self) -> Arc<Policy> {
+        self.policy.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The policy of `config` from now on (a reload); calls decided already keep theirs.
+    pub(crate) fn set_policy(&self, config: &LoadedConfig) {
+        let managed_error = config.managed.as_ref().and_then(|m| m.error.as_ref().map(|e| (m.file.clone(), e.clone())));
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) =
+            Arc::new(Policy::new(&config.policy, managed_error));
     }
 
     pub(crate) fn flush(&self) {
@@ -61,7 +74,7 @@ impl Hub {
         let trusted = self.inner.slot(&entry.server).is_ok_and(|s| is_trusted(self, &s));
         let tool = ToolRef::new(&entry.name, &entry.server, &entry.tool.name)
             .annotated(entry.tool.annotations.as_ref(), trusted);
-        self.inner.gate.policy.decide(tool)
+        self.inner.gate.policy().decide(tool)
     }
 
     /// Every remembered "always" approval (`<data>/approvals.json`).
@@ -167,7 +180,7 @@ impl Hub {
     ) -> Result<Passed, (Error, Passed)> {
         let gate = &self.inner.gate;
         let mut passed = Passed { decision: Verdict::Allow, rule: String::new(), approval: None };
-        if gate.policy.is_active() {
+        if gate.policy().is_active() {
             // Decided once per tool per catalog snapshot (a list change makes new entries).
             let (decision, rule) = entry.decided.get_or_init(|| {
                 let d = self.decide(entry);
@@ -231,7 +244,7 @@ impl Hub {
         if self.inner.gate.session.lock().unwrap_or_else(PoisonError::into_inner).contains(&key) {
             return Ok(Some(Approval::AllowSession));
         }
-        let launch = slot.config().map(crate::trust::launch_digest).unwrap_or_default();
+        let launch = slot.config().map(|c| crate::trust::launch_digest(&c)).unwrap_or_default();
         let changed = match self.approvals() {
             Ok(store) => match store.lookup(&launch, &entry.tool.name, &definition) {
                 Lookup::Approved => return Ok(Some(Approval::AllowAlways)),
@@ -321,7 +334,7 @@ fn denied(entry: &ToolEntry, decision: &Decision, message: String) -> Error {
 fn is_trusted(hub: &Hub, slot: &Slot) -> bool {
     match slot.config() {
         Some(c) if c.scope == Scope::Project => crate::trust::TrustStore::open(&hub.inner.options.paths.data_dir)
-            .is_ok_and(|t| t.is_trusted(&hub.inner.project_root, c)),
+            .is_ok_and(|t| t.is_trusted(&hub.inner.project_root, &c)),
         Some(_) => true,
         None => false,
     }

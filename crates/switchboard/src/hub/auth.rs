@@ -104,8 +104,8 @@ impl Hub {
             .inner
             .all_slots()
             .iter()
-            .filter_map(|s| match s.config().map(|c| &c.transport) {
-                Some(TransportConfig::Http(h)) => Some((s.name.clone(), h.url.clone())),
+            .filter_map(|s| match &s.config()?.transport {
+                TransportConfig::Http(h) => Some((s.name.clone(), h.url.clone())),
                 _ => None,
             })
             .collect();

@@ -48,10 +48,10 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),
         roots_source: inner.options.roots_source.clone(),
     };
-    match Connection::start(config, &ctx).await {
+    match Connection::start(&config, &ctx).await {
         Ok((conn, changes, lists)) => {
             let conn = Arc::new(conn);
-            let status = connected_status(&conn, &lists, &slot.filter);
+            let status = connected_status(&conn, &lists, &slot.filter());
             {
                 let mut st = slot.state();
                 st.conn = Some(conn.clone());
@@ -229,7 +229,7 @@ pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connect
         st.applied.insert(kind, seq);
         st.lists = Arc::new(merged);
         match &st.status {
-            ServerStatus::Connected { .. } => Some(connected_status(conn, &st.lists, &slot.filter)),
+            ServerStatus::Connected { .. } => Some(connected_status(conn, &st.lists, &slot.filter())),
             _ => None,
         }
     };

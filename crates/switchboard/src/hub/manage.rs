@@ -66,7 +66,7 @@ impl Hub {
                 message: format!("`{name}` is not from a project file: user and --config servers are always trusted"),
             });
         }
-        TrustStore::update(&self.inner.options.paths.data_dir, |store| store.trust(&self.inner.project_root, config))
+        TrustStore::update(&self.inner.options.paths.data_dir, |store| store.trust(&self.inner.project_root, &config))
             .map_err(|e| Error::Storage { message: e.to_string() })?;
         let untrusted = matches!(slot.state().status, ServerStatus::Untrusted);
         if untrusted && config.enabled {
@@ -76,7 +76,7 @@ impl Hub {
         Ok(slot.state().status.clone())
     }
 
-    fn is_trusted(&self, config: &crate::config::ServerConfig) -> bool {
+    pub(super) fn is_trusted(&self, config: &crate::config::ServerConfig) -> bool {
         TrustStore::open(&self.inner.options.paths.data_dir)
             .is_ok_and(|t| t.is_trusted(&self.inner.project_root, config))
     }

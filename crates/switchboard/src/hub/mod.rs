@@ -16,6 +16,7 @@ mod complete;
 mod connect;
 mod health;
 mod manage;
+mod reload;
 mod request;
 mod retry;
 mod slot;
@@ -31,6 +32,7 @@ use tokio::sync::{broadcast, watch};
 
 pub use calls::{CallOptions, ToolOutput};
 pub use complete::Completing;
+pub use reload::ReloadReport;
 pub use retry::Reconnect;
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};
@@ -435,14 +437,15 @@ impl Hub {
 }
 
 fn info(slot: &Slot) -> ServerInfo {
+    let entry = slot.entry();
     let (transport, target) = match slot.config() {
         Some(c) => (if matches!(c.transport, TransportConfig::Stdio(_)) { "stdio" } else { "http" }, c.target()),
         None => ("-", String::new()),
     };
     ServerInfo {
         name: slot.name.clone(),
-        scope: slot.entry.scope(),
-        source: slot.entry.source().to_path_buf(),
+        scope: entry.scope(),
+        source: entry.source().to_path_buf(),
         transport,
         target,
         status: slot.state().status.clone(),
@@ -508,15 +511,16 @@ impl Inner {
     fn rebuild_catalog(&self) {
         let _serial = self.rebuild.lock().unwrap_or_else(PoisonError::into_inner);
         let slots = self.all_slots();
-        let snapshot: Vec<(&str, Arc<ServerLists>, &CompiledFilter)> =
-            slots.iter().map(|s| (s.name.as_str(), s.state().lists.clone(), &s.filter)).collect();
-        let catalog = Catalog::build(snapshot.iter().map(|(n, l, f)| (*n, &**l, *f)));
+        let snapshot: Vec<(&str, Arc<ServerLists>, Arc<CompiledFilter>)> =
+            slots.iter().map(|s| (s.name.as_str(), s.state().lists.clone(), s.filter())).collect();
+        let catalog = Catalog::build(snapshot.iter().map(|(n, l, f)| (*n, &**l, &**f)));
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 
     fn publish_catalog(&self, slot: &Slot) {
         let lists = slot.state().lists.clone();
-        let tools = lists.tools.iter().filter(|t| slot.filter.allows(&t.name)).count();
+        let filter = slot.filter();
+        let tools = lists.tools.iter().filter(|t| filter.allows(&t.name)).count();
         let _ = self.events.send(Event::CatalogChanged {
             server: slot.name.clone(),
             tools,

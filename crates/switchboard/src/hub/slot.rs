@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::catalog::{CompiledFilter, ServerLists};
 use crate::config::{ServerConfig, ServerEntry};
@@ -25,8 +25,11 @@ pub(super) struct SlotState {
 
 pub(super) struct Slot {
     pub(super) name: String,
-    pub(super) entry: ServerEntry,
-    pub(super) filter: CompiledFilter,
+    /// Its config entry, replaced in place by a reload that needs no restart.
+    entry: RwLock<Arc<ServerEntry>>,
+    /// The entry's config when it is valid (read on every call: timeouts, checks).
+    config: RwLock<Option<Arc<ServerConfig>>>,
+    filter: RwLock<Arc<CompiledFilter>>,
     pub(super) state: Mutex<SlotState>,
     pub(super) connect_lock: tokio::sync::Mutex<()>,
     pub(super) epoch: AtomicU64,
@@ -51,14 +54,12 @@ impl Slot {
             ServerEntry::Valid(c) if !trusted(c) => ServerStatus::Untrusted,
             ServerEntry::Valid(_) => ServerStatus::Connecting,
         };
-        let filter = match &entry {
-            ServerEntry::Valid(c) => CompiledFilter::new(&c.tools),
-            ServerEntry::Invalid(_) => CompiledFilter::new(&Default::default()),
-        };
+        let (filter, config) = parts(&entry);
         Slot {
             name: entry.name().to_string(),
-            entry,
-            filter,
+            entry: RwLock::new(Arc::new(entry)),
+            config: RwLock::new(config),
+            filter: RwLock::new(filter),
             state: Mutex::new(SlotState {
                 status,
                 conn: None,
@@ -81,10 +82,34 @@ impl Slot {
         self.backoff.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn config(&self) -> Option<&ServerConfig> {
-        match &self.entry {
-            ServerEntry::Valid(c) => Some(c),
-            ServerEntry::Invalid(_) => None,
-        }
+    /// The entry as configured now.
+    pub(super) fn entry(&self) -> Arc<ServerEntry> {
+        self.entry.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The config, when the entry is valid.
+    pub(super) fn config(&self) -> Option<Arc<ServerConfig>> {
+        self.config.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The tool filter.
+    pub(super) fn filter(&self) -> Arc<CompiledFilter> {
+        self.filter.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Takes `entry` in place of the current one (a change that needs no restart: tool
+    /// filters, timeouts, checks).
+    pub(super) fn replace(&self, entry: ServerEntry) {
+        let (filter, config) = parts(&entry);
+        *self.filter.write().unwrap_or_else(PoisonError::into_inner) = filter;
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = config;
+        *self.entry.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(entry);
+    }
+}
+
+fn parts(entry: &ServerEntry) -> (Arc<CompiledFilter>, Option<Arc<ServerConfig>>) {
+    match entry {
+        ServerEntry::Valid(c) => (Arc::new(CompiledFilter::new(&c.tools)), Some(Arc::new(c.clone()))),
+        ServerEntry::Invalid(_) => (Arc::new(CompiledFilter::new(&Default::default())), None),
     }
 }

@@ -1,0 +1,144 @@
+//! Reloading the config while the hub runs, server by server: an unchanged server keeps its
+//! connection and process; a change to how it is reached (launch, transport, pinned protocol,
+//! message bound, the kind of file it comes from) restarts that server alone; a change that
+//! needs no restart (tool filters, timeouts, argument checks, shutdown grace) is applied in
+//! place; `enabled` starts or stops it; a removed server stops, an added one starts (a project
+//! server still waits for trust). An entry that turns invalid keeps what runs, with the
+//! diagnostic in the report. The policy is replaced for calls from now on.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::{Hub, Slot, connect, retry};
+use crate::config::{LoadedConfig, Scope, ServerConfig, ServerEntry};
+use crate::status::ServerStatus;
+
+/// What a reload did, server by server (names in order).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ReloadReport {
+    /// New servers (started unless disabled or waiting for trust).
+    pub added: Vec<String>,
+    /// Servers no longer configured: stopped.
+    pub removed: Vec<String>,
+    /// Servers whose launch or transport changed: restarted.
+    pub restarted: Vec<String>,
+    /// Servers changed in a way that needs no restart (filters, timeouts, checks, enabled).
+    pub updated: Vec<String>,
+    /// Servers left as they were.
+    pub unchanged: Vec<String>,
+    /// Servers whose entry turned invalid: what runs is kept, `(server, why)`.
+    pub kept: Vec<(String, String)>,
+}
+
+impl ReloadReport {
+    /// Whether anything changed.
+    pub fn changed(&self) -> bool {
+        !(self.added.is_empty()
+            && self.removed.is_empty()
+            && self.restarted.is_empty()
+            && self.updated.is_empty()
+            && self.kept.is_empty())
+    }
+}
+
+/// Whether going from `old` to `new` needs the server started again.
+fn needs_restart(old: &ServerConfig, new: &ServerConfig) -> bool {
+    old.transport != new.transport
+        || old.protocol_version != new.protocol_version
+        || old.max_message_bytes != new.max_message_bytes
+        || old.scope != new.scope
+}
+
+impl Hub {
+    /// Applies `config` (loaded again from the same files) to the running hub, server by
+    /// server, and replaces the policy. Servers outside [`HubOptions::only`](super::HubOptions)
+    /// stay out.
+    pub async fn reload(&self, config: &LoadedConfig) -> ReloadReport {
+        let mut report = ReloadReport::default();
+        let wanted = |name: &str| self.inner.options.only.as_ref().is_none_or(|only| only.contains(name));
+        self.inner.gate.set_policy(config);
+        for slot in self.inner.all_slots() {
+            if !config.servers.contains_key(&slot.name) && self.remove_server(&slot.name).await.is_ok() {
+                report.removed.push(slot.name.clone());
+            }
+        }
+        for (name, entry) in &config.servers {
+            if !wanted(name) {
+                continue;
+            }
+            let Ok(slot) = self.inner.slot(name) else {
+                if self.add_server(entry.clone()).await.is_ok() {
+                    report.added.push(name.clone());
+                }
+                continue;
+            };
+            match (slot.entry().as_ref(), entry) {
+                (old, new) if old == new => report.unchanged.push(name.clone()),
+                (ServerEntry::Valid(_), ServerEntry::Invalid(bad)) => {
+                    tracing::warn!(server = %name, "its entry turned invalid; it keeps running as it was: {}", bad.message);
+                    report.kept.push((name.clone(), bad.message.clone()));
+                }
+                (ServerEntry::Valid(old), ServerEntry::Valid(new)) if !needs_restart(old, new) => {
+                    let (was, is) = (old.enabled, new.enabled);
+                    slot.replace(entry.clone());
+                    if was && !is {
+                        let _ = self.stop_disabled(&slot).await;
+                    } else if !was && is {
+                        self.start_again(&slot).await;
+                    }
+                    self.inner.rebuild_catalog();
+                    self.inner.publish_catalog(&slot);
+                    report.updated.push(name.clone());
+                }
+                _ => {
+                    // A new way to reach it (or a fixed entry): started again from the new one.
+                    let _guard = slot.connect_lock.lock().await;
+                    let conn = slot.state().conn.take();
+                    if let Some(conn) = conn {
+                        conn.close().await;
+                    }
+                    slot.replace(entry.clone());
+                    drop(_guard);
+                    self.start_again(&slot).await;
+                    self.inner.rebuild_catalog();
+                    report.restarted.push(name.clone());
+                }
+            }
+        }
+        // The policy changed: decisions cached in the catalog's entries are made anew.
+        self.inner.rebuild_catalog();
+        self.inner.changed.send_modify(|n| *n += 1);
+        report
+    }
+
+    /// Closes a server that is now disabled.
+    async fn stop_disabled(&self, slot: &Arc<Slot>) -> Result<(), crate::Error> {
+        let _guard = slot.connect_lock.lock().await;
+        let conn = slot.state().conn.take();
+        if let Some(conn) = conn {
+            conn.close().await;
+        }
+        slot.state().lists = Arc::default();
+        self.inner.set_status(slot, ServerStatus::Disabled);
+        Ok(())
+    }
+
+    /// Starts a server from its (new) entry: disabled, waiting for trust, or connecting.
+    async fn start_again(&self, slot: &Arc<Slot>) {
+        retry::reset(slot);
+        let status = match (slot.entry().as_ref(), slot.config()) {
+            (ServerEntry::Invalid(_), _) | (_, None) => return,
+            (_, Some(c)) if !c.enabled => ServerStatus::Disabled,
+            (_, Some(c)) if c.scope == Scope::Project && !self.is_trusted(&c) => ServerStatus::Untrusted,
+            _ => ServerStatus::Connecting,
+        };
+        slot.state().lists = Arc::default();
+        let connecting = matches!(status, ServerStatus::Connecting);
+        self.inner.set_status(slot, status);
+        if connecting {
+            let _ = connect(&self.inner, slot).await;
+        }
+    }
+}

@@ -42,6 +42,8 @@ pub(crate) struct Ctx {
     /// What is drawn on stderr now (so questions are not drawn over it).
     pub(crate) screen: ask::Screen,
     pub(crate) paths: Paths,
+    /// How the config was loaded (to load it again when its files change).
+    pub(crate) options: LoadOptions,
     pub(crate) loaded: LoadedConfig,
 }
 
@@ -51,7 +53,21 @@ fn load(cli: &Cli) -> Result<Ctx> {
     let mut options = LoadOptions::from_env(cwd, &paths);
     options.extra_files = cli.configs.clone();
     let loaded = config::load(&options);
-    Ok(Ctx { screen: ask::Screen::default(), paths, loaded })
+    Ok(Ctx { screen: ask::Screen::default(), paths, options, loaded })
+}
+
+impl Ctx {
+    /// Follows the config files while `hub` runs (serve, gateway): edits are applied server
+    /// by server. `None` (said on stderr) when the files cannot be watched.
+    pub(crate) fn follow(&self, hub: &Hub) -> Option<switchboard::ConfigWatch> {
+        match hub.watch_config(self.options.clone(), &self.loaded) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                note!("warning: {e}; edits to the config take effect at the next start");
+                None
+            }
+        }
+    }
 }
 
 /// Starts the hub (only `only`, when given), with a spinner while servers connect, and runs

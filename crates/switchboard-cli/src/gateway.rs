@@ -89,6 +89,9 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         options.only = Some(only);
     }
     let hub = Hub::start(&ctx.loaded, options);
+    // Edits to the config files are applied as they happen, server by server; clients stay
+    // connected and are told what lists changed.
+    let _follow = ctx.follow(&hub);
     let gateway_options = GatewayOptions::new()
         .names(names)
         .scope(Scope { only: args.only.clone(), profile })

@@ -43,6 +43,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
             .roots_source(relay.clone())
             .approver(approvals.clone()),
     );
+    let _follow = ctx.follow(&hub);
     let gateway = switchboard_gateway::Gateway::new(
         hub.clone(),
         switchboard_gateway::GatewayOptions::new().profiles(ctx.loaded.profiles.clone()),

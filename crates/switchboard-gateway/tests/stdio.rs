@@ -180,3 +180,52 @@ async fn model_results_apply_the_budget_raw_results_do_not() {
         client.cancel().await.unwrap();
     }
 }
+
+/// The config file edited while a client is connected: the session stays, the client is told
+/// `tools/list_changed`, an added server's tools are listed, a removed one's process ends, and
+/// the server that did not change keeps its process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_stays_connected_through_a_reload_and_sees_the_lists_change() {
+    let home = Home::new(false);
+    let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let client = Recorder { seen: tx, elicitation: false }
+        .serve(TokioChildProcess::new(home.gateway(&[])).unwrap())
+        .await
+        .unwrap();
+    let fx = pids_with_arg(&home.marker);
+    assert!(!fx.is_empty());
+    // A client is told of changes to lists it has seen.
+    assert!(!client.list_all_tools().await.unwrap().is_empty());
+    let original: serde_json::Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
+    let save = |config: &serde_json::Value| {
+        let tmp = home.path().join(".gateway.json.tmp");
+        std::fs::write(&tmp, config.to_string()).unwrap();
+        std::fs::rename(&tmp, &home.config).unwrap();
+    };
+    let added_marker = switchboard_testkit::unique_marker("reload-added");
+    let mut more = original.clone();
+    more["servers"]["fx2"] =
+        json!({"command": switchboard_testkit::fixture(), "args": ["--name", "fx2", "--marker", added_marker]});
+    save(&more);
+    assert!(wait_seen(&mut seen, Duration::from_secs(15), |s| *s == Seen::ToolsChanged).await, "told of the new tools");
+    let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"mcp__fx2__echo".to_string()) && names.contains(&"mcp__fx__echo".to_string()), "{names:?}");
+    assert_eq!(pids_with_arg(&home.marker), fx, "the unchanged server kept its process");
+    assert_eq!(pids_with_arg(&added_marker).len(), 1);
+
+    save(&original);
+    assert!(wait_seen(&mut seen, Duration::from_secs(15), |s| *s == Seen::ToolsChanged).await, "told again");
+    let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(!names.iter().any(|n| n.starts_with("mcp__fx2__")), "{names:?}");
+    assert!(wait_gone(&added_marker, Duration::from_secs(10)).is_empty(), "the removed server's process ended");
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("mcp__fx__echo")
+                .with_arguments(args(json!({"text": "still here"})).unwrap_or_default()),
+        )
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&r.content).unwrap().contains("still here"));
+    client.cancel().await.unwrap();
+    assert!(wait_gone(&home.marker, Duration::from_secs(10)).is_empty());
+}

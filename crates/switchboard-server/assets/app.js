@@ -422,6 +422,19 @@ function connectEvents() {
       if (server === state.selected) renderDetail();
     });
   });
+  on("config_reloaded", ({ report }) => {
+    const parts = [["added", report.added], ["removed", report.removed], ["restarted", report.restarted], ["updated", report.updated]]
+      .filter(([, names]) => names.length)
+      .map(([what, names]) => `${what} ${names.join(", ")}`);
+    for (const [name, why] of report.kept) activity("error", `${name}: its entry is invalid now, it keeps running as it was (${why})`);
+    if (parts.length) {
+      activity("config", `config reloaded: ${parts.join("; ")}`);
+      loadAll().catch(() => {});
+    }
+  });
+  on("config_rejected", ({ diagnostics }) => {
+    for (const d of diagnostics) activity("error", `config not reloaded: ${d.file}: ${d.message}`);
+  });
   on("server_removed", ({ server }) => {
     const tools = (state.details.get(server) || { tools: [] }).tools.map((t) => t.name);
     for (const t of tools) {

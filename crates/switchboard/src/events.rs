@@ -14,6 +14,20 @@ use crate::status::ServerStatus;
 pub enum Event {
     /// A tool call ended (every call through the hub, allowed or not): its audit line.
     ToolCalled(Box<crate::policy::audit::AuditRecord>),
+    /// The config files changed and were applied ([`crate::Hub::watch_config`]): what changed,
+    /// server by server, and the diagnostics of the files as they are now.
+    ConfigReloaded {
+        /// What the reload did.
+        report: Box<crate::hub::ReloadReport>,
+        /// Warnings and errors of the files now (an entry that turned invalid is kept running).
+        diagnostics: Vec<crate::config::Diagnostic>,
+    },
+    /// The config files changed but a file cannot be read or is not JSON: nothing was applied
+    /// and what runs keeps running.
+    ConfigRejected {
+        /// Why.
+        diagnostics: Vec<crate::config::Diagnostic>,
+    },
     /// A server was removed from the hub.
     ServerRemoved {
         /// The server.

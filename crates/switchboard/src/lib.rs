@@ -48,7 +48,7 @@ pub mod trust;
 
 pub use connection::handler::Progress;
 pub use error::Error;
-pub use hub::{CallOptions, Completing, Hub, HubOptions, Reconnect, ReloadReport, ServerInfo, ToolOutput};
+pub use hub::{CallOptions, Completing, ConfigWatch, Hub, HubOptions, Reconnect, ReloadReport, ServerInfo, ToolOutput};
 pub use paths::Paths;
 
 /// Writes a file whole (a temporary file renamed over it) with mode 0600, creating its folder

@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::{TestEnv, alive, fixture};
 use serde_json::{Value, json};
 use switchboard::Hub;
+use switchboard::events::Event;
 use switchboard::status::ServerStatus;
 
 fn server(name: &str, extra: &[&str]) -> Value {
@@ -118,5 +119,65 @@ async fn an_entry_that_turns_invalid_keeps_what_runs_and_the_policy_follows_the_
     let out =
         hub.call_tool("mcp__a__echo", json!({"text": "still here"}).as_object().cloned(), Default::default()).await;
     assert!(out.is_ok_and(|o| !o.is_error()));
+    hub.shutdown().await;
+}
+
+/// Saves `config` as editors do: a new file renamed over the old one.
+fn save(env: &TestEnv, config: &Value) {
+    let tmp = env.dir.path().join(".config.json.swp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(config).unwrap()).unwrap();
+    std::fs::rename(&tmp, env.dir.path().join("config.json")).unwrap();
+}
+
+/// The next config event (reloaded or rejected), 10 s at most.
+async fn next_config_event(events: &mut tokio::sync::broadcast::Receiver<Event>) -> Event {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Ok(Ok(e @ (Event::ConfigReloaded { .. } | Event::ConfigRejected { .. }))) => return e,
+            Ok(Ok(_)) | Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
+            other => panic!("no config event: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn edits_are_followed_a_burst_is_one_reload_and_a_broken_save_changes_nothing() {
+    let env = TestEnv::new();
+    let first = json!({"servers": {"a": server("a", &[]), "b": server("b", &[])}});
+    let loaded = env.load(&first);
+    let hub = env.start(&loaded).await;
+    let mut events = hub.subscribe();
+    let follow = hub.watch_config(env.load_options(), &loaded).unwrap();
+    assert!(follow.files().iter().any(|f| f.ends_with("config.json")), "{follow:?}");
+    let a = pid(&hub, "a");
+    let b = pid(&hub, "b");
+
+    save(&env, &json!({"servers": {"a": server("a", &[]), "c": server("c", &[])}}));
+    let Event::ConfigReloaded { report, .. } = next_config_event(&mut events).await else { panic!("rejected") };
+    assert_eq!((report.added.as_slice(), report.removed.as_slice()), (&["c".to_string()][..], &["b".to_string()][..]));
+    assert_eq!(pid(&hub, "a"), a, "untouched");
+    assert!(gone(b).await);
+    assert!(matches!(hub.status("c"), Some(ServerStatus::Connected { .. })));
+
+    // A burst of saves: one reload, of the last one.
+    for i in 0..5 {
+        let mut servers = json!({"a": server("a", &[]), "c": server("c", &[])});
+        servers[format!("burst{i}")] = server(&format!("burst{i}"), &[]);
+        save(&env, &json!({"servers": servers}));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let Event::ConfigReloaded { report, .. } = next_config_event(&mut events).await else { panic!("rejected") };
+    assert_eq!(report.added, ["burst4"], "{report:?}");
+    let more = tokio::time::timeout(Duration::from_secs(1), next_config_event(&mut events)).await;
+    assert!(more.is_err(), "one reload for the burst: {more:?}");
+
+    // A save that is not JSON: rejected, and everything keeps running.
+    std::fs::write(env.dir.path().join("config.json"), "{\"servers\": {\"a\": ").unwrap();
+    let Event::ConfigRejected { diagnostics } = next_config_event(&mut events).await else { panic!("applied") };
+    assert!(diagnostics[0].message.contains("not valid JSON"), "{diagnostics:?}");
+    assert_eq!(pid(&hub, "a"), a);
+    assert!(matches!(hub.status("burst4"), Some(ServerStatus::Connected { .. })));
+    drop(follow);
     hub.shutdown().await;
 }

@@ -14,6 +14,7 @@ mod auth;
 mod calls;
 mod complete;
 mod connect;
+mod follow;
 mod health;
 mod manage;
 mod reload;
@@ -32,6 +33,7 @@ use tokio::sync::{broadcast, watch};
 
 pub use calls::{CallOptions, ToolOutput};
 pub use complete::Completing;
+pub use follow::ConfigWatch;
 pub use reload::ReloadReport;
 pub use retry::Reconnect;
 

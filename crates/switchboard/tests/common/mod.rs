@@ -28,11 +28,17 @@ impl TestEnv {
     pub fn load(&self, config_json: &Value) -> LoadedConfig {
         let file = self.dir.path().join("config.json");
         std::fs::write(&file, serde_json::to_string_pretty(config_json).unwrap()).unwrap();
+        config::load(&self.load_options())
+    }
+
+    /// How `load` loads: `config.json` here as `--config`, `managed.json` here as the managed
+    /// file.
+    pub fn load_options(&self) -> LoadOptions {
         let mut options = LoadOptions::from_env(self.dir.path().to_path_buf(), &self.paths);
-        options.extra_files = vec![file];
+        options.extra_files = vec![self.dir.path().join("config.json")];
         // Hermetic: the machine's managed file is not these tests'; `managed.json` here is.
         options.managed_file = Some(self.dir.path().join("managed.json"));
-        config::load(&options)
+        options
     }
 
     pub async fn hub(&self, config_json: &Value) -> Hub {

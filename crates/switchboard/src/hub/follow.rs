@@ -1,0 +1,154 @@
+//! Following the config files in use while the hub runs: every file the load looked at (found
+//! or not, so a project file created later counts) and the managed file. Their folders are
+//! watched (an editor's save by atomic rename replaces the file; a watch on the file itself
+//! would be lost), events are debounced (a burst of saves is one reload), and the config is
+//! loaded again and applied with [`Hub::reload`]. An edit that leaves a file unreadable or
+//! not JSON is not applied: what runs keeps running, and [`Event::ConfigRejected`] says why.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use super::Hub;
+use crate::config::{self, Diagnostic, LoadOptions, LoadedConfig, Severity};
+use crate::error::Error;
+use crate::events::Event;
+
+/// How long the files must stay quiet before a reload.
+pub const DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// The files being followed; dropping it stops following them.
+pub struct ConfigWatch {
+    _watcher: notify::RecommendedWatcher,
+    task: tokio::task::AbortHandle,
+    files: Vec<PathBuf>,
+}
+
+impl std::fmt::Debug for ConfigWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigWatch").field("files", &self.files).finish_non_exhaustive()
+    }
+}
+
+impl ConfigWatch {
+    /// The files followed.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+}
+
+impl Drop for ConfigWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The files a load depends on: those it looked at, and the managed file.
+fn files_of(loaded: &LoadedConfig, options: &LoadOptions) -> Vec<PathBuf> {
+    let mut files: BTreeSet<PathBuf> = loaded.files.iter().map(|f| f.path.clone()).collect();
+    if let Some(m) = &options.managed_file {
+        files.insert(m.clone());
+    }
+    if let Some(m) = &loaded.managed {
+        files.insert(m.file.clone());
+    }
+    files.into_iter().collect()
+}
+
+/// Diagnostics that make a load unusable as a whole: a file that cannot be read or is not
+/// JSON (its servers would look removed).
+fn file_errors(loaded: &LoadedConfig) -> Vec<Diagnostic> {
+    loaded
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error && d.server.is_none() && d.field.is_none())
+        .filter(|d| d.message.starts_with("not valid JSON") || d.message.starts_with("cannot read"))
+        .cloned()
+        .collect()
+}
+
+impl Hub {
+    /// Follows the config files of `loaded` (loaded with `options`) and reloads when they
+    /// change, publishing [`Event::ConfigReloaded`] or [`Event::ConfigRejected`]. Stops when
+    /// the returned [`ConfigWatch`] is dropped.
+    pub fn watch_config(&self, options: LoadOptions, loaded: &LoadedConfig) -> Result<ConfigWatch, Error> {
+        let files = files_of(loaded, &options);
+        let (tx, mut rx) = mpsc::unbounded_channel::<()>();
+        let watched: BTreeSet<PathBuf> = files.iter().cloned().collect();
+        let handler = move |event: notify::Result<notify::Event>| {
+            // Reading the files (the reload itself) is no change: only writes, creations,
+            // renames and removals count.
+            if let Ok(event) = event
+                && !matches!(event.kind, notify::EventKind::Access(_) | notify::EventKind::Other)
+                && event.paths.iter().any(|p| watched.contains(p) || watched.iter().any(|w| same_file(w, p)))
+            {
+                let _ = tx.send(());
+            }
+        };
+        let storage = |e: notify::Error| Error::Storage { message: format!("watching the config files: {e}") };
+        let mut watcher = notify::recommended_watcher(handler).map_err(storage)?;
+        let folders: BTreeSet<&Path> = files.iter().filter_map(|f| f.parent()).collect();
+        for folder in folders {
+            // A folder that does not exist (no project config yet) is not watched.
+            if folder.is_dir()
+                && let Err(e) = watcher.watch(folder, RecursiveMode::NonRecursive)
+            {
+                tracing::warn!("cannot watch {} for config changes: {e}", folder.display());
+            }
+        }
+        let hub = self.clone();
+        let task = tokio::spawn(async move {
+            while rx.recv().await.is_some() {
+                // Quiet for a moment: one reload for a burst of saves.
+                loop {
+                    match tokio::time::timeout(DEBOUNCE, rx.recv()).await {
+                        Ok(Some(())) => continue,
+                        Ok(None) => return,
+                        Err(_) => break,
+                    }
+                }
+                let options = options.clone();
+                let Ok(loaded) = tokio::task::spawn_blocking(move || config::load(&options)).await else { continue };
+                let rejected = file_errors(&loaded);
+                if !rejected.is_empty() {
+                    for d in &rejected {
+                        tracing::warn!("config not reloaded: {d}");
+                    }
+                    let _ = hub.inner.events.send(Event::ConfigRejected { diagnostics: rejected });
+                    continue;
+                }
+                let report = hub.reload(&loaded).await;
+                if report.changed() {
+                    tracing::info!(
+                        "config reloaded: {} added, {} removed, {} restarted, {} updated",
+                        report.added.len(),
+                        report.removed.len(),
+                        report.restarted.len(),
+                        report.updated.len()
+                    );
+                }
+                let _ = hub
+                    .inner
+                    .events
+                    .send(Event::ConfigReloaded { report: Box::new(report), diagnostics: loaded.diagnostics.clone() });
+            }
+        });
+        self.inner.track(task.abort_handle());
+        Ok(ConfigWatch { _watcher: watcher, task: task.abort_handle(), files })
+    }
+}
+
+/// Whether `event` names `watched` by another spelling (a symlinked folder, `..`).
+fn same_file(watched: &Path, event: &Path) -> bool {
+    watched.file_name() == event.file_name()
+        && match (
+            watched.parent().and_then(|p| p.canonicalize().ok()),
+            event.parent().and_then(|p| p.canonicalize().ok()),
+        ) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
+}

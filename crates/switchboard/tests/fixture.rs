@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, alive, args, fixture_server, text, wait_event};
+use common::{TestEnv, alive, args, fixture_server, settled, text, wait_event};
 use serde_json::json;
 use switchboard::status::{FailureKind, ServerStatus};
 use switchboard::{CallOptions, Error, events::Event};
@@ -238,29 +238,29 @@ async fn start_failures_are_classified_and_do_not_hold_up_others() {
     let hub = env.start(&loaded).await;
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(hub.status("good").map(|s| s.state()), Some("connected"));
-    let (kind, msg) = failure(hub.status("hangs"));
+    let (kind, msg) = failure(settled(&hub, "hangs").await);
     assert_eq!(kind, FailureKind::StartupTimeout);
     assert!(msg.contains("700 ms"), "{msg}");
-    let (kind, msg) = failure(hub.status("dies"));
+    let (kind, msg) = failure(settled(&hub, "dies").await);
     assert_eq!(kind, FailureKind::ProcessExited);
     assert!(msg.contains("exit code 7") && msg.contains("refusing to start"), "{msg}");
-    let (kind, msg) = failure(hub.status("missing"));
+    let (kind, msg) = failure(settled(&hub, "missing").await);
     assert_eq!(kind, FailureKind::ProcessStartFailed);
     assert!(msg.contains("not found") && msg.contains("PATH searched"), "{msg}");
-    let (kind, msg) = failure(hub.status("badcwd"));
+    let (kind, msg) = failure(settled(&hub, "badcwd").await);
     assert_eq!(kind, FailureKind::ProcessStartFailed);
     assert!(msg.contains("/nonexistent/dir"), "{msg}");
     assert_eq!(hub.status("off"), Some(ServerStatus::Disabled));
-    let (kind, msg) = failure(hub.status("oldproto"));
+    let (kind, msg) = failure(settled(&hub, "oldproto").await);
     assert_eq!(kind, FailureKind::ProtocolNegotiationFailed);
     assert!(msg.contains("1999-01-01") && msg.contains("2025-11-25"), "{msg}");
-    let (kind, msg) = failure(hub.status("refuses"));
+    let (kind, msg) = failure(settled(&hub, "refuses").await);
     assert_eq!(kind, FailureKind::ProtocolNegotiationFailed);
     assert!(msg.contains("we only speak 2030-01-01"), "{msg}");
-    let (kind, msg) = failure(hub.status("nolist"));
+    let (kind, msg) = failure(settled(&hub, "nolist").await);
     assert_eq!(kind, FailureKind::ToolListFailed);
     assert!(msg.contains("tools/list") && msg.contains("the tool registry is corrupt"), "{msg}");
-    let (kind, msg) = failure(hub.status("unset"));
+    let (kind, msg) = failure(settled(&hub, "unset").await);
     assert_eq!(kind, FailureKind::ConfigInvalid);
     assert!(msg.contains("SWITCHBOARD_TEST_SURELY_UNSET_VAR"), "{msg}");
     // A tool of a server that failed: the error says why the server is not there.

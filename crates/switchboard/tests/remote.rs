@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{
-    Peer, TestEnv, args, free_port, long_running_progress, node_peer, python_peer, text, wait_event, wait_listening,
+    Peer, TestEnv, args, free_port, long_running_progress, node_peer, python_peer, settled, text, wait_event,
+    wait_listening,
 };
 use serde_json::json;
 use switchboard::CallOptions;
@@ -111,7 +112,7 @@ async fn server_everything_over_legacy_sse_pinned_and_by_fallback() {
     let seen = long_running_progress(&hub, "pinned", 3).await;
     assert!(seen >= 2, "saw {seen} progress notifications over SSE");
     // Pinned to Streamable HTTP, the same URL fails with the HTTP status (no fallback).
-    let (kind, msg, _) = failure(hub.status("streamable"));
+    let (kind, msg, _) = failure(settled(&hub, "streamable").await);
     assert_eq!(kind, FailureKind::HttpStatus, "{msg}");
     assert!(!msg.contains("legacy SSE"), "{msg}");
     hub.shutdown().await;
@@ -333,30 +334,30 @@ async fn remote_failures_are_classified() {
             "dns": {"url": "http://no-such-host.invalid/mcp"},
         }}))
         .await;
-    let (kind, msg, _) = failure(hub.status("refused"));
+    let (kind, msg, _) = failure(settled(&hub, "refused").await);
     assert_eq!(kind, FailureKind::NetworkUnreachable, "{msg}");
     assert!(msg.contains(&refused.to_string()), "{msg}");
-    let (kind, msg, _) = failure(hub.status("boom"));
+    let (kind, msg, _) = failure(settled(&hub, "boom").await);
     assert_eq!(kind, FailureKind::HttpStatus, "{msg}");
     assert!(msg.contains("500"), "{msg}");
-    let (kind, msg, _) = failure(hub.status("missing"));
+    let (kind, msg, _) = failure(settled(&hub, "missing").await);
     assert_eq!(kind, FailureKind::HttpStatus, "{msg}");
     assert!(msg.contains("404") && msg.contains("no such thing"), "{msg}");
     // `auto` tried Streamable HTTP, then legacy SSE on the 404, and says both.
     assert!(msg.contains("Streamable HTTP failed") && msg.contains("legacy SSE failed"), "{msg}");
-    let (kind, msg, challenge) = failure(hub.status("locked"));
+    let (kind, msg, challenge) = failure(settled(&hub, "locked").await);
     assert_eq!(kind, FailureKind::NeedsAuth, "{msg}");
     assert!(challenge.unwrap_or_default().contains("resource_metadata="), "the challenge is kept");
     let home = std::env::var("HOME").unwrap();
     let head = seen.lock().unwrap().first().cloned().unwrap_or_default().to_ascii_lowercase();
     assert!(head.contains("x-team: blue"), "static headers are sent: {head}");
     assert!(head.contains(&format!("authorization: bearer {}", home.to_ascii_lowercase())), "{head}");
-    let (kind, msg, _) = failure(hub.status("tls"));
+    let (kind, msg, _) = failure(settled(&hub, "tls").await);
     assert_eq!(kind, FailureKind::TlsError, "{msg}");
-    let (kind, msg, _) = failure(hub.status("dns"));
+    let (kind, msg, _) = failure(settled(&hub, "dns").await);
     assert_eq!(kind, FailureKind::NetworkUnreachable, "{msg}");
     assert!(msg.contains("does not resolve"), "{msg}");
-    let (kind, msg, _) = failure(hub.status("nobearer"));
+    let (kind, msg, _) = failure(settled(&hub, "nobearer").await);
     assert_eq!(kind, FailureKind::ConfigInvalid, "{msg}");
     assert!(msg.contains("SB_SURELY_UNSET_TOKEN"), "{msg}");
     // Secrets stay out of the messages.

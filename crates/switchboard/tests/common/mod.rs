@@ -87,6 +87,21 @@ pub async fn wait_event(rx: &mut tokio::sync::broadcast::Receiver<Event>, pred: 
     .expect("event did not arrive")
 }
 
+/// A server's status once no attempt is under way: a failed server is tried again on a timer
+/// in a long-running hub, so a test that reads its status right away may catch it
+/// `connecting`; this waits (up to 30 s) for the attempt to end.
+pub async fn settled(hub: &Hub, name: &str) -> Option<switchboard::status::ServerStatus> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = hub.status(name);
+        let connecting = matches!(status, Some(switchboard::status::ServerStatus::Connecting));
+        if !connecting || tokio::time::Instant::now() > deadline {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The text of a tool output for the model.
 pub fn text(out: &switchboard::ToolOutput) -> String {
     out.model().text()

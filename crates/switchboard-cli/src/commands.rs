@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask;
 use crate::render::{self, safe, short, status_word, table};
-use crate::{Cli, Command, ConfigAction};
+use crate::{Cli, Command, ConfigAction, InputsAction};
 
 /// Runs the command; returns the exit code.
 pub async fn run(cli: Cli, secrets: crate::logs::Secrets) -> u8 {
@@ -52,7 +52,12 @@ fn load(cli: &Cli) -> Result<Ctx> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let mut options = LoadOptions::from_env(cwd, &paths);
     options.extra_files = cli.configs.clone();
-    let loaded = config::load(&options);
+    let mut loaded = config::load(&options);
+    // Inputs servers need (`${input:ID}`): asked once, at a terminal, then kept.
+    let asks = !matches!(cli.command, Command::Config { .. } | Command::Inputs { .. } | Command::Import { .. });
+    if asks && crate::import::ask_missing(&paths, &loaded.inputs_missing) {
+        loaded = config::load(&options);
+    }
     Ok(Ctx { screen: ask::Screen::default(), paths, options, loaded })
 }
 
@@ -435,45 +440,25 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                 bail!("server `{server}` was not trusted in {}", ctx.loaded.project_root.display())
             }
         }
-        Command::Config { action: ConfigAction::Check { json } } => {
-            if json {
-                print_json(
-                    &json!({"diagnostics": ctx.loaded.diagnostics, "servers": ctx.loaded.servers.values().map(render::redacted_entry).collect::<Vec<_>>()}),
-                )?;
-            } else if ctx.loaded.diagnostics.is_empty() {
-                let found = ctx.loaded.files.iter().filter(|f| f.found).count();
-                out!(
-                    "No problems in {found} config file{} ({} servers).",
-                    if found == 1 { "" } else { "s" },
-                    ctx.loaded.servers.len()
-                );
-            } else {
-                for d in &ctx.loaded.diagnostics {
-                    out!("{d}");
-                }
-            }
-            Ok(u8::from(ctx.loaded.has_errors()))
+        Command::Config { action: ConfigAction::Check { json } } => crate::configs::check(ctx, json),
+        Command::Config { action: ConfigAction::Sources { json } } => crate::import::sources(ctx, json),
+        Command::Import { ref from, ref scope, dry_run, json } => {
+            let args = crate::import::ImportArgs { from: from.clone(), scope: scope.clone(), dry_run, json };
+            crate::import::import(ctx, &args)
         }
-        Command::Config { action: ConfigAction::Paths { json } } => {
-            if json {
-                print_json(
-                    &json!({"project_root": ctx.loaded.project_root, "data_dir": ctx.paths.data_dir, "files": ctx.loaded.files}),
-                )?;
-            } else {
-                out!("project root: {}", ctx.loaded.project_root.display());
-                out!("data folder:  {}", ctx.paths.data_dir.display());
-                let mut t = table(&["FILE", "SCOPE", "FOUND"]);
-                for f in &ctx.loaded.files {
-                    t.add_row(vec![
-                        f.path.display().to_string(),
-                        f.scope.to_string(),
-                        if f.found { "yes".into() } else { "no".into() },
-                    ]);
+        Command::Inputs { ref action, json } => {
+            let args = match action {
+                None => crate::import::InputsArgs::List { json },
+                Some(InputsAction::Set { id, file }) => {
+                    crate::import::InputsArgs::Set { id: id.clone(), file: file.clone() }
                 }
-                out!("{t}");
-            }
-            Ok(0)
+                Some(InputsAction::Forget { id, file }) => {
+                    crate::import::InputsArgs::Forget { id: id.clone(), file: file.clone() }
+                }
+            };
+            crate::import::inputs(ctx, args)
         }
+        Command::Config { action: ConfigAction::Paths { json } } => crate::configs::paths(ctx, json),
         Command::Completions { .. } => Ok(0),
         Command::Policy { ref tool, json } => {
             let only = tool.as_deref().and_then(|t| servers_for_tool(t, &ctx.loaded));
@@ -517,6 +502,7 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     }
     if servers.is_empty() {
         out!("No MCP servers configured.");
+        crate::import::hint(ctx)?;
     } else {
         let mut t = table(&["SERVER", "SCOPE", "STATUS", "TOOLS", "DETAIL"]);
         for s in &servers {

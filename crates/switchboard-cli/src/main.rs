@@ -10,7 +10,9 @@
 mod out;
 mod ask;
 mod commands;
+mod configs;
 mod gateway;
+mod import;
 mod login;
 mod logs;
 mod manage;
@@ -341,6 +343,34 @@ pub enum Command {
         #[arg(long)]
         forget_client: bool,
     },
+    /// Bring in the servers other tools have (Claude Desktop and Code, Cursor, VS Code,
+    /// Windsurf, Codex, Gemini CLI, OpenCode, Zed): their own files into your user file, or
+    /// with `--scope project` this project's files into its `switchboard.json`.
+    Import {
+        /// Which tools' (comma-separated): claude-desktop, claude-code, cursor, vscode, windsurf,
+        /// codex, gemini, opencode, zed, or all.
+        #[arg(long, default_value = "all", value_name = "TOOL")]
+        from: String,
+        /// `user`: the tools' own files, into your user file; `project`: this project's files,
+        /// into its `switchboard.json`.
+        #[arg(long, default_value = "user", value_parser = ["user", "project"])]
+        scope: String,
+        /// Show what would be imported; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Values given for config inputs (`${input:ID}`, as VS Code has them), kept in the data
+    /// folder: list them (and those still needed), set one, or forget one.
+    Inputs {
+        #[command(subcommand)]
+        action: Option<InputsAction>,
+        /// Machine-readable output (the list).
+        #[arg(long)]
+        json: bool,
+    },
     /// Config files: check them, or list the paths looked at.
     Config {
         #[command(subcommand)]
@@ -353,9 +383,37 @@ pub enum Command {
     },
 }
 
+/// `switchboard inputs ...`.
+#[derive(Debug, Subcommand)]
+pub enum InputsAction {
+    /// Give an input's value (typed hidden on a terminal, else one line on stdin).
+    Set {
+        /// The input's id.
+        id: String,
+        /// The config file that uses it (when several do).
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Forget an input's value (of every file, or of `--file`).
+    Forget {
+        /// The input's id.
+        id: String,
+        /// Only the value for this config file.
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+}
+
 /// `switchboard config ...`.
 #[derive(Debug, Subcommand)]
 pub enum ConfigAction {
+    /// Other tools' MCP config files found here (Claude, Cursor, VS Code, Codex...), with their
+    /// servers and whether switchboard reads them; nothing is imported.
+    Sources {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print every diagnostic; exit non-zero on errors.
     Check {
         /// Machine-readable output.

@@ -52,13 +52,8 @@ pub(crate) fn add(
         }
         _ => bail!("give a command after `--` (a local server) or `--url` (a remote one)"),
     };
-    let path: PathBuf = if scope == "project" {
-        let root = &ctx.loaded.project_root;
-        let nested = root.join(".switchboard/config.json");
-        if nested.exists() && !root.join("switchboard.json").exists() { nested } else { root.join("switchboard.json") }
-    } else {
-        ctx.paths.config_file.clone()
-    };
+    let path: PathBuf =
+        if scope == "project" { project_file(&ctx.loaded.project_root) } else { ctx.paths.config_file.clone() };
     config::write_server(&path, &NewServer::new(name, entry))?;
     out!("Added server `{name}` to {}.", path.display());
     if let Some(existing) = ctx.loaded.servers.get(name) {
@@ -74,6 +69,13 @@ pub(crate) fn add(
         out!("Project servers start once trusted: switchboard trust {name}");
     }
     Ok(0)
+}
+
+/// The project's switchboard file: `switchboard.json` at the root, or `.switchboard/config.json`
+/// when only that one exists.
+pub(crate) fn project_file(root: &std::path::Path) -> PathBuf {
+    let nested = root.join(".switchboard/config.json");
+    if nested.exists() && !root.join("switchboard.json").exists() { nested } else { root.join("switchboard.json") }
 }
 
 /// `disable`: a user or `--config` server is disabled in its own file; a project server by an

@@ -153,6 +153,8 @@ mod tests {
                 command: "node".into(),
                 command_as_written: "node".into(),
                 cwd_as_written: None,
+                env_file: None,
+                env_file_as_written: None,
                 args: vec![arg.into()],
                 args_as_written: vec![arg.into()],
                 env: BTreeMap::new(),

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::entry::{FileCtx, Parsed, parse_file};
-use super::jsonc;
 use super::{Diagnostic, LoadedConfig, Scope, Severity};
 
 /// File names looked for in each project folder, highest precedence first.
@@ -32,6 +31,9 @@ pub struct LoadOptions {
     /// The managed file (its policy cannot be loosened; it says which servers may start);
     /// `None`: none.
     pub managed_file: Option<PathBuf>,
+    /// Where the values given for `${input:ID}` are kept ([`super::InputStore`]); `None`:
+    /// nowhere (every input is missing).
+    pub inputs_file: Option<PathBuf>,
 }
 
 impl LoadOptions {
@@ -39,7 +41,14 @@ impl LoadOptions {
     pub fn from_env(cwd: PathBuf, paths: &crate::Paths) -> Self {
         let env = super::host_env();
         let managed_file = Some(managed_file(&env));
-        LoadOptions { cwd, user_file: Some(paths.config_file.clone()), extra_files: Vec::new(), env, managed_file }
+        LoadOptions {
+            cwd,
+            user_file: Some(paths.config_file.clone()),
+            extra_files: Vec::new(),
+            env,
+            managed_file,
+            inputs_file: Some(super::InputStore::new(&paths.data_dir).path().to_path_buf()),
+        }
     }
 }
 
@@ -61,6 +70,10 @@ pub struct FileLook {
     pub scope: Scope,
     /// Whether it exists.
     pub found: bool,
+    /// The tool whose file it is (read as that tool writes it), if not switchboard's own.
+    pub tool: Option<super::Tool>,
+    /// The file whose `include` names it, if it was included.
+    pub included_by: Option<PathBuf>,
 }
 
 /// Walks up from `cwd` to the folder holding `.git`; without one, `cwd` is the root.
@@ -101,63 +114,12 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
         managed_audit = m.audit.map(|a| (m.managed.file.clone(), a));
         loaded.managed = Some(m.managed);
     }
+    let base = base_vars(options, &loaded.project_root);
+    let mut loader = Loader { options, loaded, base, vars: HashMap::new(), seen: Vec::new() };
     for (path, scope) in looks {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => Some(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                loaded.diagnostics.push(file_error(&path, None, format!("cannot read: {e}")));
-                None
-            }
-        };
-        // A `--config` file that is missing is an error: the person asked for it.
-        if text.is_none() && scope == Scope::Cli && !path.exists() {
-            loaded.diagnostics.push(file_error(&path, None, "file not found".into()));
-        }
-        loaded.files.push(FileLook { path: path.clone(), scope, found: text.is_some() });
-        let Some(text) = text else { continue };
-        let value: serde_json::Value = match serde_json::from_str(&jsonc::strip(&text)) {
-            Ok(v) => v,
-            Err(e) => {
-                loaded.diagnostics.push(file_error(
-                    &path,
-                    Some((e.line(), e.column())),
-                    format!("not valid JSON: {e}"),
-                ));
-                continue;
-            }
-        };
-        let mut ctx =
-            FileCtx { path: &path, text: &text, scope, env: &options.env, diagnostics: &mut loaded.diagnostics };
-        for parsed in parse_file(&value, &mut ctx) {
-            match parsed {
-                Parsed::Server(entry) => {
-                    loaded.servers.insert(entry.name().to_string(), *entry);
-                }
-                Parsed::Toggle { name, enabled } => match loaded.servers.get_mut(&name) {
-                    Some(super::ServerEntry::Valid(c)) => c.enabled = enabled,
-                    Some(super::ServerEntry::Invalid(_)) => {}
-                    None => ctx.lone_toggle(&name),
-                },
-                // A profile of a file of higher precedence replaces the whole profile.
-                Parsed::Profile { name, profile } => {
-                    loaded.profiles.insert(name, profile);
-                }
-                Parsed::Policy(rules) => loaded.policy.push(super::PolicyLayer::new(scope.into(), path.clone(), rules)),
-                Parsed::Audit(value) if scope != Scope::Project => {
-                    super::policy::parse_audit(&value, &mut loaded.audit, &mut ctx)
-                }
-                // The file of highest precedence that says decides.
-                Parsed::McpSwitch(on) => loaded.mcp_off = (!on).then(|| path.clone()),
-                Parsed::Audit(_) => ctx.diag(
-                    Severity::Warning,
-                    None,
-                    Some("audit"),
-                    "a project file cannot change the audit log: `audit` ignored (set it in your user file)".into(),
-                ),
-            }
-        }
+        loader.file(&path, scope, None, 0);
     }
+    let Loader { mut loaded, vars, .. } = loader;
     if let Some((file, value)) = managed_audit {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let mut ctx = FileCtx {
@@ -178,8 +140,197 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
             }
         }
     }
-    loaded.secrets = secret_values(&loaded, &options.env);
+    loaded.secrets = secret_values(&loaded, &vars, &options.env);
     loaded
+}
+
+/// How deep `include` may nest.
+const MAX_INCLUDE_DEPTH: usize = 8;
+
+/// The variables every file sees: the environment and the [`super::expand::BUILTINS`].
+fn base_vars(options: &LoadOptions, root: &Path) -> HashMap<String, String> {
+    let mut vars = options.env.clone();
+    if let Some(home) = options.env.get("HOME") {
+        vars.insert("userHome".into(), home.clone());
+    }
+    let root_s = root.display().to_string();
+    vars.insert("workspaceFolder".into(), root_s.clone());
+    vars.insert("workspaceRoot".into(), root_s);
+    let base = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    vars.insert("workspaceFolderBasename".into(), base);
+    vars.insert("pathSeparator".into(), "/".into());
+    vars
+}
+
+/// One load in progress.
+struct Loader<'a> {
+    options: &'a LoadOptions,
+    loaded: LoadedConfig,
+    /// The variables every file sees.
+    base: HashMap<String, String>,
+    /// The variables each file was read with (its inputs added), for the secrets.
+    vars: HashMap<PathBuf, HashMap<String, String>>,
+    /// Files read so far (an include of one of them again is skipped).
+    seen: Vec<PathBuf>,
+}
+
+impl Loader<'_> {
+    /// Reads one file (first the files it includes) into the config.
+    fn file(&mut self, path: &Path, scope: Scope, included_by: Option<&Path>, depth: usize) {
+        let loaded = &mut self.loaded;
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                loaded.diagnostics.push(file_error(path, None, format!("cannot read: {e}")));
+                None
+            }
+        };
+        // A `--config` file that is missing is an error: the person asked for it. An included
+        // one is followed: its servers appear when it does.
+        if text.is_none() && !path.exists() {
+            if scope == Scope::Cli && included_by.is_none() {
+                loaded.diagnostics.push(file_error(path, None, "file not found".into()));
+            } else if let Some(by) = included_by {
+                let mut d = file_error(by, None, format!("included file {} not found (yet)", path.display()));
+                d.severity = Severity::Warning;
+                d.field = Some("include".into());
+                loaded.diagnostics.push(d);
+            }
+        }
+        let dialect = super::foreign::detect(path);
+        loaded.files.push(FileLook {
+            path: path.to_path_buf(),
+            scope,
+            found: text.is_some(),
+            tool: dialect.tool(),
+            included_by: included_by.map(Path::to_path_buf),
+        });
+        let Some(text) = text else { return };
+        self.seen.push(path.to_path_buf());
+        let value = match super::foreign::parse_text(dialect, &text) {
+            Ok(v) => v,
+            Err((at, message)) => {
+                loaded.diagnostics.push(file_error(path, at, message));
+                return;
+            }
+        };
+        if dialect == super::foreign::Dialect::Own {
+            self.includes(path, &text, &value, scope, depth);
+        }
+        let loaded = &mut self.loaded;
+        let canonical = super::foreign::canonical(dialect, &value, &loaded.project_root);
+        for note in canonical.notes {
+            let mut ctx = FileCtx { path, text: &text, scope, env: &self.base, diagnostics: &mut loaded.diagnostics };
+            ctx.diag(Severity::Warning, note.server.as_deref(), note.field.as_deref(), note.message);
+        }
+        let root = canonical.root;
+        // The inputs this file's servers use, with the values given so far.
+        let mut vars = self.base.clone();
+        let given = match self.options.inputs_file.as_ref().map(|p| super::InputStore::at(p.clone())) {
+            Some(store) => store.values_for(path).unwrap_or_else(|e| {
+                loaded.diagnostics.push(file_error(path, None, format!("the values of its inputs: {e}")));
+                Default::default()
+            }),
+            None => Default::default(),
+        };
+        let declared = super::inputs::declared(&root);
+        for id in super::inputs::referenced(&root) {
+            match given.get(&id) {
+                Some(v) => {
+                    vars.insert(super::expand::input_key(&id), v.clone());
+                }
+                None => {
+                    let input = declared.iter().find(|d| d.id == id).cloned().unwrap_or(super::InputDecl {
+                        id: id.clone(),
+                        description: None,
+                        password: true,
+                        default: None,
+                        options: Vec::new(),
+                    });
+                    loaded.inputs_missing.push(super::MissingInput { file: path.to_path_buf(), input });
+                }
+            }
+        }
+        let mut ctx = FileCtx { path, text: &text, scope, env: &vars, diagnostics: &mut loaded.diagnostics };
+        let parsed = parse_file(&root, &mut ctx);
+        merge(loaded, parsed, FileCtx { path, text: &text, scope, env: &vars, diagnostics: &mut Vec::new() });
+        self.vars.insert(path.to_path_buf(), vars);
+    }
+
+    /// Reads the files `value`'s `include` names (before the file itself, so its own entries
+    /// win over theirs).
+    fn includes(&mut self, path: &Path, text: &str, value: &serde_json::Value, scope: Scope, depth: usize) {
+        let Some(include) = value.get("include") else { return };
+        let diag = |this: &mut Self, severity, message: String| {
+            let mut ctx = FileCtx { path, text, scope, env: &this.base, diagnostics: &mut this.loaded.diagnostics };
+            ctx.diag(severity, None, Some("include"), message);
+        };
+        let Some(items) = include.as_array().filter(|a| a.iter().all(serde_json::Value::is_string)) else {
+            diag(self, Severity::Error, "`include` must be an array of file paths".into());
+            return;
+        };
+        if depth >= MAX_INCLUDE_DEPTH {
+            diag(self, Severity::Error, format!("includes nest deeper than {MAX_INCLUDE_DEPTH}: not followed"));
+            return;
+        }
+        let base = path.parent().unwrap_or(Path::new("."));
+        for item in items.iter().filter_map(serde_json::Value::as_str) {
+            let expanded = match super::expand::expand(item, &self.base) {
+                Ok(p) => p,
+                Err(e) => {
+                    diag(self, Severity::Error, format!("`{}`: {e}", crate::text::excerpt(item, 60)));
+                    continue;
+                }
+            };
+            let target = match (expanded.strip_prefix("~/"), self.options.env.get("HOME")) {
+                (Some(rest), Some(home)) => Path::new(home).join(rest),
+                _ => base.join(&expanded),
+            };
+            if self.seen.contains(&target) || target == path {
+                diag(self, Severity::Warning, format!("{} is read already: not included again", target.display()));
+                continue;
+            }
+            self.file(&target, scope, Some(path), depth + 1);
+        }
+    }
+}
+
+/// Puts one file's entries into the config (`ctx`: the file; its diagnostics go to
+/// `loaded`'s).
+fn merge(loaded: &mut LoadedConfig, parsed: Vec<Parsed>, ctx: FileCtx<'_>) {
+    let (scope, path) = (ctx.scope, ctx.path);
+    let mut ctx = FileCtx { diagnostics: &mut loaded.diagnostics, ..ctx };
+    for parsed in parsed {
+        match parsed {
+            Parsed::Server(entry) => {
+                loaded.servers.insert(entry.name().to_string(), *entry);
+            }
+            Parsed::Toggle { name, enabled } => match loaded.servers.get_mut(&name) {
+                Some(super::ServerEntry::Valid(c)) => c.enabled = enabled,
+                Some(super::ServerEntry::Invalid(_)) => {}
+                None => ctx.lone_toggle(&name),
+            },
+            // A profile of a file of higher precedence replaces the whole profile.
+            Parsed::Profile { name, profile } => {
+                loaded.profiles.insert(name, profile);
+            }
+            Parsed::Policy(rules) => {
+                loaded.policy.push(super::PolicyLayer::new(scope.into(), path.to_path_buf(), rules))
+            }
+            Parsed::Audit(value) if scope != Scope::Project => {
+                super::policy::parse_audit(&value, &mut loaded.audit, &mut ctx)
+            }
+            // The file of highest precedence that says decides.
+            Parsed::McpSwitch(on) => loaded.mcp_off = (!on).then(|| path.to_path_buf()),
+            Parsed::Audit(_) => ctx.diag(
+                Severity::Warning,
+                None,
+                Some("audit"),
+                "a project file cannot change the audit log: `audit` ignored (set it in your user file)".into(),
+            ),
+        }
+    }
 }
 
 /// Servers the managed file does not let start become invalid entries that say why.
@@ -206,10 +357,15 @@ fn refuse_managed(loaded: &mut LoadedConfig) {
 /// What must never be shown of the servers: the values of their `env` and `headers`, and what
 /// variables put into their command, arguments, folder and URL (at least 4 characters: shorter
 /// ones would hide every such string in a log).
-fn secret_values(loaded: &LoadedConfig, env: &std::collections::HashMap<String, String>) -> Vec<String> {
+fn secret_values(
+    loaded: &LoadedConfig,
+    vars: &HashMap<PathBuf, HashMap<String, String>>,
+    env: &HashMap<String, String>,
+) -> Vec<String> {
     let mut found = std::collections::BTreeSet::new();
     for entry in loaded.servers.values() {
         let super::ServerEntry::Valid(c) = entry else { continue };
+        let file_vars = vars.get(&c.source).unwrap_or(env);
         let written: Vec<&str> = match &c.transport {
             super::TransportConfig::Stdio(s) => {
                 found.extend(s.env.values().cloned());
@@ -221,13 +377,13 @@ fn secret_values(loaded: &LoadedConfig, env: &std::collections::HashMap<String, 
             super::TransportConfig::Http(h) => {
                 found.extend(h.headers.values().cloned());
                 if let Some(var) = &h.bearer_token_env_var {
-                    found.extend(env.get(var).cloned());
+                    found.extend(file_vars.get(var).cloned());
                 }
                 vec![h.url_as_written.as_str()]
             }
         };
         for w in written {
-            found.extend(super::expand::substitutions(w, env));
+            found.extend(super::expand::substitutions(w, file_vars));
         }
     }
     found.into_iter().filter(|s| s.chars().count() >= 4).collect()

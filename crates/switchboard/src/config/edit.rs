@@ -166,6 +166,39 @@ pub fn write_server(path: &Path, server: &NewServer) -> Result<(), EditError> {
     write(path, &root)
 }
 
+/// Adds several servers to `path` (created if missing) at once, with the VS Code `inputs`
+/// declarations they use (`{"id": ...}` objects; one whose id the file declares already is
+/// left out): one write, so either all are added or none.
+pub fn write_servers(path: &Path, servers: &[NewServer], inputs: &[Value]) -> Result<(), EditError> {
+    for server in servers {
+        super::entry::validate_name(&server.name).map_err(EditError::BadName)?;
+    }
+    let _held = lock(path, true)?;
+    let (root, value) = read(path)?;
+    let maps = server_maps(&root, &value);
+    if let Some(server) = servers.iter().find(|s| maps.iter().any(|m| m.get(&s.name).is_some())) {
+        return Err(EditError::Exists { path: path.into(), name: server.name.clone() });
+    }
+    let obj = root.object_value_or_set();
+    let key = if obj.object_value("mcpServers").is_some() { "mcpServers" } else { "servers" };
+    let map = obj.object_value_or_set(key);
+    for server in servers {
+        map.append(&server.name, input(&server.entry));
+    }
+    let declared: Vec<String> = super::inputs::declared(&value).into_iter().map(|d| d.id).collect();
+    let new: Vec<&Value> = inputs
+        .iter()
+        .filter(|i| i.get("id").and_then(Value::as_str).is_some_and(|id| !declared.iter().any(|d| d == id)))
+        .collect();
+    if !new.is_empty() {
+        let array = obj.array_value_or_set("inputs");
+        for i in new {
+            array.append(input(i));
+        }
+    }
+    write(path, &root)
+}
+
 /// Removes a server from `path`.
 pub fn remove_server(path: &Path, name: &str) -> Result<(), EditError> {
     let _held = lock(path, false)?;

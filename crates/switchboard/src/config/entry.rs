@@ -7,16 +7,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use super::expand::expand;
 use super::jsonc::line_of_key;
+use super::values::{
+    FieldError, as_bool, as_bytes, as_grace, as_ms, as_string, as_string_map, as_strings, err, kind, take,
+};
 use super::{
     DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Diagnostic,
-    HttpConfig, HttpTransport, InvalidServer, MAX_SHUTDOWN_GRACE, MAX_TIMEOUT, MESSAGE_BYTES_RANGE, OAuthConfig, Scope,
-    ServerConfig, ServerEntry, Severity, StdioConfig, ToolFilter, TransportConfig,
+    HttpConfig, HttpTransport, InvalidServer, OAuthConfig, Scope, ServerConfig, ServerEntry, Severity, StdioConfig,
+    ToolFilter, TransportConfig,
 };
 
 /// Context for parsing one file.
@@ -112,7 +114,8 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
                 Some(m) => maps.push(m),
                 None => ctx.diag(Severity::Error, None, Some(key), "`mcp` must be an object of servers".into()),
             },
-            "$schema" => {}
+            // Read by the loader: other files to read first, and VS Code's inputs.
+            "$schema" | "include" | "inputs" => {}
             "policy" => {
                 if let Some(rules) = super::policy::parse_policy(value, ctx.scope.into(), ctx) {
                     profiles.push(Parsed::Policy(rules));
@@ -243,114 +246,6 @@ pub(crate) fn validate_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-type FieldError = (Option<String>, String);
-
-fn err<T>(field: &str, msg: impl Into<String>) -> Result<T, FieldError> {
-    Err((Some(field.to_string()), msg.into()))
-}
-
-/// Takes a field out of the entry by any of its names; two aliases set at once is an error.
-fn take(obj: &mut Map<String, Value>, names: &[&str]) -> Result<Option<(String, Value)>, FieldError> {
-    let mut found: Option<(String, Value)> = None;
-    for n in names {
-        if let Some(v) = obj.remove(*n) {
-            if let Some((prev, _)) = &found {
-                return err(n, format!("both `{prev}` and `{n}` are set; keep one"));
-            }
-            found = Some(((*n).to_string(), v));
-        }
-    }
-    Ok(found)
-}
-
-fn as_string(field: &str, v: Value) -> Result<String, FieldError> {
-    match v {
-        Value::String(s) => Ok(s),
-        other => err(field, format!("must be a string, found {}", kind(&other))),
-    }
-}
-
-fn as_bool(field: &str, v: Value) -> Result<bool, FieldError> {
-    match v {
-        Value::Bool(b) => Ok(b),
-        other => err(field, format!("must be true or false, found {}", kind(&other))),
-    }
-}
-
-fn as_ms(field: &str, v: Value) -> Result<Duration, FieldError> {
-    let max = MAX_TIMEOUT.as_millis();
-    match v.as_u64() {
-        Some(ms) if ms > 0 && u128::from(ms) <= max => Ok(Duration::from_millis(ms)),
-        Some(0) | None => err(field, format!("must be a positive number of milliseconds, found {}", excerpt_value(&v))),
-        Some(_) => err(field, format!("must be at most {max} milliseconds (7 days), found {}", excerpt_value(&v))),
-    }
-}
-
-fn as_grace(field: &str, v: Value) -> Result<Duration, FieldError> {
-    let max = MAX_SHUTDOWN_GRACE.as_millis();
-    match v.as_u64() {
-        Some(ms) if u128::from(ms) <= max => Ok(Duration::from_millis(ms)),
-        _ => err(field, format!("must be 0 to {max} milliseconds, found {}", excerpt_value(&v))),
-    }
-}
-
-fn as_bytes(field: &str, v: Value) -> Result<usize, FieldError> {
-    match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
-        Some(n) if MESSAGE_BYTES_RANGE.contains(&n) => Ok(n),
-        _ => err(
-            field,
-            format!(
-                "must be {} to {} bytes, found {}",
-                MESSAGE_BYTES_RANGE.start(),
-                MESSAGE_BYTES_RANGE.end(),
-                excerpt_value(&v)
-            ),
-        ),
-    }
-}
-
-/// A value for a message: its JSON, cut to a short excerpt.
-fn excerpt_value(v: &Value) -> String {
-    crate::text::excerpt(&v.to_string(), 40)
-}
-
-fn as_strings(field: &str, v: Value) -> Result<Vec<String>, FieldError> {
-    match v {
-        Value::Array(items) => {
-            items.into_iter().enumerate().map(|(i, item)| as_string(&format!("{field}[{i}]"), item)).collect()
-        }
-        other => err(field, format!("must be an array of strings, found {}", kind(&other))),
-    }
-}
-
-fn as_string_map(field: &str, v: Value) -> Result<BTreeMap<String, String>, FieldError> {
-    let Value::Object(map) = v else {
-        return err(field, format!("must be an object of strings, found {}", kind(&v)));
-    };
-    map.into_iter()
-        .map(|(k, v)| {
-            let s = match v {
-                Value::String(s) => s,
-                Value::Number(n) => n.to_string(),
-                Value::Bool(b) => b.to_string(),
-                other => return err(&format!("{field}.{k}"), format!("must be a string, found {}", kind(&other))),
-            };
-            Ok((k, s))
-        })
-        .collect()
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Parses one entry. Every known field (and alias) is taken out exactly once; what is left is
 /// reported as unknown.
 fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<ServerConfig, FieldError> {
@@ -366,6 +261,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     let args = take(&mut obj, &["args"])?.map(|(f, v)| as_strings(&f, v)).transpose()?;
     let env = take(&mut obj, &["env", "environment"])?.map(|(f, v)| as_string_map(&f, v)).transpose()?;
     let cwd = take(&mut obj, &["cwd"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
+    let env_file = take(&mut obj, &["envFile", "env_file"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
     let url = take(&mut obj, &["url"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
     let headers = take(&mut obj, &["headers", "http_headers"])?.map(|(f, v)| as_string_map(&f, v)).transpose()?;
     let transport = take(&mut obj, &["transport"])?.map(|(f, v)| as_string(&f, v)).transpose()?;
@@ -461,12 +357,18 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                 .enumerate()
                 .map(|(i, a)| x(&format!("args[{i}]"), a))
                 .collect::<Result<Vec<_>, _>>()?;
-            let env = env
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| Ok((k.clone(), x(&format!("env.{k}"), &v)?)))
-                .collect::<Result<BTreeMap<_, _>, FieldError>>()?;
             let base = ctx.path.parent().unwrap_or(Path::new("."));
+            let env_file_as_written = env_file.clone();
+            let env_file = env_file.map(|p| x("envFile", &p).map(|p| base.join(p))).transpose()?;
+            let mut all_env = match &env_file {
+                Some(file) => read_env_file(file)?,
+                None => BTreeMap::new(),
+            };
+            for (k, v) in env.unwrap_or_default() {
+                let value = x(&format!("env.{k}"), &v)?;
+                all_env.insert(k, value);
+            }
+            let env = all_env;
             let cwd_as_written = cwd.clone();
             let cwd = cwd.map(|c| x("cwd", &c).map(|c| base.join(c))).transpose()?;
             // A relative program path is taken relative to the file that names it.
@@ -483,6 +385,8 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                 env,
                 cwd,
                 cwd_as_written,
+                env_file,
+                env_file_as_written,
                 env_passthrough: passthrough.unwrap_or_default(),
                 inherit_env: inherit_env.unwrap_or(false),
             })
@@ -494,6 +398,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                 ("cwd", cwd.is_some()),
                 ("env_passthrough", passthrough.is_some()),
                 ("inherit_env", inherit_env.is_some()),
+                ("envFile", env_file.is_some()),
             ] {
                 if set {
                     return err(field, "does not apply to a remote server");
@@ -572,6 +477,17 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         scope: ctx.scope,
         source: PathBuf::from(ctx.path),
     })
+}
+
+/// The variables of a dotenv file (`KEY=value` lines, `#` comments, quotes, `export`).
+fn read_env_file(file: &Path) -> Result<BTreeMap<String, String>, FieldError> {
+    let fail = |e: dotenvy::Error| (Some("envFile".to_string()), format!("cannot read {}: {e}", file.display()));
+    let mut vars = BTreeMap::new();
+    for item in dotenvy::from_path_iter(file).map_err(fail)? {
+        let (k, v) = item.map_err(fail)?;
+        vars.insert(k, v);
+    }
+    Ok(vars)
 }
 
 #[derive(Clone, Copy)]

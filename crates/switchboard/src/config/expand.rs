@@ -6,6 +6,11 @@
 //! `${VAR:-default}` is the default when the variable is unset or empty, and the default is
 //! expanded too, so `${A:-${B}}` and `${A:-${B:-c}}` nest. Messages quote at most a short
 //! excerpt of what was written.
+//!
+//! Other tools' spellings are understood too, so their files work as they are: `${env:NAME}`
+//! (VS Code, Cursor, Windsurf) is `${NAME}`; `${input:ID}` is a VS Code input, which the
+//! loader puts in the map as `input:ID` once the person has given it; `${/}` is the path
+//! separator; and the loader sets the [`BUILTINS`] (`${userHome}`, `${workspaceFolder}`...).
 
 use std::collections::HashMap;
 
@@ -22,6 +27,26 @@ pub enum ExpandError {
     /// `${}` or a name with characters other than letters, digits and `_`.
     #[error("invalid variable name `{0}`: use letters, digits and `_`, then `}}` or `:-default}}`")]
     BadName(String),
+    /// `${input:ID}` with no value given yet.
+    #[error(
+        "needs the input `{0}`, which has no value yet: run a switchboard command on a terminal to be asked, \
+         or `switchboard inputs set {0}`"
+    )]
+    Input(String),
+    /// Another tool's kind of variable that has no meaning here (`${config:...}`, `${command:...}`).
+    #[error("`${{{0}:...}}` is another tool's kind of variable, not known here: use `${{VAR}}` or `${{env:VAR}}`")]
+    Unsupported(String),
+}
+
+/// Variables the loader sets besides the environment (VS Code's and Cursor's names): the
+/// home folder, the project root and its folder name, and the path separator. They are not
+/// secrets, so they are not among a value's [`substitutions`].
+pub const BUILTINS: [&str; 5] =
+    ["userHome", "workspaceFolder", "workspaceRoot", "workspaceFolderBasename", "pathSeparator"];
+
+/// The key under which the loader puts the value of `${input:ID}` in the variables.
+pub fn input_key(id: &str) -> String {
+    format!("input:{id}")
 }
 
 /// Expands every `${VAR}` / `${VAR:-default}` in `input` from `env`.
@@ -70,10 +95,37 @@ fn expand_into<'a>(
             out.push('$');
             rest = tail;
         } else if let Some(body) = after.strip_prefix('{') {
+            // `${/}`: VS Code's path separator.
+            if let Some(tail) = body.strip_prefix("/}") {
+                out.push('/');
+                rest = tail;
+                continue;
+            }
+            // `${input:ID}`: a value the person gave once (a secret).
+            if let Some(id_and_tail) = body.strip_prefix("input:") {
+                let Some(end) = id_and_tail.find('}') else {
+                    return Err(ExpandError::Unterminated(excerpt(input)));
+                };
+                let id = &id_and_tail[..end];
+                match env.get(&input_key(id)) {
+                    Some(v) => {
+                        out.push_str(v);
+                        subs.push(v.clone());
+                    }
+                    None => return Err(ExpandError::Input(crate::text::excerpt(id, 40))),
+                }
+                rest = &id_and_tail[end + 1..];
+                continue;
+            }
+            // `${env:NAME}` is `${NAME}`.
+            let body = body.strip_prefix("env:").unwrap_or(body);
             let name_len = body.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(body.len());
             let (name, tail) = body.split_at(name_len);
             if tail.is_empty() {
                 return Err(ExpandError::Unterminated(excerpt(input)));
+            }
+            if !name.is_empty() && tail.starts_with(':') && !tail.starts_with(":-") {
+                return Err(ExpandError::Unsupported(crate::text::excerpt(name, 20)));
             }
             if name.is_empty() || !(tail.starts_with('}') || tail.starts_with(":-")) {
                 let shown: String = body.chars().take_while(|&c| c != '}').take(40).collect();
@@ -84,7 +136,9 @@ fn expand_into<'a>(
                 match value.filter(|v| !v.is_empty()) {
                     Some(v) => {
                         out.push_str(v);
-                        subs.push(v.clone());
+                        if !BUILTINS.contains(&name) {
+                            subs.push(v.clone());
+                        }
                         // Skip the default without using it (its variables need not be set).
                         rest = skip_default(default).ok_or_else(|| ExpandError::Unterminated(excerpt(input)))?;
                     }
@@ -94,7 +148,9 @@ fn expand_into<'a>(
                 match value {
                     Some(v) => {
                         out.push_str(v);
-                        subs.push(v.clone());
+                        if !BUILTINS.contains(&name) {
+                            subs.push(v.clone());
+                        }
                     }
                     None => return Err(ExpandError::Unset(name.to_string())),
                 }
@@ -179,6 +235,21 @@ mod tests {
         let long = format!("${{{}", "x".repeat(100_000));
         let msg = expand(&long, &env()).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(msg.len() < 200, "{} bytes", msg.len());
+    }
+
+    #[test]
+    fn other_tools_spellings() {
+        let mut vars = env();
+        vars.insert("workspaceFolder".into(), "/work/proj".into());
+        vars.insert(input_key("api-key"), "s3cret".into());
+        assert_eq!(expand("${env:SET_A}/${env:NOPE:-d}", &vars), Ok("value-a/d".into()));
+        assert_eq!(expand("${workspaceFolder}${/}src", &vars), Ok("/work/proj/src".into()));
+        assert_eq!(expand("Bearer ${input:api-key}", &vars), Ok("Bearer s3cret".into()));
+        assert_eq!(expand("${input:other}", &vars), Err(ExpandError::Input("other".into())));
+        assert_eq!(expand("${config:editor.font}", &vars), Err(ExpandError::Unsupported("config".into())));
+        assert_eq!(expand("${env:NOPE}", &vars), Err(ExpandError::Unset("NOPE".into())));
+        // An input is a secret; the project folder is not.
+        assert_eq!(substitutions("${workspaceFolder}/${input:api-key}", &vars), vec!["s3cret"]);
     }
 
     #[test]

@@ -10,9 +10,13 @@ mod discover;
 mod edit;
 mod entry;
 pub mod expand;
+pub mod foreign;
+mod import;
+mod inputs;
 pub mod jsonc;
 mod oauth;
 mod policy;
+mod values;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -25,6 +29,9 @@ pub use discover::{FileLook, LoadOptions, load, managed_file};
 pub use edit::{
     EditError, NewServer, PolicyEdit, add_policy_rule, disable_server, enable_server, remove_server, write_server,
 };
+pub use foreign::{KnownFile, Note, SourceScope, Tool, known_files};
+pub use import::{Action, Found, FoundServer, Planned, apply_import, plan_import, scan};
+pub use inputs::{InputDecl, InputStore, InputsError, MissingInput};
 pub use oauth::{AssertionSource, DEFAULT_CALLBACK_PORT, DpopMode, EnterpriseConfig, OAuthConfig, OAuthGrant};
 pub use policy::{AuditConfig, DefaultRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules};
 
@@ -127,6 +134,13 @@ pub struct StdioConfig {
     /// The working directory as written (`${VAR}` unexpanded), for display.
     #[serde(rename = "cwd")]
     pub cwd_as_written: Option<String>,
+    /// A dotenv file whose variables are set for the server (`envFile`, as VS Code and Cursor
+    /// have it), read when the config is loaded; `env` wins over it.
+    #[serde(skip)]
+    pub env_file: Option<PathBuf>,
+    /// The env file as written, for display.
+    #[serde(rename = "env_file", skip_serializing_if = "Option::is_none")]
+    pub env_file_as_written: Option<String>,
     /// Names of host variables passed through on top of the minimal default set.
     pub env_passthrough: Vec<String>,
     /// Pass the whole host environment.
@@ -453,6 +467,9 @@ pub struct LoadedConfig {
     /// of highest precedence that sets it decides), if one does: every server is then listed
     /// as disabled and none starts.
     pub mcp_off: Option<PathBuf>,
+    /// Inputs (`${input:ID}`) that servers need and that have no value yet: their servers
+    /// are invalid until given ([`InputStore::set`], then load again).
+    pub inputs_missing: Vec<MissingInput>,
 }
 
 impl LoadedConfig {

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
@@ -22,9 +23,9 @@ pub const DEBOUNCE: Duration = Duration::from_millis(250);
 
 /// The files being followed; dropping it stops following them.
 pub struct ConfigWatch {
-    _watcher: notify::RecommendedWatcher,
+    _watcher: Arc<Mutex<notify::RecommendedWatcher>>,
     task: tokio::task::AbortHandle,
-    files: Vec<PathBuf>,
+    files: Arc<Mutex<BTreeSet<PathBuf>>>,
 }
 
 impl std::fmt::Debug for ConfigWatch {
@@ -34,9 +35,9 @@ impl std::fmt::Debug for ConfigWatch {
 }
 
 impl ConfigWatch {
-    /// The files followed.
-    pub fn files(&self) -> &[PathBuf] {
-        &self.files
+    /// The files followed now (a reload that includes another file follows it too).
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.files.lock().map(|f| f.iter().cloned().collect()).unwrap_or_default()
     }
 }
 
@@ -46,16 +47,47 @@ impl Drop for ConfigWatch {
     }
 }
 
-/// The files a load depends on: those it looked at, and the managed file.
-fn files_of(loaded: &LoadedConfig, options: &LoadOptions) -> Vec<PathBuf> {
+/// The files a load depends on: those it looked at (included ones too), the env files its
+/// servers read, and the managed file.
+fn files_of(loaded: &LoadedConfig, options: &LoadOptions) -> BTreeSet<PathBuf> {
     let mut files: BTreeSet<PathBuf> = loaded.files.iter().map(|f| f.path.clone()).collect();
+    for entry in loaded.servers.values() {
+        if let config::ServerEntry::Valid(c) = entry
+            && let config::TransportConfig::Stdio(s) = &c.transport
+            && let Some(f) = &s.env_file
+        {
+            files.insert(f.clone());
+        }
+    }
     if let Some(m) = &options.managed_file {
         files.insert(m.clone());
     }
     if let Some(m) = &loaded.managed {
         files.insert(m.file.clone());
     }
-    files.into_iter().collect()
+    files
+}
+
+/// Watches the folders of `files` not watched yet (`folders`: those watched). A folder that
+/// does not exist yet (`~/.cursor` before Cursor is installed) is waited for from the nearest
+/// one that does: its creation triggers a load, after which it is watched itself.
+fn watch_folders(
+    watcher: &Mutex<notify::RecommendedWatcher>,
+    folders: &mut BTreeSet<PathBuf>,
+    files: &BTreeSet<PathBuf>,
+) {
+    let Ok(mut watcher) = watcher.lock() else { return };
+    for folder in files.iter().filter_map(|f| f.ancestors().skip(1).find(|a| a.is_dir())) {
+        if folders.contains(folder) {
+            continue;
+        }
+        match watcher.watch(folder, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                folders.insert(folder.to_path_buf());
+            }
+            Err(e) => tracing::warn!("cannot watch {} for config changes: {e}", folder.display()),
+        }
+    }
 }
 
 /// Diagnostics that make a load unusable as a whole: a file that cannot be read or is not
@@ -65,7 +97,7 @@ fn file_errors(loaded: &LoadedConfig) -> Vec<Diagnostic> {
         .diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error && d.server.is_none() && d.field.is_none())
-        .filter(|d| d.message.starts_with("not valid JSON") || d.message.starts_with("cannot read"))
+        .filter(|d| ["not valid JSON", "not valid TOML", "cannot read"].iter().any(|m| d.message.starts_with(m)))
         .cloned()
         .collect()
 }
@@ -75,31 +107,32 @@ impl Hub {
     /// change, publishing [`Event::ConfigReloaded`] or [`Event::ConfigRejected`]. Stops when
     /// the returned [`ConfigWatch`] is dropped.
     pub fn watch_config(&self, options: LoadOptions, loaded: &LoadedConfig) -> Result<ConfigWatch, Error> {
-        let files = files_of(loaded, &options);
+        let files = Arc::new(Mutex::new(files_of(loaded, &options)));
         let (tx, mut rx) = mpsc::unbounded_channel::<()>();
-        let watched: BTreeSet<PathBuf> = files.iter().cloned().collect();
+        let watched = files.clone();
         let handler = move |event: notify::Result<notify::Event>| {
             // Reading the files (the reload itself) is no change: only writes, creations,
             // renames and removals count.
-            if let Ok(event) = event
-                && !matches!(event.kind, notify::EventKind::Access(_) | notify::EventKind::Other)
-                && event.paths.iter().any(|p| watched.contains(p) || watched.iter().any(|w| same_file(w, p)))
-            {
+            let Ok(event) = event else { return };
+            if matches!(event.kind, notify::EventKind::Access(_) | notify::EventKind::Other) {
+                return;
+            }
+            let Ok(watched) = watched.lock() else { return };
+            // A followed file changed, or a folder on the way to one came (or went).
+            let concerns =
+                |p: &PathBuf| watched.contains(p) || watched.iter().any(|w| same_file(w, p) || w.starts_with(p));
+            if event.paths.iter().any(concerns) {
                 let _ = tx.send(());
             }
         };
         let storage = |e: notify::Error| Error::Storage { message: format!("watching the config files: {e}") };
-        let mut watcher = notify::recommended_watcher(handler).map_err(storage)?;
-        let folders: BTreeSet<&Path> = files.iter().filter_map(|f| f.parent()).collect();
-        for folder in folders {
-            // A folder that does not exist (no project config yet) is not watched.
-            if folder.is_dir()
-                && let Err(e) = watcher.watch(folder, RecursiveMode::NonRecursive)
-            {
-                tracing::warn!("cannot watch {} for config changes: {e}", folder.display());
-            }
+        let watcher = Arc::new(Mutex::new(notify::recommended_watcher(handler).map_err(storage)?));
+        let mut folders = BTreeSet::new();
+        if let Ok(now) = files.lock() {
+            watch_folders(&watcher, &mut folders, &now);
         }
         let hub = self.clone();
+        let (follow_files, follow_watcher) = (files.clone(), watcher.clone());
         let task = tokio::spawn(async move {
             while rx.recv().await.is_some() {
                 // Quiet for a moment: one reload for a burst of saves.
@@ -110,8 +143,10 @@ impl Hub {
                         Err(_) => break,
                     }
                 }
-                let options = options.clone();
-                let Ok(loaded) = tokio::task::spawn_blocking(move || config::load(&options)).await else { continue };
+                let load_options = options.clone();
+                let Ok(loaded) = tokio::task::spawn_blocking(move || config::load(&load_options)).await else {
+                    continue;
+                };
                 let rejected = file_errors(&loaded);
                 if !rejected.is_empty() {
                     for d in &rejected {
@@ -119,6 +154,12 @@ impl Hub {
                     }
                     let _ = hub.inner.events.send(Event::ConfigRejected { diagnostics: rejected });
                     continue;
+                }
+                // An `include` added, an env file named: followed from now on.
+                let now = files_of(&loaded, &options);
+                watch_folders(&follow_watcher, &mut folders, &now);
+                if let Ok(mut f) = follow_files.lock() {
+                    *f = now;
                 }
                 let report = hub.reload(&loaded).await;
                 if report.changed() {

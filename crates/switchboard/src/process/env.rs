@@ -62,6 +62,8 @@ mod tests {
             command: "x".into(),
             command_as_written: "x".into(),
             cwd_as_written: None,
+            env_file: None,
+            env_file_as_written: None,
             args: vec![],
             args_as_written: vec![],
             env: [("MINE".to_string(), "1".to_string())].into(),

@@ -424,9 +424,39 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Serve { port, bind, allow_remote, hosts, origins } => {
             crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins }).await
         }
-        Command::Gateway { http, allow_remote, no_auth, hosts, only, profile, names, model_results } => {
-            let args = crate::gateway::Args { http, allow_remote, no_auth, hosts, only, profile, names, model_results };
+        Command::Gateway {
+            http,
+            allow_remote,
+            no_auth,
+            hosts,
+            only,
+            profile,
+            names,
+            model_results,
+            no_attach,
+            require,
+        } => {
+            let args = crate::gateway::Args {
+                http,
+                allow_remote,
+                no_auth,
+                hosts,
+                only,
+                profile,
+                names,
+                model_results,
+                no_attach,
+                require,
+            };
             crate::gateway::gateway(ctx, args).await
+        }
+        Command::Daemon { ref action, json } => {
+            let action = match action.as_str() {
+                "start" => crate::daemon::Action::Start,
+                "stop" => crate::daemon::Action::Stop,
+                _ => crate::daemon::Action::Status,
+            };
+            crate::daemon::daemon(ctx, &ctx.options.extra_files, action, json).await
         }
         Command::Logout { ref server, forget_client } => {
             let store = switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir);

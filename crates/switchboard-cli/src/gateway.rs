@@ -24,6 +24,8 @@ pub struct Args {
     pub profile: Option<String>,
     pub names: String,
     pub model_results: bool,
+    pub no_attach: bool,
+    pub require: Vec<String>,
 }
 
 /// `[ADDR:]PORT`: the address defaults to 127.0.0.1.
@@ -57,6 +59,15 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         }
     }
     let listen = args.http.as_deref().map(parse_listen).transpose()?;
+    // A stdio gateway of a workspace whose hub runs (with this config) uses its servers.
+    if listen.is_none()
+        && !args.no_attach
+        && args.only.is_empty()
+        && let Some(record) = crate::daemon::attachable(ctx)
+        && (args.require.is_empty() || record.kind != "gateway")
+    {
+        return attached(ctx, &args, &record).await;
+    }
     for d in ctx.loaded.diagnostics.iter().filter(|d| d.severity == switchboard::config::Severity::Error) {
         note!("config: {}", switchboard::text::for_terminal(&d.to_string()));
     }
@@ -89,6 +100,13 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         options.only = Some(only);
     }
     let hub = Hub::start(&ctx.loaded, options);
+    if !args.require.is_empty() {
+        hub.ready().await;
+        if let Err(e) = crate::daemon::require_local(&hub, &args.require) {
+            hub.shutdown().await;
+            return Err(e);
+        }
+    }
     // Edits to the config files are applied as they happen, server by server; clients stay
     // connected and are told what lists changed.
     let _follow = ctx.follow(&hub);
@@ -136,6 +154,16 @@ async fn serve_http(
     options.hosts = args.hosts.clone();
     let bound = switchboard_server::bind_gateway(gateway, &options).await?;
     out!("switchboard gateway: MCP (Streamable HTTP) at http://{}/mcp", bound.addr);
+    // The workspace's stdio gateways use this one's servers (when it shows them all).
+    let _published = (bound.addr.ip().is_loopback() && args.only.is_empty() && args.profile.is_none() && !args.no_auth)
+        .then(|| {
+            let record =
+                switchboard::workspace::WorkspaceRecord::new("gateway", format!("http://{}", bound.addr), &ctx.loaded);
+            switchboard::workspace::publish(&ctx.paths.data_dir, &record)
+                .inspect_err(|e| note!("warning: the workspace record: {e}"))
+                .ok()
+        })
+        .flatten();
     if args.no_auth {
         note!("warning: --no-auth: any program on this machine can use every server through this gateway");
     } else {
@@ -165,6 +193,67 @@ impl Args {
     fn profiles_hint(&self) -> String {
         self.profile.as_ref().map(|p| format!("{p} by default; others with /mcp?profile=NAME")).unwrap_or_default()
     }
+}
+
+/// A stdio gateway whose one upstream is the workspace's running hub: transparent (its tool
+/// names are that hub's), elicitation, sampling and roots relayed both ways; the hub keeps the
+/// servers, their sessions and tokens, and applies the policy.
+async fn attached(ctx: &Ctx, args: &Args, record: &switchboard::workspace::WorkspaceRecord) -> Result<u8> {
+    if !args.require.is_empty() {
+        crate::daemon::require_remote(ctx, record, &args.require).await?;
+    }
+    let loaded = crate::daemon::attached_config(ctx, record, args.profile.as_deref())?;
+    tracing::info!("using the servers of the workspace's {} (pid {}) at {}", record.kind, record.pid, record.url);
+    let relay = Relay::new();
+    let options =
+        HubOptions::new(ctx.paths.clone()).elicitor(relay.clone()).sampler(relay.clone()).roots_source(relay.clone());
+    let hub = Hub::start(&loaded, options);
+    hub.ready().await;
+    if let Some(status) = hub.status(crate::daemon::UPSTREAM).filter(|s| s.state() != "connected") {
+        hub.shutdown().await;
+        bail!(
+            "the workspace's {} (pid {}) at {} did not take this gateway: {} (`--no-attach` starts servers here)",
+            record.kind,
+            record.pid,
+            record.url,
+            status.summary()
+        );
+    }
+    let gateway = Gateway::new(hub.clone(), GatewayOptions::new().names(Names::Bare), Some(relay));
+    // The hub gone: said on stderr (which agents show in their MCP logs), with what to do.
+    let mut events = hub.subscribe();
+    let (kind, pid, url) = (record.kind.clone(), record.pid, record.url.clone());
+    tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            if let switchboard::events::Event::StatusChanged { status, .. } = &event
+                && matches!(status.state(), "disconnected" | "failed")
+            {
+                note!(
+                    "switchboard gateway: the workspace's {kind} (pid {pid}) at {url} is gone ({}): calls fail until it is \
+                     back; restart this MCP server (it then starts its own servers, or uses a new daemon)",
+                    status.summary()
+                );
+            }
+        }
+    });
+    let mut stop = crate::signals::Stop::listen();
+    let cancel = CancellationToken::new();
+    let serving = switchboard_gateway::serve_stdio(&gateway, cancel.clone());
+    tokio::pin!(serving);
+    let outcome = tokio::select! {
+        served = &mut serving => {
+            if let Err(e) = served {
+                note!("gateway: {e}");
+            }
+            Ok(0)
+        }
+        signal = stop.next() => {
+            cancel.cancel();
+            Ok(crate::signals::exit_code(signal))
+        }
+    };
+    close(&hub, &mut stop).await;
+    outcome
 }
 
 /// Closes every upstream; a second signal stops waiting (the supervisors finish the job).

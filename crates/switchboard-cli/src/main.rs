@@ -11,6 +11,7 @@ mod out;
 mod ask;
 mod commands;
 mod configs;
+mod daemon;
 mod gateway;
 mod import;
 mod login;
@@ -273,6 +274,23 @@ pub enum Command {
         /// Apply switchboard's result budgets and spill files instead of passing results raw.
         #[arg(long)]
         model_results: bool,
+        /// Start this gateway's own servers even when a `serve` (or `daemon start`) runs for this
+        /// workspace with the same config (stdio; by default the gateway then uses its servers).
+        #[arg(long)]
+        no_attach: bool,
+        /// Fail at once, with the server's status, unless this server is connected (repeatable).
+        #[arg(long = "require", value_name = "SERVER")]
+        require: Vec<String>,
+    },
+    /// The workspace's background hub (`switchboard serve` on a free loopback port): the gateways
+    /// and commands of this project, with the same config, share its servers.
+    Daemon {
+        /// start, stop or status.
+        #[arg(value_parser = ["start", "stop", "status"])]
+        action: String,
+        /// Machine-readable output (status).
+        #[arg(long)]
+        json: bool,
     },
     /// Open the dashboard of the running `switchboard serve`: asks it for a new one-time login
     /// link (it lasts 10 minutes) and opens it in the browser, or prints it.

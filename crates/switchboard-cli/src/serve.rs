@@ -73,6 +73,19 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
         }
     };
     out!("switchboard is serving on http://{}", bound.addr);
+    // The workspace's gateways and commands use these servers.
+    let _published = bound
+        .addr
+        .ip()
+        .is_loopback()
+        .then(|| {
+            let record =
+                switchboard::workspace::WorkspaceRecord::new("serve", format!("http://{}", bound.addr), &ctx.loaded);
+            switchboard::workspace::publish(&ctx.paths.data_dir, &record)
+                .inspect_err(|e| note!("warning: the workspace record: {e}"))
+                .ok()
+        })
+        .flatten();
     out!("  dashboard login (works once): {}", bound.login_url);
     out!("  API: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());
     out!("  OpenAPI: http://{}/api/openapi.json", bound.addr);

@@ -13,9 +13,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use switchboard::ViewFilter;
 use switchboard::catalog::Catalog;
 use switchboard::catalog::naming;
-use switchboard::config::Profile;
+use switchboard::config::{Profile, ToolFilter};
 
 /// The prefix of rewritten resource URIs.
 pub const URI_PREFIX: &str = "switchboard://";
@@ -40,59 +41,42 @@ pub struct Scope {
     pub profile: Option<Profile>,
 }
 
-/// A compiled [`Scope`].
+/// A compiled [`Scope`]: the library's [`ViewFilter`], so a gateway client sees exactly what
+/// a [`switchboard::HubView`] of the same profile would.
 #[derive(Debug)]
-pub(crate) struct Filter {
-    only: Vec<String>,
-    servers: Option<Vec<String>>,
-    allow: Option<globset::GlobSet>,
-    deny: Option<globset::GlobSet>,
-}
-
-fn globs(list: &[String]) -> Option<globset::GlobSet> {
-    if list.is_empty() {
-        return None;
-    }
-    let mut b = globset::GlobSetBuilder::new();
-    for g in list {
-        // Config validation checked every glob; one that still fails matches nothing.
-        if let Ok(g) = globset::Glob::new(g) {
-            b.add(g);
-        }
-    }
-    b.build().ok()
-}
+pub(crate) struct Filter(ViewFilter);
 
 impl Filter {
     pub(crate) fn new(scope: &Scope) -> Filter {
-        let profile = scope.profile.as_ref();
-        Filter {
-            only: scope.only.clone(),
-            servers: profile.and_then(|p| p.servers.clone()),
-            allow: profile.and_then(|p| globs(&p.tools.allow)),
-            deny: profile.and_then(|p| globs(&p.tools.deny)),
+        let mut f = ViewFilter::all();
+        let nothing = || Profile::new(Some(Vec::new()), ToolFilter::default());
+        if !scope.only.is_empty() {
+            let only = Profile::new(Some(scope.only.clone()), ToolFilter::default());
+            f = f.narrowed(&only).unwrap_or_default();
         }
+        if let Some(profile) = &scope.profile {
+            // Config validation checked every glob; a profile that still fails shows nothing.
+            f = match f.narrowed(profile) {
+                Ok(narrower) => narrower,
+                Err(_) => f.narrowed(&nothing()).unwrap_or_default(),
+            };
+        }
+        Filter(f)
     }
 
     /// Whether the client sees `server` at all.
     pub(crate) fn server(&self, server: &str) -> bool {
-        (self.only.is_empty() || self.only.iter().any(|s| s == server))
-            && self.servers.as_ref().is_none_or(|list| list.iter().any(|s| s == server))
+        self.0.server(server)
     }
 
     /// Whether the client sees a tool (by model-visible name and raw `server/tool`).
     fn tool(&self, server: &str, name: &str, raw: &str) -> bool {
-        if !self.server(server) {
-            return false;
-        }
-        let qualified = format!("{server}/{raw}");
-        let hit = |set: &globset::GlobSet| set.is_match(name) || set.is_match(&qualified) || set.is_match(raw);
-        self.allow.as_ref().is_none_or(hit) && !self.deny.as_ref().is_some_and(hit)
+        self.0.tool(server, name, raw)
     }
 
     /// Whether the answer depends on who asks (a profile or `--only` narrows it).
     pub(crate) fn narrows(&self) -> bool {
-        !self.only.is_empty() || self.servers.is_some() || self.allow.is_some() || self.deny.is_some()
+        self.0.narrows()
     }
 }
 

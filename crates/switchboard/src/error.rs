@@ -137,6 +137,13 @@ pub enum Error {
         /// Each error, `/pointer: message`.
         errors: Vec<String>,
     },
+    /// A view ([`crate::HubView`]) was asked for a tool or server it does not see. Nothing
+    /// was sent.
+    #[error("{what} is outside this view")]
+    OutsideView {
+        /// What was asked for (`tool \`mcp__fs__write\``, `server \`fs\``).
+        what: String,
+    },
     /// The server answered with something unexpected.
     #[error("server `{server}`: {message}")]
     Protocol {

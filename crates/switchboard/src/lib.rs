@@ -45,10 +45,14 @@ pub mod status;
 pub mod text;
 pub mod transport;
 pub mod trust;
+pub mod workspace;
 
 pub use connection::handler::Progress;
 pub use error::Error;
-pub use hub::{CallOptions, Completing, ConfigWatch, Hub, HubOptions, Reconnect, ReloadReport, ServerInfo, ToolOutput};
+pub use hub::{
+    CallOptions, Completing, ConfigWatch, Hub, HubOptions, HubView, Reconnect, ReloadReport, ServerInfo, ToolOutput,
+    ViewFilter,
+};
 pub use paths::Paths;
 
 /// Writes a file whole (a temporary file renamed over it) with mode 0600, creating its folder

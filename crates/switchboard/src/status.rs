@@ -172,6 +172,9 @@ pub enum ServerStatus {
     /// Disconnected on request ([`Hub::disconnect`](crate::Hub::disconnect)); it stays so
     /// until connected again.
     Stopped,
+    /// Stopped because nobody used it for its `idle_shutdown_ms` (a long-running hub's
+    /// lease); its tools stay listed, and the next call starts it again.
+    Idle,
 }
 
 impl ServerStatus {
@@ -185,6 +188,7 @@ impl ServerStatus {
             ServerStatus::Failed { .. } => "failed",
             ServerStatus::Disconnected { .. } => "disconnected",
             ServerStatus::Stopped => "stopped",
+            ServerStatus::Idle => "idle",
         }
     }
 
@@ -220,6 +224,7 @@ impl ServerStatus {
                 }
             }
             ServerStatus::Stopped => "disconnected on request; connect it to use it again".into(),
+            ServerStatus::Idle => "stopped while unused (idle_shutdown_ms); the next call starts it again".into(),
         }
     }
 }

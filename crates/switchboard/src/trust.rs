@@ -169,6 +169,7 @@ mod tests {
             max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
             tools: ToolFilter::default(),
             validate_arguments: true,
+            idle_shutdown: None,
             scope,
             source: PathBuf::from("/p/switchboard.json"),
         }

@@ -132,6 +132,15 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
         super::policy::parse_audit(&value, &mut loaded.audit, &mut ctx);
     }
     refuse_managed(&mut loaded);
+    // `Some(0)`: no `idle_shutdown_ms` of its own; the files' (or the default) applies.
+    let idle = loaded.idle_shutdown.unwrap_or(super::DEFAULT_IDLE_SHUTDOWN);
+    for entry in loaded.servers.values_mut() {
+        if let super::ServerEntry::Valid(c) = entry
+            && c.idle_shutdown == Some(std::time::Duration::ZERO)
+        {
+            c.idle_shutdown = Some(idle);
+        }
+    }
     // MCP turned off as a whole: every server is listed, none starts.
     if loaded.mcp_off.is_some() {
         for entry in loaded.servers.values_mut() {
@@ -323,6 +332,7 @@ fn merge(loaded: &mut LoadedConfig, parsed: Vec<Parsed>, ctx: FileCtx<'_>) {
             }
             // The file of highest precedence that says decides.
             Parsed::McpSwitch(on) => loaded.mcp_off = (!on).then(|| path.to_path_buf()),
+            Parsed::IdleShutdown(d) => loaded.idle_shutdown = Some(d),
             Parsed::Audit(_) => ctx.diag(
                 Severity::Warning,
                 None,

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -74,6 +75,8 @@ pub(crate) enum Parsed {
     Audit(Value),
     /// `features.mcp` (ZCode's switch for MCP as a whole).
     McpSwitch(bool),
+    /// The file's `idle_shutdown_ms` for every server.
+    IdleShutdown(Duration),
 }
 
 /// The override an entry is, if it holds nothing but `enabled` (or its aliases).
@@ -116,6 +119,10 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
             },
             // Read by the loader: other files to read first, and VS Code's inputs.
             "$schema" | "include" | "inputs" => {}
+            "idle_shutdown_ms" => match super::values::as_ms(key, value.clone()) {
+                Ok(d) => profiles.push(Parsed::IdleShutdown(d)),
+                Err((field, message)) => ctx.diag(Severity::Error, None, field.as_deref(), message),
+            },
             "policy" => {
                 if let Some(rules) = super::policy::parse_policy(value, ctx.scope.into(), ctx) {
                     profiles.push(Parsed::Policy(rules));
@@ -278,6 +285,11 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     let shutdown_grace = take(&mut obj, &["shutdown_grace_ms"])?.map(|(f, v)| as_grace(&f, v)).transpose()?;
     let max_message = take(&mut obj, &["max_message_bytes"])?.map(|(f, v)| as_bytes(&f, v)).transpose()?;
     let validate = take(&mut obj, &["validate_arguments"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
+    let idle = take(&mut obj, &["idle_shutdown_ms"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
+    let keep_alive = take(&mut obj, &["keep_alive"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
+    if idle.is_some() && keep_alive == Some(true) {
+        return err("keep_alive", "contradicts `idle_shutdown_ms`; keep one");
+    }
     let passthrough = take(&mut obj, &["env_passthrough"])?.map(|(f, v)| as_strings(&f, v)).transpose()?;
     let inherit_env = take(&mut obj, &["inherit_env"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let tools = take(&mut obj, &["tools"])?.map(|(_, v)| parse_filter(v)).transpose()?;
@@ -474,6 +486,8 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         max_message_bytes: max_message.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
         tools: tools.unwrap_or_default(),
         validate_arguments: validate.unwrap_or(true),
+        // Without its own, the file's (or the default) is put in by the loader.
+        idle_shutdown: if keep_alive == Some(true) { None } else { Some(idle.unwrap_or(Duration::ZERO)) },
         scope: ctx.scope,
         source: PathBuf::from(ctx.path),
     })

@@ -65,6 +65,8 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// The range `max_message_bytes` may take (1 KiB to 1 GiB).
 pub const MESSAGE_BYTES_RANGE: std::ops::RangeInclusive<usize> = 1024..=1024 * 1024 * 1024;
+/// How long a long-running hub keeps a server nobody uses (`idle_shutdown_ms`).
+pub const DEFAULT_IDLE_SHUTDOWN: Duration = Duration::from_secs(600);
 /// The longest `shutdown_grace_ms` may be (one minute).
 pub const MAX_SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 
@@ -248,6 +250,11 @@ pub struct ServerConfig {
     /// Check a call's arguments against the tool's input schema before sending it
     /// (`validate_arguments`, default true).
     pub validate_arguments: bool,
+    /// A long-running hub stops the server after this long unused (`idle_shutdown_ms`, for
+    /// the server or for every server at the top of a file; default 10 minutes) and starts
+    /// it again at the next call. `None`: never (`"keep_alive": true`).
+    #[serde(serialize_with = "ser_opt_ms")]
+    pub idle_shutdown: Option<Duration>,
     /// Which kind of file it came from.
     pub scope: Scope,
     /// The file it came from.
@@ -323,6 +330,13 @@ impl std::fmt::Debug for HttpConfig {
             .field("bearer_token_env_var", &self.bearer_token_env_var)
             .field("oauth", &self.oauth)
             .finish()
+    }
+}
+
+fn ser_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => ser_ms(d, s),
+        None => s.serialize_none(),
     }
 }
 
@@ -470,6 +484,9 @@ pub struct LoadedConfig {
     /// Inputs (`${input:ID}`) that servers need and that have no value yet: their servers
     /// are invalid until given ([`InputStore::set`], then load again).
     pub inputs_missing: Vec<MissingInput>,
+    /// The top-level `idle_shutdown_ms` of the file of highest precedence that sets one:
+    /// every server without its own (and not `keep_alive`) gets it.
+    pub idle_shutdown: Option<Duration>,
 }
 
 impl LoadedConfig {

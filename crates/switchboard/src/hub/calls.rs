@@ -244,6 +244,7 @@ impl Hub {
         options: CallOptions,
     ) -> Result<ToolOutput, Error> {
         let slot = slot.clone();
+        let _in_use = slot.begin_use();
         // A timeout beyond the longest a config may set is that longest (no clock overflows).
         let timeout = options
             .timeout
@@ -363,6 +364,7 @@ impl Hub {
         Fut: std::future::Future<Output = Result<Option<Result<R, InputRequiredResult>>, ServiceError>>,
     {
         let slot = self.inner.slot(server)?.clone();
+        let _in_use = slot.begin_use();
         let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
         let conn = ensure_connected(&self.inner, &slot, timeout).await?;
         let (mut round, mut state_only) = (0, 0);
@@ -568,7 +570,8 @@ pub(super) async fn ensure_connected(
                 }
                 true
             }
-            ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } => false,
+            // Idle: stopped while unused; this request starts it again.
+            ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } | ServerStatus::Idle => false,
             ServerStatus::Failed { kind, .. } if kind.is_retryable() => false,
             other => return Err(not_connected(other)),
         };

@@ -23,6 +23,7 @@ impl Hub {
     /// (`completion/complete`), as given (the gateway relays its clients' requests).
     pub async fn complete(&self, server: &str, params: CompleteRequestParams) -> Result<CompleteResult, Error> {
         let slot = self.inner.slot(server)?.clone();
+        let _in_use = slot.begin_use();
         let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
         let conn = ensure_connected(&self.inner, &slot, timeout).await?;
         let what = "completion/complete".to_string();
@@ -47,6 +48,7 @@ impl Hub {
         context: std::collections::HashMap<String, String>,
     ) -> Result<Option<CompletionInfo>, Error> {
         let slot = self.inner.slot(server)?.clone();
+        let _in_use = slot.begin_use();
         let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
         let conn = ensure_connected(&self.inner, &slot, timeout).await?;
         if !conn.identity.has_completions {

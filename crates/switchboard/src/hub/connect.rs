@@ -52,6 +52,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         Ok((conn, changes, lists)) => {
             let conn = Arc::new(conn);
             let status = connected_status(&conn, &lists, &slot.filter());
+            slot.touch();
             {
                 let mut st = slot.state();
                 st.conn = Some(conn.clone());

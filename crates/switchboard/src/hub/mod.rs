@@ -16,11 +16,13 @@ mod complete;
 mod connect;
 mod follow;
 mod health;
+mod lease;
 mod manage;
 mod reload;
 mod request;
 mod retry;
 mod slot;
+mod view;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -36,6 +38,7 @@ pub use complete::Completing;
 pub use follow::ConfigWatch;
 pub use reload::ReloadReport;
 pub use retry::Reconnect;
+pub use view::{HubView, ViewFilter};
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};
 use crate::config::{LoadedConfig, Scope, ServerConfig, TransportConfig};
@@ -296,6 +299,10 @@ impl Hub {
             id,
             calls: AtomicU64::new(0),
         });
+        // A long-running hub stops servers nobody uses (a short-lived one ends first).
+        if inner.options.reconnect.background {
+            lease::spawn(&inner);
+        }
         for slot in inner.all_slots() {
             if matches!(slot.state().status, ServerStatus::Connecting) {
                 let (inner2, slot2) = (inner.clone(), slot.clone());

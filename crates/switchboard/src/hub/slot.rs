@@ -36,6 +36,25 @@ pub(super) struct Slot {
     pub(super) list_seq: AtomicU64,
     /// When it went away lately and when it is tried again.
     backoff: Mutex<super::retry::Backoff>,
+    /// Requests in flight and when it was last used (for the idle lease).
+    pub(super) usage: Mutex<Usage>,
+}
+
+/// How a server is being used.
+pub(super) struct Usage {
+    pub(super) in_flight: usize,
+    pub(super) last: std::time::Instant,
+}
+
+/// A request to a server under way: it counts as used until the guard goes.
+pub(super) struct InUse(Arc<Slot>);
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let mut u = self.0.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        u.in_flight = u.in_flight.saturating_sub(1);
+        u.last = std::time::Instant::now();
+    }
 }
 
 impl Slot {
@@ -72,7 +91,27 @@ impl Slot {
             epoch: AtomicU64::new(0),
             list_seq: AtomicU64::new(0),
             backoff: Mutex::default(),
+            usage: Mutex::new(Usage { in_flight: 0, last: std::time::Instant::now() }),
         }
+    }
+
+    /// Marks a request to it under way (until the guard is dropped).
+    pub(super) fn begin_use(self: &Arc<Self>) -> InUse {
+        let mut u = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        u.in_flight += 1;
+        u.last = std::time::Instant::now();
+        InUse(self.clone())
+    }
+
+    /// How long it has gone unused; `None` while a request is under way.
+    pub(super) fn idle_for(&self) -> Option<std::time::Duration> {
+        let u = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        (u.in_flight == 0).then(|| u.last.elapsed())
+    }
+
+    /// Starts its idle time afresh (it was just connected).
+    pub(super) fn touch(&self) {
+        self.usage.lock().unwrap_or_else(PoisonError::into_inner).last = std::time::Instant::now();
     }
 
     pub(super) fn state(&self) -> std::sync::MutexGuard<'_, SlotState> {

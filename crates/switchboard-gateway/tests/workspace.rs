@@ -1,0 +1,144 @@
+//! One set of servers per workspace: `switchboard daemon start` runs `serve` for the project;
+//! two stdio gateways of the project share its one server process (counted through `/proc`),
+//! a gateway of another folder starts its own, `--no-attach` does too; `--require` fails fast;
+//! the daemon killed, an attached gateway's call fails with a clear message instead of hanging,
+//! and the next gateway starts its own servers; `daemon stop` ends the daemon and its servers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use common::{Home, Recorder};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+use switchboard_testkit::{pids_with_arg, wait_exactly, wait_gone};
+
+/// `switchboard --config <home's> <args>` run in `cwd`, to the end.
+fn sb(home: &Home, cwd: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(switchboard_testkit::cli())
+        .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_MANAGED_CONFIG", home.path().join("none.json"))
+        .env_remove("RUST_LOG")
+        .current_dir(cwd)
+        .arg("--config")
+        .arg(&home.config)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A stdio gateway client in `cwd`.
+async fn client(home: &Home, cwd: &Path, args: &[&str]) -> RunningService<RoleClient, Recorder> {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut cmd = home.gateway(args);
+    cmd.current_dir(cwd).env("SWITCHBOARD_MANAGED_CONFIG", home.path().join("none.json"));
+    Recorder { seen: tx, elicitation: false }.serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap()
+}
+
+async fn echo(c: &RunningService<RoleClient, Recorder>, text: &str) -> Result<String, String> {
+    let params =
+        CallToolRequestParams::new("mcp__fx__echo").with_arguments(json!({"text": text}).as_object().cloned().unwrap());
+    match tokio::time::timeout(Duration::from_secs(60), c.call_tool(params)).await {
+        Err(_) => panic!("the call hung"),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(r)) if r.is_error == Some(true) => Err(serde_json::to_string(&r.content).unwrap()),
+        Ok(Ok(r)) => Ok(serde_json::to_string(&r.content).unwrap()),
+    }
+}
+
+fn daemon_pid(home: &Home) -> i32 {
+    let out = sb(home, home.path(), &["daemon", "status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["state"], "running", "{v:#}");
+    i32::try_from(v["record"]["pid"].as_u64().unwrap()).unwrap()
+}
+
+/// A home whose `fx` is one process (no forks) with the home's marker in its arguments.
+fn home() -> Home {
+    let home = Home::new(false);
+    let fx = json!({"command": switchboard_testkit::fixture(), "args": ["--name", "fx", "--marker", home.marker]});
+    std::fs::write(&home.config, json!({"servers": {"fx": fx}}).to_string()).unwrap();
+    home
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateways_of_a_workspace_share_its_servers() {
+    let home = home();
+    let other = home.path().join("other-project");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+
+    let started = sb(&home, home.path(), &["daemon", "start"]);
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    let daemon = daemon_pid(&home);
+    let fx = wait_exactly(&home.marker, 1, Duration::from_secs(30));
+    assert_eq!(fx.len(), 1);
+
+    // Two agents' gateways in the workspace: one server process, the daemon's.
+    let a = client(&home, home.path(), &[]).await;
+    let b = client(&home, home.path(), &["--require", "fx"]).await;
+    assert!(echo(&a, "from a").await.unwrap().contains("from a"));
+    assert!(echo(&b, "from b").await.unwrap().contains("from b"));
+    let names: Vec<String> = a.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"mcp__fx__echo".to_string()), "the same names as a gateway of its own: {names:?}");
+    assert_eq!(pids_with_arg(&home.marker), fx, "shared, not started again");
+
+    // Another workspace starts its own; so does `--no-attach`.
+    let c = client(&home, &other, &[]).await;
+    assert!(echo(&c, "from c").await.unwrap().contains("from c"));
+    assert_eq!(pids_with_arg(&home.marker).len(), 2);
+    c.cancel().await.unwrap();
+    wait_exactly(&home.marker, 1, Duration::from_secs(10));
+    let d = client(&home, home.path(), &["--no-attach"]).await;
+    assert!(echo(&d, "from d").await.is_ok());
+    assert_eq!(pids_with_arg(&home.marker).len(), 2);
+    d.cancel().await.unwrap();
+    wait_exactly(&home.marker, 1, Duration::from_secs(10));
+
+    // `--require` a server the workspace does not have: the session fails at once.
+    let mut cmd = home.gateway(&["--require", "nope"]);
+    cmd.env("SWITCHBOARD_MANAGED_CONFIG", home.path().join("none.json")).stdin(std::process::Stdio::piped());
+    let out = tokio::time::timeout(Duration::from_secs(30), cmd.output()).await.expect("fails fast").unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--require nope"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The daemon killed: its servers end with it; an attached gateway says so instead of hanging.
+    // SAFETY: kill(2) on a pid this test read from the daemon's record.
+    assert_eq!(unsafe { libc::kill(daemon, libc::SIGKILL) }, 0);
+    assert!(wait_gone(&home.marker, Duration::from_secs(15)).is_empty(), "the daemon's servers ended with it");
+    let err = echo(&a, "after").await.unwrap_err();
+    assert!(err.contains("not connected") || err.contains("refused") || err.contains("workspace"), "{err}");
+    // A new gateway finds the record stale and starts its own servers.
+    let e = client(&home, home.path(), &[]).await;
+    assert!(echo(&e, "on its own").await.unwrap().contains("on its own"));
+    assert_eq!(pids_with_arg(&home.marker).len(), 1);
+    e.cancel().await.unwrap();
+    let _ = a.cancel().await;
+    let _ = b.cancel().await;
+    wait_gone(&home.marker, Duration::from_secs(10));
+
+    // `daemon stop` ends a daemon and its servers.
+    assert!(sb(&home, home.path(), &["daemon", "start"]).status.success());
+    wait_exactly(&home.marker, 1, Duration::from_secs(30));
+    let stopped = sb(&home, home.path(), &["daemon", "stop"]);
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    assert!(wait_gone(&home.marker, Duration::from_secs(15)).is_empty());
+    let status = sb(&home, home.path(), &["daemon", "status"]);
+    assert!(!status.status.success());
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("no hub serves"),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+}

@@ -173,6 +173,7 @@ fn only(name: &str, loaded: &LoadedConfig) -> Result<BTreeSet<String>> {
 
 async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
     let ctx = load(&cli)?;
+    let no_attach = cli.no_attach;
     secrets.add(&ctx.loaded.secrets);
     let ctx = &ctx;
     for d in ctx
@@ -184,7 +185,10 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         note!("{d}");
     }
     match cli.command {
-        Command::List { json } => with_hub(ctx, None, |hub, _| async move { list(ctx, &hub, json) }).await,
+        Command::List { json } => match crate::remote::Remote::of(ctx, no_attach) {
+            Some(remote) => crate::remote::list(ctx, &remote, json).await,
+            None => with_hub(ctx, None, |hub, _| async move { list(ctx, &hub, json) }).await,
+        },
         Command::Get { ref server, check, json } => {
             let only = only(server, &ctx.loaded)?;
             with_hub(ctx, Some(only), |hub, _| async move {
@@ -203,6 +207,11 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
             let format: Option<ToolFormat> =
                 format.as_deref().map(str::parse).transpose().map_err(|e: String| anyhow!(e))?;
+            if format.is_none()
+                && let Some(remote) = crate::remote::Remote::of(ctx, no_attach)
+            {
+                return crate::remote::tools(&remote, server.as_deref(), json).await;
+            }
             with_hub(ctx, only, |hub, _| async move {
                 let catalog = hub.catalog();
                 let tools: Vec<_> =
@@ -251,7 +260,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             .await
         }
         Command::Call { ref tool, ref json_args, ref args, timeout, json } => {
-            call(ctx, tool, json_args.as_deref(), args, timeout, json).await
+            call(ctx, tool, json_args.as_deref(), args, timeout, json, no_attach).await
         }
         Command::Resources { ref server, json } => {
             let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
@@ -424,18 +433,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Serve { port, bind, allow_remote, hosts, origins } => {
             crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins }).await
         }
-        Command::Gateway {
-            http,
-            allow_remote,
-            no_auth,
-            hosts,
-            only,
-            profile,
-            names,
-            model_results,
-            no_attach,
-            require,
-        } => {
+        Command::Gateway { http, allow_remote, no_auth, hosts, only, profile, names, model_results, require } => {
             let args = crate::gateway::Args {
                 http,
                 allow_remote,
@@ -687,6 +685,7 @@ async fn call(
     args: &[String],
     timeout: Option<f64>,
     json: bool,
+    no_attach: bool,
 ) -> Result<u8> {
     let mut arguments = match json_args {
         Some(text) => match serde_json::from_str::<Value>(text).context("the arguments are not valid JSON")? {
@@ -697,6 +696,9 @@ async fn call(
     };
     let pairs = split_args(args)?;
     let timeout = timeout.map(timeout_arg).transpose()?;
+    if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
+        return crate::remote::call(&remote, tool, arguments, pairs, timeout, json).await;
+    }
     let only = servers_for_tool(tool, &ctx.loaded);
     with_hub(ctx, only, |hub, cancel| async move {
         // `--arg k=v` takes its type from the tool's schema (`message=42` is the string "42"

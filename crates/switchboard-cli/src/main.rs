@@ -18,6 +18,7 @@ mod login;
 mod logs;
 mod manage;
 mod policy;
+mod remote;
 mod render;
 mod sample;
 mod serve;
@@ -34,6 +35,11 @@ pub struct Cli {
     /// Extra config file(s); they win over every other file.
     #[arg(long = "config", global = true, value_name = "FILE")]
     pub configs: Vec<PathBuf>,
+    /// Start servers for this command even when the workspace's `serve` (or `daemon start`)
+    /// runs with the same config (`list`, `tools`, `call` and a stdio `gateway` otherwise use
+    /// its servers).
+    #[arg(long, global = true)]
+    pub no_attach: bool,
     /// More logs on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` also works.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
@@ -274,10 +280,6 @@ pub enum Command {
         /// Apply switchboard's result budgets and spill files instead of passing results raw.
         #[arg(long)]
         model_results: bool,
-        /// Start this gateway's own servers even when a `serve` (or `daemon start`) runs for this
-        /// workspace with the same config (stdio; by default the gateway then uses its servers).
-        #[arg(long)]
-        no_attach: bool,
         /// Fail at once, with the server's status, unless this server is connected (repeatable).
         #[arg(long = "require", value_name = "SERVER")]
         require: Vec<String>,

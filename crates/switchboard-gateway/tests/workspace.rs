@@ -65,7 +65,10 @@ fn daemon_pid(home: &Home) -> i32 {
 fn home() -> Home {
     let home = Home::new(false);
     let fx = json!({"command": switchboard_testkit::fixture(), "args": ["--name", "fx", "--marker", home.marker]});
-    std::fs::write(&home.config, json!({"servers": {"fx": fx}}).to_string()).unwrap();
+    // `add` asks: a model's call through a gateway is put to someone; a person's own `call` is
+    // their answer.
+    let config = json!({"servers": {"fx": fx}, "policy": {"ask": ["mcp__fx__add"]}});
+    std::fs::write(&home.config, config.to_string()).unwrap();
     home
 }
 
@@ -89,6 +92,25 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
     let names: Vec<String> = a.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
     assert!(names.contains(&"mcp__fx__echo".to_string()), "the same names as a gateway of its own: {names:?}");
     assert_eq!(pids_with_arg(&home.marker), fx, "shared, not started again");
+
+    // The CLI's commands of the workspace use its servers too, a person's call as theirs.
+    let list = sb(&home, home.path(), &["list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list["servers"][0]["status"]["state"], "connected", "{list:#}");
+    assert_eq!(list["served_by"]["pid"], daemon, "{list:#}");
+    let tools = sb(&home, home.path(), &["tools", "--json"]);
+    assert!(String::from_utf8_lossy(&tools.stdout).contains("mcp__fx__echo"));
+    let sum = sb(&home, home.path(), &["call", "mcp__fx__add", "--arg", "a=1", "--arg", "b=2"]);
+    assert!(sum.status.success(), "{}", String::from_utf8_lossy(&sum.stderr));
+    assert!(String::from_utf8_lossy(&sum.stdout).contains('3'), "{}", String::from_utf8_lossy(&sum.stdout));
+    let params = CallToolRequestParams::new("mcp__fx__add")
+        .with_arguments(json!({"a": 1, "b": 2}).as_object().cloned().unwrap());
+    let asked = a.call_tool(params).await.unwrap();
+    assert_eq!(asked.is_error, Some(true), "a model's call is asked about, and nobody can answer: {asked:?}");
+    assert_eq!(pids_with_arg(&home.marker), fx, "no command started a server");
+    let own = sb(&home, home.path(), &["--no-attach", "list", "--json"]);
+    let own: serde_json::Value = serde_json::from_slice(&own.stdout).unwrap();
+    assert!(own.get("served_by").is_none() && own["servers"][0]["status"]["state"] == "connected", "{own:#}");
 
     // Another workspace starts its own; so does `--no-attach`.
     let c = client(&home, &other, &[]).await;

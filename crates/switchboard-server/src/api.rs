@@ -292,10 +292,16 @@ pub async fn call_tool(
     }
     // A call still running when the server stops is cancelled (the server is told).
     // Who calls, for the policy and the audit log: a script with the token, or the dashboard.
-    let session = if headers.contains_key(axum::http::header::AUTHORIZATION) { "token" } else { "dashboard" };
-    let mut options = CallOptions::new()
-        .cancel(app.events.stopping().child_token())
-        .caller(switchboard::policy::Caller::Api { session: session.into() });
+    // A `switchboard` command of the workspace relaying a person's own `call` says so
+    // (`X-Switchboard-Caller: cli`), with the token: it stays a person's request for the policy.
+    let with_token = headers.contains_key(axum::http::header::AUTHORIZATION);
+    let relayed = headers.get("x-switchboard-caller").and_then(|v| v.to_str().ok()).filter(|v| v.starts_with("cli"));
+    let caller = match (with_token, relayed) {
+        (true, Some(via)) => switchboard::policy::Caller::Person { via: via.chars().take(80).collect() },
+        (true, None) => switchboard::policy::Caller::Api { session: "token".into() },
+        (false, _) => switchboard::policy::Caller::Api { session: "dashboard".into() },
+    };
+    let mut options = CallOptions::new().cancel(app.events.stopping().child_token()).caller(caller);
     if let Some(ms) = request.timeout_ms {
         options = options.timeout(Duration::from_millis(ms));
     }

@@ -1,9 +1,9 @@
 //! The state of one server, as people and programs see it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Why a server is not connected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FailureKind {
@@ -56,7 +56,7 @@ impl FailureKind {
 }
 
 /// When a server that is not connected is tried again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Retry {
     /// Attempts that failed in a row so far.
@@ -94,7 +94,7 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 /// Counts of what a connected server offers (after filters).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Counts {
     /// Tools.
@@ -108,7 +108,7 @@ pub struct Counts {
 }
 
 /// One server's status. Serialised as `{"state": "connected", ...}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ServerStatus {
@@ -133,7 +133,7 @@ pub enum ServerStatus {
         counts: Counts,
         /// What is wrong with what it offers, though it works: each tool left out, and why
         /// (`tool `x` left out: property `v`: x-mcp-header must not be empty`).
-        #[serde(skip_serializing_if = "Vec::is_empty")]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         diagnostics: Vec<String>,
     },
     /// Could not start.
@@ -143,7 +143,7 @@ pub enum ServerStatus {
         /// What happened, naming the cause.
         message: String,
         /// The last lines the server wrote on stderr, when there is a process.
-        #[serde(skip_serializing_if = "Vec::is_empty")]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         stderr_tail: Vec<String>,
         /// The server's `WWW-Authenticate` challenge, for `needs_auth`.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -225,6 +225,40 @@ impl ServerStatus {
             }
             ServerStatus::Stopped => "disconnected on request; connect it to use it again".into(),
             ServerStatus::Idle => "stopped while unused (idle_shutdown_ms); the next call starts it again".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the API serves is read back the same (the CLI shows a running hub's statuses).
+    #[test]
+    fn statuses_read_back_as_written() {
+        let statuses = [
+            ServerStatus::Idle,
+            ServerStatus::Stopped,
+            ServerStatus::Connected {
+                protocol_version: "2025-11-25".into(),
+                server_name: "fx".into(),
+                server_version: "1".into(),
+                instructions: None,
+                counts: Counts { tools: 3, ..Counts::default() },
+                diagnostics: Vec::new(),
+            },
+            ServerStatus::Failed {
+                kind: FailureKind::NeedsAuth,
+                message: "needs a login".into(),
+                stderr_tail: vec!["a line".into()],
+                auth_challenge: Some("Bearer".into()),
+                retry: Some(Retry { attempt: 2, at_ms: None }),
+            },
+        ];
+        for status in statuses {
+            let json = serde_json::to_value(&status).unwrap_or_default();
+            let back: Option<ServerStatus> = serde_json::from_value(json.clone()).ok();
+            assert_eq!(back.as_ref(), Some(&status), "{json}");
         }
     }
 }

@@ -39,7 +39,7 @@ impl Default for ResultBudget {
 }
 
 /// One block for the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ModelBlock {
@@ -58,7 +58,7 @@ pub enum ModelBlock {
 }
 
 /// A result ready for a model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ModelResult {
     /// The tool reported an error.

@@ -1,0 +1,202 @@
+//! `list`, `tools` and `call` answered by the workspace's running `serve` (see `daemon.rs`)
+//! instead of starting servers for one command: its API, with the data folder's token. A
+//! person's `call` stays a person's request for the policy (`X-Switchboard-Caller: cli`).
+//! Anything the API cannot answer as the command would (`tools --format`) runs its own hub.
+
+use std::time::Duration;
+
+use anyhow::{Result, anyhow, bail};
+use serde_json::{Map, Value, json};
+use switchboard::status::ServerStatus;
+use switchboard::workspace::WorkspaceRecord;
+
+use crate::commands::{Ctx, print_json};
+use crate::render::{self, safe, short, table};
+
+/// The workspace's running `serve`, for one command.
+pub(crate) struct Remote {
+    record: WorkspaceRecord,
+    token: String,
+    client: reqwest::Client,
+}
+
+impl Remote {
+    /// The running `serve` of this workspace with this config, unless `--no-attach`.
+    pub(crate) fn of(ctx: &Ctx, no_attach: bool) -> Option<Remote> {
+        if no_attach {
+            return None;
+        }
+        let record = crate::daemon::attachable(ctx).filter(|r| r.kind == "serve")?;
+        let token = switchboard::read_private(&ctx.paths.data_dir.join("serve-token")).ok().flatten()?;
+        let client = reqwest::Client::builder().connect_timeout(Duration::from_secs(5)).build().ok()?;
+        Some(Remote { record, token: String::from_utf8_lossy(&token).trim().to_string(), client })
+    }
+
+    /// Says (on stderr) whose servers answer.
+    fn said(&self) {
+        tracing::info!("answered by the workspace's serve (pid {}) at {}", self.record.pid, self.record.url);
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<Value> {
+        let response = request.bearer_auth(&self.token).send().await.map_err(|e| {
+            anyhow!(
+                "the workspace's serve (pid {}) at {}: {e} (`--no-attach` runs servers here)",
+                self.record.pid,
+                self.record.url
+            )
+        })?;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        if status.is_success() {
+            return Ok(body);
+        }
+        let message = body["error"]["message"].as_str().map(str::to_string).unwrap_or_else(|| format!("HTTP {status}"));
+        bail!("{message}")
+    }
+
+    async fn get(&self, path: &str) -> Result<Value> {
+        self.send(self.client.get(format!("{}{path}", self.record.url))).await
+    }
+}
+
+/// `switchboard list`.
+pub(crate) async fn list(ctx: &Ctx, remote: &Remote, json: bool) -> Result<u8> {
+    remote.said();
+    let body = remote.get("/api/servers").await?;
+    let servers = body["servers"].as_array().cloned().unwrap_or_default();
+    if json {
+        print_json(&json!({"servers": servers, "diagnostics": ctx.loaded.diagnostics, "mcp_off": ctx.loaded.mcp_off,
+            "served_by": remote.record}))?;
+        return Ok(u8::from(ctx.loaded.has_errors()));
+    }
+    let mut t = table(&["SERVER", "SCOPE", "STATUS", "TOOLS", "DETAIL"]);
+    for s in &servers {
+        let Ok(status) = serde_json::from_value::<ServerStatus>(s["status"].clone()) else { continue };
+        let tools = match &status {
+            ServerStatus::Connected { counts, .. } => counts.tools.to_string(),
+            _ => "-".into(),
+        };
+        let name = s["name"].as_str().unwrap_or_default();
+        let scope = s["scope"].as_str().unwrap_or_default();
+        t.add_row(vec![
+            safe(name),
+            scope.to_string(),
+            render::status_word(&status),
+            tools,
+            short(&status.summary(), 90),
+        ]);
+    }
+    out!("{t}");
+    out!(
+        "\nServers of the workspace's {} (pid {}) at {}; `--no-attach` starts them here instead.",
+        remote.record.kind,
+        remote.record.pid,
+        remote.record.url
+    );
+    Ok(u8::from(ctx.loaded.has_errors()))
+}
+
+/// `switchboard tools [SERVER]` (not `--format`).
+pub(crate) async fn tools(remote: &Remote, server: Option<&str>, json: bool) -> Result<u8> {
+    remote.said();
+    let body = remote.get("/api/tools").await?;
+    let tools: Vec<Value> = body["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| server.is_none_or(|s| t["server"] == s))
+        .collect();
+    if json {
+        let listed: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({"name": t["name"], "server": t["server"], "tool": t["tool"], "description": t["description"],
+                "input_schema": t["input_schema"]})
+            })
+            .collect();
+        print_json(&json!({"tools": listed}))?;
+        return Ok(0);
+    }
+    let mut t = table(&["TOOL", "SERVER", "DESCRIPTION"]);
+    for tool in &tools {
+        t.add_row(vec![
+            safe(tool["name"].as_str().unwrap_or_default()),
+            safe(tool["server"].as_str().unwrap_or_default()),
+            short(tool["description"].as_str().unwrap_or_default(), 70),
+        ]);
+    }
+    out!("{t}");
+    Ok(0)
+}
+
+/// `switchboard call`: `arguments` from the JSON argument, `pairs` from `--arg` (typed by the
+/// tool's schema, as the hub's own `call` does).
+pub(crate) async fn call(
+    remote: &Remote,
+    tool: &str,
+    mut arguments: Map<String, Value>,
+    pairs: Vec<(String, String)>,
+    timeout: Option<Duration>,
+    json: bool,
+) -> Result<u8> {
+    remote.said();
+    if !pairs.is_empty() {
+        let body = remote.get("/api/tools").await?;
+        let schema = body["tools"]
+            .as_array()
+            .and_then(|all| {
+                all.iter().find(|t| {
+                    t["name"] == tool
+                        || format!(
+                            "{}/{}",
+                            t["server"].as_str().unwrap_or_default(),
+                            t["tool"].as_str().unwrap_or_default()
+                        ) == tool
+                })
+            })
+            .and_then(|t| t["input_schema"].as_object().cloned());
+        for (k, v) in pairs {
+            let value = match &schema {
+                Some(s) => {
+                    switchboard::policy::validate::typed_argument(s, &k, &v).map_err(|e| anyhow!("--arg {k}=…: {e}"))?
+                }
+                None => serde_json::from_str(&v).unwrap_or(Value::String(v)),
+            };
+            arguments.insert(k, value);
+        }
+    }
+    let mut request = json!({"arguments": arguments});
+    if let Some(t) = timeout {
+        request["timeout_ms"] = json!(u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
+    }
+    let path = format!("/api/tools/{}/call", urlencode(tool));
+    let post = remote
+        .client
+        .post(format!("{}{path}", remote.record.url))
+        .header("X-Switchboard-Caller", format!("cli (pid {})", std::process::id()))
+        .json(&request);
+    let out = remote.send(post).await?;
+    if json {
+        print_json(&out)?;
+        return Ok(u8::from(out["is_error"] == true));
+    }
+    let model: switchboard::output::ModelResult = serde_json::from_value(out["model"].clone())?;
+    let text = model.text();
+    if out["is_error"] == true {
+        note!("{}", switchboard::text::for_terminal_lines(&text));
+    } else {
+        out!("{}", render::safe_lines(&text));
+    }
+    Ok(u8::from(out["is_error"] == true))
+}
+
+/// A tool name as one path segment (`server/tool` keeps its meaning).
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}

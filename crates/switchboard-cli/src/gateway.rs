@@ -82,7 +82,8 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         ctx.paths.data_dir.clone(),
         format!("switchboard gateway (pid {}) in {cwd}", std::process::id()),
     )
-    .instead_of("its client cannot be asked (it declared no elicitation)");
+    .instead_of("its client cannot be asked (it declared no elicitation)")
+    .in_workspace(ctx.loaded.project_root.clone());
     let mut options = HubOptions::new(ctx.paths.clone())
         .elicitor(relay.clone())
         .sampler(relay.clone())

@@ -117,7 +117,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
 /// `<data>/serve.json`, its token in `<data>/serve-token`), opened or printed.
 pub async fn dashboard(ctx: &Ctx, print_url: bool) -> Result<u8> {
     let data = &ctx.paths.data_dir;
-    let serve = switchboard_server::RunningServe::find(data)?.ok_or_else(|| {
+    let serve = switchboard_server::RunningServe::find_for(data, &ctx.loaded.project_root)?.ok_or_else(|| {
         anyhow!("no `switchboard serve` has run with this data folder ({}): start one", data.display())
     })?;
     let base = &serve.url;

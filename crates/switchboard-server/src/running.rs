@@ -74,6 +74,19 @@ impl RunningServe {
         Ok(Some(RunningServe { url, token }))
     }
 
+    /// The `serve` of the workspace at `project_root` (its record in the data folder: a
+    /// `serve` of another project does not overwrite it), else the last one of the data folder.
+    pub fn find_for(data_dir: &Path, project_root: &Path) -> Result<Option<RunningServe>, RecordError> {
+        let record = match switchboard::workspace::find(data_dir, project_root, "") {
+            switchboard::workspace::Lookup::Live(r) | switchboard::workspace::Lookup::OtherConfig(r) => Some(r),
+            _ => None,
+        };
+        match (record.filter(|r| r.kind == "serve"), RunningServe::find(data_dir)?) {
+            (Some(r), Some(last)) => Ok(Some(RunningServe { url: r.url, token: last.token })),
+            (_, last) => Ok(last),
+        }
+    }
+
     /// A request to `path` (`/api/...`) with the token.
     pub fn post(&self, client: &reqwest::Client, path: &str) -> reqwest::RequestBuilder {
         client.post(format!("{}{path}", self.url)).bearer_auth(&self.token)
@@ -85,6 +98,7 @@ impl RunningServe {
 /// ask (no `serve`, or nobody with its dashboard open) is a denial that says so.
 pub struct ServeApprover {
     data_dir: PathBuf,
+    project_root: Option<PathBuf>,
     origin: String,
     instead_of: Option<String>,
     client: Result<reqwest::Client, String>,
@@ -106,7 +120,13 @@ impl ServeApprover {
             .timeout(WAIT + Duration::from_secs(30))
             .build()
             .map_err(|e| e.to_string());
-        ServeApprover { data_dir, origin: origin.into(), instead_of: None, client }
+        ServeApprover { data_dir, project_root: None, origin: origin.into(), instead_of: None, client }
+    }
+
+    /// Asks the `serve` of this workspace first (see [`RunningServe::find_for`]).
+    pub fn in_workspace(mut self, project_root: PathBuf) -> ServeApprover {
+        self.project_root = Some(project_root);
+        self
     }
 
     /// Who could not be asked first (`its client cannot be asked (it declared no
@@ -125,7 +145,11 @@ impl ServeApprover {
     }
 
     async fn ask(&self, request: ApprovalRequest) -> Result<Approval, String> {
-        let serve = match RunningServe::find(&self.data_dir) {
+        let found = match &self.project_root {
+            Some(root) => RunningServe::find_for(&self.data_dir, root),
+            None => RunningServe::find(&self.data_dir),
+        };
+        let serve = match found {
             Ok(Some(serve)) => serve,
             Ok(None) => {
                 return Err(self.nobody(&format!("none has run with {}", self.data_dir.display())));

@@ -118,24 +118,8 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         .model_results(args.model_results);
     let gateway = Gateway::new(hub.clone(), gateway_options, Some(relay));
     let mut stop = crate::signals::Stop::listen();
-    let cancel = CancellationToken::new();
     let outcome = match listen {
-        None => {
-            let serving = switchboard_gateway::serve_stdio(&gateway, cancel.clone());
-            tokio::pin!(serving);
-            tokio::select! {
-                served = &mut serving => {
-                    if let Err(e) = served {
-                        note!("gateway: {e}");
-                    }
-                    Ok(0)
-                }
-                signal = stop.next() => {
-                    cancel.cancel();
-                    Ok(crate::signals::exit_code(signal))
-                }
-            }
-        }
+        None => Ok(serve_stdio(&gateway, &mut stop).await),
         Some(addr) => serve_http(ctx, &gateway, &args, addr, &mut stop).await,
     };
     close(&hub, &mut stop).await;
@@ -238,23 +222,28 @@ async fn attached(ctx: &Ctx, args: &Args, record: &switchboard::workspace::Works
         }
     });
     let mut stop = crate::signals::Stop::listen();
+    let code = serve_stdio(&gateway, &mut stop).await;
+    close(&hub, &mut stop).await;
+    Ok(code)
+}
+
+/// Serves MCP on stdin/stdout until stdin closes (exit code 0) or a signal (128 + it).
+async fn serve_stdio(gateway: &Gateway, stop: &mut crate::signals::Stop) -> u8 {
     let cancel = CancellationToken::new();
-    let serving = switchboard_gateway::serve_stdio(&gateway, cancel.clone());
+    let serving = switchboard_gateway::serve_stdio(gateway, cancel.clone());
     tokio::pin!(serving);
-    let outcome = tokio::select! {
+    tokio::select! {
         served = &mut serving => {
             if let Err(e) = served {
                 note!("gateway: {e}");
             }
-            Ok(0)
+            0
         }
         signal = stop.next() => {
             cancel.cancel();
-            Ok(crate::signals::exit_code(signal))
+            crate::signals::exit_code(signal)
         }
-    };
-    close(&hub, &mut stop).await;
-    outcome
+    }
 }
 
 /// Closes every upstream; a second signal stops waiting (the supervisors finish the job).

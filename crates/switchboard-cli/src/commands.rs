@@ -263,32 +263,16 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             call(ctx, tool, json_args.as_deref(), args, timeout, json, no_attach).await
         }
         Command::Resources { ref server, json } => {
+            if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
+                return crate::remote::resources(&remote, server.as_deref(), json).await;
+            }
             let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
             with_hub(ctx, only, |hub, _| async move {
                 let catalog = hub.catalog();
-                if json {
-                    print_json(
-                        &json!({"resources": catalog.resources(), "resource_templates": catalog.resource_templates()}),
-                    )?;
-                } else {
-                    let mut t = table(&["URI", "SERVER", "NAME", "MIME TYPE"]);
-                    for r in catalog.resources() {
-                        t.add_row(vec![
-                            short(&r.resource.uri, 80),
-                            r.server.clone(),
-                            short(&r.resource.name, 40),
-                            short(r.resource.mime_type.as_deref().unwrap_or_default(), 30),
-                        ]);
-                    }
-                    for r in catalog.resource_templates() {
-                        t.add_row(vec![
-                            short(&r.template.uri_template, 80),
-                            r.server.clone(),
-                            format!("{} (template)", short(&r.template.name, 40)),
-                            short(r.template.mime_type.as_deref().unwrap_or_default(), 30),
-                        ]);
-                    }
-                    out!("{t}");
+                let resources = crate::listing::values(catalog.resources())?;
+                let templates = crate::listing::values(catalog.resource_templates())?;
+                crate::listing::resources(&resources, &templates, json)?;
+                if !json {
                     warn_not_connected(&hub);
                 }
                 Ok(0)
@@ -296,60 +280,24 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             .await
         }
         Command::Read { ref server, ref uri, json } => {
+            if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
+                return crate::remote::read(&remote, server, uri, json).await;
+            }
             let only = only(server, &ctx.loaded)?;
             with_hub(ctx, Some(only), |hub, _| async move {
-                let result = hub.read_resource(server, uri).await?;
-                if json {
-                    print_json(&serde_json::to_value(&result)?)?;
-                } else {
-                    for c in serde_json::to_value(&result.contents)?.as_array().into_iter().flatten() {
-                        match (c.get("text").and_then(Value::as_str), c.get("blob").and_then(Value::as_str)) {
-                            (Some(text), _) => out!("{}", render::safe_lines(text)),
-                            (None, Some(blob)) => out!(
-                                "[binary {}, {} bytes of base64; use --json]",
-                                safe(c.get("mimeType").and_then(Value::as_str).unwrap_or("?")),
-                                blob.len()
-                            ),
-                            _ => out!("{c}"),
-                        }
-                    }
-                }
-                Ok(0)
+                let result = serde_json::to_value(hub.read_resource(server, uri).await?)?;
+                crate::listing::read(&result, json)
             })
             .await
         }
         Command::Prompts { ref server, json } => {
+            if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
+                return crate::remote::prompts(&remote, server.as_deref(), json).await;
+            }
             let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
             with_hub(ctx, only, |hub, _| async move {
-                let catalog = hub.catalog();
-                if json {
-                    print_json(&json!({"prompts": catalog.prompts()}))?;
-                } else {
-                    let mut t = table(&["PROMPT", "SERVER", "ARGUMENTS", "DESCRIPTION"]);
-                    for p in catalog.prompts() {
-                        let args = serde_json::to_value(&p.prompt.arguments)
-                            .ok()
-                            .and_then(|v| v.as_array().cloned())
-                            .unwrap_or_default();
-                        let args: Vec<String> = args
-                            .iter()
-                            .map(|a| {
-                                let name = a.get("name").and_then(Value::as_str).unwrap_or("?");
-                                if a.get("required").and_then(Value::as_bool) == Some(true) {
-                                    name.to_string()
-                                } else {
-                                    format!("[{name}]")
-                                }
-                            })
-                            .collect();
-                        t.add_row(vec![
-                            short(&p.prompt.name, 60),
-                            p.server.clone(),
-                            short(&args.join(" "), 60),
-                            short(p.prompt.description.as_deref().unwrap_or(""), 60),
-                        ]);
-                    }
-                    out!("{t}");
+                crate::listing::prompts(&crate::listing::values(hub.catalog().prompts())?, json)?;
+                if !json {
                     warn_not_connected(&hub);
                 }
                 Ok(0)
@@ -357,25 +305,14 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             .await
         }
         Command::Prompt { ref server, ref name, ref args, json } => {
-            let only = only(server, &ctx.loaded)?;
             let arguments = kv_args(args)?;
+            if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
+                return crate::remote::prompt(&remote, server, name, arguments, json).await;
+            }
+            let only = only(server, &ctx.loaded)?;
             with_hub(ctx, Some(only), |hub, _| async move {
-                let result = hub.get_prompt(server, name, Some(arguments)).await?;
-                if json {
-                    print_json(&serde_json::to_value(&result)?)?;
-                } else {
-                    for m in serde_json::to_value(&result.messages)?.as_array().into_iter().flatten() {
-                        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
-                        let content = m.get("content").cloned().unwrap_or_default();
-                        let text = content
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                            .unwrap_or_else(|| content.to_string());
-                        out!("[{}] {}", safe(role), render::safe_lines(&text));
-                    }
-                }
-                Ok(0)
+                let result = serde_json::to_value(hub.get_prompt(server, name, Some(arguments)).await?)?;
+                crate::listing::prompt(&result, json)
             })
             .await
         }

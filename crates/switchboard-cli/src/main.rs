@@ -14,6 +14,7 @@ mod configs;
 mod daemon;
 mod gateway;
 mod import;
+mod listing;
 mod login;
 mod logs;
 mod manage;

@@ -200,3 +200,44 @@ fn urlencode(s: &str) -> String {
         })
         .collect()
 }
+
+/// `switchboard resources [SERVER]`.
+pub(crate) async fn resources(remote: &Remote, server: Option<&str>, json: bool) -> Result<u8> {
+    remote.said();
+    let query = server.map(|s| format!("?server={}", urlencode(s))).unwrap_or_default();
+    let body = remote.get(&format!("/api/resources{query}")).await?;
+    let list = |k: &str| body[k].as_array().cloned().unwrap_or_default();
+    crate::listing::resources(&list("resources"), &list("resource_templates"), json)?;
+    Ok(0)
+}
+
+/// `switchboard read SERVER URI`.
+pub(crate) async fn read(remote: &Remote, server: &str, uri: &str, json: bool) -> Result<u8> {
+    remote.said();
+    let result =
+        remote.get(&format!("/api/resources/read?server={}&uri={}", urlencode(server), urlencode(uri))).await?;
+    crate::listing::read(&result, json)
+}
+
+/// `switchboard prompts [SERVER]`.
+pub(crate) async fn prompts(remote: &Remote, server: Option<&str>, json: bool) -> Result<u8> {
+    remote.said();
+    let query = server.map(|s| format!("?server={}", urlencode(s))).unwrap_or_default();
+    let body = remote.get(&format!("/api/prompts{query}")).await?;
+    crate::listing::prompts(&body["prompts"].as_array().cloned().unwrap_or_default(), json)?;
+    Ok(0)
+}
+
+/// `switchboard prompt SERVER NAME`.
+pub(crate) async fn prompt(
+    remote: &Remote,
+    server: &str,
+    name: &str,
+    arguments: Map<String, Value>,
+    json: bool,
+) -> Result<u8> {
+    remote.said();
+    let url = format!("{}/api/prompts/{}/{}", remote.record.url, urlencode(server), urlencode(name));
+    let result = remote.send(remote.client.post(url).json(&json!({"arguments": arguments}))).await?;
+    crate::listing::prompt(&result, json)
+}

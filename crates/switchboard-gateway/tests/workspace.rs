@@ -108,6 +108,19 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
     let asked = a.call_tool(params).await.unwrap();
     assert_eq!(asked.is_error, Some(true), "a model's call is asked about, and nobody can answer: {asked:?}");
     assert_eq!(pids_with_arg(&home.marker), fx, "no command started a server");
+    // Resources and prompts, read and got: the same answers as a command with its own servers.
+    for args in [
+        &["resources", "--json"][..],
+        &["read", "fx", "fixture://data.json"],
+        &["prompts", "--json"],
+        &["prompt", "fx", "greet", "--arg", "who=Ada", "--json"],
+    ] {
+        let attached = sb(&home, home.path(), args);
+        let own = sb(&home, home.path(), &[&["--no-attach"][..], args].concat());
+        assert!(attached.status.success(), "{args:?}: {}", String::from_utf8_lossy(&attached.stderr));
+        assert_eq!(String::from_utf8_lossy(&attached.stdout), String::from_utf8_lossy(&own.stdout), "{args:?}");
+    }
+    assert_eq!(pids_with_arg(&home.marker), fx, "only the --no-attach commands started (and ended) servers");
     let own = sb(&home, home.path(), &["--no-attach", "list", "--json"]);
     let own: serde_json::Value = serde_json::from_slice(&own.stdout).unwrap();
     assert!(own.get("served_by").is_none() && own["servers"][0]["status"]["state"] == "connected", "{own:#}");

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value, json};
 use switchboard::catalog::export::{ToolFormat, ToolsJson};
 use switchboard::catalog::naming::sanitize;
-use switchboard::config::{self, LoadOptions, LoadedConfig, ServerEntry};
+use switchboard::config::{self, LoadOptions, LoadedConfig};
 use switchboard::status::{FailureKind, ServerStatus};
 use switchboard::trust::TrustStore;
 use switchboard::{CallOptions, Hub, HubOptions, Paths};
@@ -191,6 +191,9 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         },
         Command::Get { ref server, check, json } => {
             let only = only(server, &ctx.loaded)?;
+            if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
+                return crate::remote::get(ctx, &remote, server, check, json).await;
+            }
             with_hub(ctx, Some(only), |hub, _| async move {
                 let checked = if check {
                     let started = std::time::Instant::now();
@@ -199,18 +202,20 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                 } else {
                     None
                 };
-                get(ctx, &hub, server, json, checked)
+                crate::get::Server::of_hub(&hub, server)?.show(ctx, json, checked)
             })
             .await
         }
         Command::Tools { ref server, ref format, json } => {
             let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
+            let format_name = format.clone();
             let format: Option<ToolFormat> =
                 format.as_deref().map(str::parse).transpose().map_err(|e: String| anyhow!(e))?;
-            if format.is_none()
-                && let Some(remote) = crate::remote::Remote::of(ctx, no_attach)
-            {
-                return crate::remote::tools(&remote, server.as_deref(), json).await;
+            if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
+                return match format_name {
+                    Some(f) => crate::remote::tools_in(&remote, server.as_deref(), &f).await,
+                    None => crate::remote::tools(&remote, server.as_deref(), json).await,
+                };
             }
             with_hub(ctx, only, |hub, _| async move {
                 let catalog = hub.catalog();
@@ -319,6 +324,10 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Complete { ref server, ref kind, ref name, ref argument, ref prefix, ref args, json } => {
             let only = only(server, &ctx.loaded)?;
             let context: std::collections::HashMap<String, String> = split_args(args)?.into_iter().collect();
+            if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
+                let asked = crate::remote::Completion { server, kind, name, argument, prefix, context: &context };
+                return crate::remote::complete(&remote, asked, json).await;
+            }
             let completing = match kind.as_str() {
                 "prompt" => switchboard::Completing::Prompt(name.clone()),
                 _ => switchboard::Completing::Resource(name.clone()),
@@ -331,16 +340,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                     print_json(&found)?;
                     return Ok(0);
                 }
-                for value in &found.values {
-                    out!("{}", safe(value));
-                }
-                let more = found.total.map(|t| (t as usize).saturating_sub(found.values.len())).unwrap_or(0);
-                if more > 0 {
-                    note!("({more} more: type more of it)");
-                } else if found.has_more == Some(true) {
-                    note!("(more: type more of it)");
-                }
-                Ok(0)
+                show_completion(&found.values, found.total, found.has_more == Some(true))
             })
             .await
         }
@@ -506,92 +506,16 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     Ok(u8::from(ctx.loaded.has_errors()))
 }
 
-fn get(ctx: &Ctx, hub: &Hub, server: &str, json: bool, checked: Option<(bool, std::time::Duration)>) -> Result<u8> {
-    let info =
-        hub.servers().into_iter().find(|s| s.name == server).ok_or_else(|| anyhow!("no server named `{server}`"))?;
-    let entry = ctx.loaded.servers.get(server).ok_or_else(|| anyhow!("no server named `{server}`"))?;
-    let catalog = hub.catalog();
-    let tools: Vec<_> = catalog.tools_of(server).collect();
-    let resources: Vec<_> = catalog.resources().iter().filter(|r| r.server == server).collect();
-    let prompts: Vec<_> = catalog.prompts().iter().filter(|p| p.server == server).collect();
-    if json {
-        // Written as it goes: the tools are not copied into one JSON value first.
-        #[derive(serde::Serialize)]
-        struct Get<'a, R, P> {
-            server: Value,
-            config: Value,
-            tools: ToolsJson<'a>,
-            resources: Vec<&'a R>,
-            prompts: Vec<&'a P>,
-            check: Option<Value>,
-        }
-        print_json(&Get {
-            server: render::server_json(&info),
-            config: render::redacted_entry(entry),
-            tools: ToolsJson::new(tools.iter().copied(), ToolFormat::Mcp),
-            resources: resources.iter().map(|r| &r.resource).collect(),
-            prompts: prompts.iter().map(|p| &p.prompt).collect(),
-            check: checked.map(|(ok, took)| json!({"ok": ok, "ms": took.as_millis() as u64})),
-        })?;
-        return Ok(if checked.is_some_and(|(ok, _)| !ok) { 1 } else { 0 });
+/// The suggestions, one per line, and how many more there are.
+pub(crate) fn show_completion(values: &[String], total: Option<u32>, has_more: bool) -> Result<u8> {
+    for value in values {
+        out!("{}", safe(value));
     }
-    out!("{}  {}", console::style(&info.name).bold(), status_word(&info.status));
-    out!("  source   {} ({})", info.source.display(), info.scope);
-    if let ServerEntry::Valid(c) = entry {
-        for line in render::launch_lines(c).iter().skip(1) {
-            out!("  {line}");
-        }
-    }
-    match &info.status {
-        ServerStatus::Connected {
-            protocol_version, server_name, server_version, instructions, diagnostics, ..
-        } => {
-            out!("  server   {} {}", safe(server_name), safe(server_version));
-            out!("  protocol {}", safe(protocol_version));
-            if let Some(i) = instructions {
-                out!("  instructions: {}", short(i, 100));
-            }
-            for d in diagnostics {
-                out!("  {} {}", console::style("problem").yellow(), safe(d));
-            }
-        }
-        ServerStatus::Failed { kind, message, .. } => {
-            out!("  failure  {}", serde_json::to_value(kind)?.as_str().unwrap_or("?"));
-            for line in message.lines() {
-                out!("    {}", safe(line));
-            }
-        }
-        other => out!("  {}", safe(&other.summary())),
-    }
-    if !tools.is_empty() {
-        out!("\n  tools ({}):", tools.len());
-        for t in &tools {
-            out!(
-                "    {}  {}",
-                safe(&t.name),
-                console::style(short(t.tool.description.as_deref().unwrap_or(""), 70)).dim()
-            );
-        }
-    }
-    if !resources.is_empty() {
-        out!("\n  resources ({}):", resources.len());
-        for r in &resources {
-            out!("    {}", safe(&r.resource.uri));
-        }
-    }
-    if !prompts.is_empty() {
-        out!("\n  prompts ({}):", prompts.len());
-        for p in &prompts {
-            out!("    {}", safe(&p.prompt.name));
-        }
-    }
-    match checked {
-        Some((true, took)) => out!("\n  check    alive (answered a ping; {} ms in all)", took.as_millis()),
-        Some((false, _)) => {
-            out!("\n  check    not alive: {}", safe(&info.status.summary()));
-            return Ok(1);
-        }
-        None => {}
+    let more = total.map(|t| (t as usize).saturating_sub(values.len())).unwrap_or(0);
+    if more > 0 {
+        note!("({more} more: type more of it)");
+    } else if has_more {
+        note!("(more: type more of it)");
     }
     Ok(0)
 }

@@ -13,6 +13,7 @@ mod commands;
 mod configs;
 mod daemon;
 mod gateway;
+mod get;
 mod import;
 mod listing;
 mod login;

@@ -241,3 +241,84 @@ pub(crate) async fn prompt(
     let result = remote.send(remote.client.post(url).json(&json!({"arguments": arguments}))).await?;
     crate::listing::prompt(&result, json)
 }
+
+/// `switchboard get SERVER [--check]`.
+pub(crate) async fn get(ctx: &Ctx, remote: &Remote, server: &str, check: bool, json: bool) -> Result<u8> {
+    remote.said();
+    let name = urlencode(server);
+    let checked = if check {
+        let started = std::time::Instant::now();
+        let url = format!("{}/api/servers/{name}/revalidate", remote.record.url);
+        let after = remote.send(remote.client.post(url).json(&json!({}))).await?;
+        Some((after["server"]["status"]["state"] == "connected", started.elapsed()))
+    } else {
+        None
+    };
+    let mut info = remote.get(&format!("/api/servers/{name}")).await?;
+    if let Some(obj) = info.as_object_mut() {
+        obj.remove("tools");
+        obj.remove("stderr_tail");
+    }
+    let status: ServerStatus = serde_json::from_value(info["status"].clone())?;
+    let tools = remote.get(&format!("/api/tools?server={name}&format=mcp")).await?;
+    let resources = remote.get(&format!("/api/resources?server={name}")).await?;
+    let prompts = remote.get(&format!("/api/prompts?server={name}")).await?;
+    let inner = |v: &Value, list: &str, key: &str| -> Vec<Value> {
+        v[list].as_array().into_iter().flatten().map(|e| e[key].clone()).collect()
+    };
+    let shown = crate::get::Server {
+        info,
+        status,
+        tools: crate::get::Tools::Json(tools["tools"].as_array().cloned().unwrap_or_default()),
+        resources: inner(&resources, "resources", "resource"),
+        prompts: inner(&prompts, "prompts", "prompt"),
+    };
+    shown.show(ctx, json, checked)
+}
+
+/// `switchboard tools --format openai|anthropic|mcp`.
+pub(crate) async fn tools_in(remote: &Remote, server: Option<&str>, format: &str) -> Result<u8> {
+    remote.said();
+    let query = server.map(|s| format!("&server={}", urlencode(s))).unwrap_or_default();
+    let body = remote.get(&format!("/api/tools?format={format}{query}")).await?;
+    print_json(&body["tools"])?;
+    Ok(0)
+}
+
+/// What `switchboard complete` asks.
+pub(crate) struct Completion<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) kind: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) argument: &'a str,
+    pub(crate) prefix: &'a str,
+    pub(crate) context: &'a std::collections::HashMap<String, String>,
+}
+
+/// `switchboard complete SERVER prompt|resource NAME ARG PREFIX`.
+pub(crate) async fn complete(remote: &Remote, asked: Completion<'_>, json: bool) -> Result<u8> {
+    remote.said();
+    let which = if asked.kind == "prompt" { "prompt" } else { "resource_template" };
+    let body = json!({"server": asked.server, which: asked.name, "argument": asked.argument, "value": asked.prefix,
+        "context": asked.context});
+    let url = format!("{}/api/complete", remote.record.url);
+    let found = remote.send(remote.client.post(url).json(&body)).await?;
+    if found["supported"] == false {
+        bail!("server `{}` does not offer completion (it declares no `completions` capability)", asked.server);
+    }
+    let values: Vec<String> = serde_json::from_value(found["values"].clone()).unwrap_or_default();
+    let total = found["total"].as_u64().and_then(|t| u32::try_from(t).ok());
+    let has_more = found["has_more"] == true;
+    if json {
+        let mut out = json!({"values": values});
+        if let Some(t) = total {
+            out["total"] = json!(t);
+        }
+        if has_more {
+            out["hasMore"] = json!(true);
+        }
+        print_json(&out)?;
+        return Ok(0);
+    }
+    crate::commands::show_completion(&values, total, has_more)
+}

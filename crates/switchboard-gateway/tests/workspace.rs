@@ -114,11 +114,21 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
         &["read", "fx", "fixture://data.json"],
         &["prompts", "--json"],
         &["prompt", "fx", "greet", "--arg", "who=Ada", "--json"],
+        &["tools", "--format", "openai"],
+        &["tools", "--format", "mcp"],
+        &["get", "fx", "--json"],
+        &["get", "fx"],
     ] {
         let attached = sb(&home, home.path(), args);
         let own = sb(&home, home.path(), &[&["--no-attach"][..], args].concat());
         assert!(attached.status.success(), "{args:?}: {}", String::from_utf8_lossy(&attached.stderr));
         assert_eq!(String::from_utf8_lossy(&attached.stdout), String::from_utf8_lossy(&own.stdout), "{args:?}");
+    }
+    // The fixture offers no completion: said the same way by both.
+    for attach in [&[][..], &["--no-attach"]] {
+        let out = sb(&home, home.path(), &[attach, &["complete", "fx", "prompt", "greet", "who", "A"]].concat());
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("does not offer completion"), "{attach:?}: {out:?}");
     }
     assert_eq!(pids_with_arg(&home.marker), fx, "only the --no-attach commands started (and ended) servers");
     let own = sb(&home, home.path(), &["--no-attach", "list", "--json"]);

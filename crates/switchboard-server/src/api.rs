@@ -175,8 +175,9 @@ pub enum Format {
 /// Tools, in the asked format.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ToolList {
-    /// Each tool; in `mcp` format `{"name" (model-visible), "server", "tool", "title"?,
-    /// "description", "input_schema", "output_schema"?, "annotations"?}`.
+    /// Each tool: without `format`, `{"name" (model-visible), "server", "tool", "title"?,
+    /// "description", "input_schema", "output_schema"?, "annotations"?}`; with `format=mcp`
+    /// its MCP definition with the model-visible name (as `switchboard tools --format mcp`).
     #[schema(value_type = Vec<Object>)]
     tools: Vec<Value>,
 }
@@ -193,7 +194,8 @@ pub async fn list_tools(
     let catalog = app.hub.catalog();
     let tools: Vec<_> = catalog.tools().iter().filter(|t| only.as_deref().is_none_or(|s| t.server == s)).collect();
     let format = match q.format {
-        None | Some(Format::Mcp) => None,
+        None => None,
+        Some(Format::Mcp) => Some(ToolFormat::Mcp),
         Some(Format::Openai) => Some(ToolFormat::OpenAi),
         Some(Format::Anthropic) => Some(ToolFormat::Anthropic),
     };

@@ -1,0 +1,169 @@
+//! `switchboard get SERVER`: one server in detail, from this process's hub or from the
+//! workspace's running `serve` (the same JSON either way).
+
+use std::sync::Arc;
+
+use anyhow::{Result, anyhow};
+use serde_json::{Value, json};
+use switchboard::Hub;
+use switchboard::catalog::Catalog;
+use switchboard::catalog::export::{ToolFormat, ToolsJson};
+use switchboard::config::ServerEntry;
+use switchboard::status::ServerStatus;
+
+use crate::commands::{Ctx, print_json};
+use crate::render::{self, safe, short, status_word};
+
+/// A server's tools: in this process's catalog (written out one at a time: a server of
+/// thousands of tools is not copied into JSON first), or as a running hub gave them.
+pub(crate) enum Tools {
+    Catalog(Arc<Catalog>, String),
+    Json(Vec<Value>),
+}
+
+impl serde::Serialize for Tools {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Tools::Catalog(catalog, server) => ToolsJson::new(catalog.tools_of(server), ToolFormat::Mcp).serialize(s),
+            Tools::Json(tools) => tools.serialize(s),
+        }
+    }
+}
+
+impl Tools {
+    /// Each tool's model-visible name and description.
+    fn lines(&self) -> Vec<(String, String)> {
+        match self {
+            Tools::Catalog(catalog, server) => catalog
+                .tools_of(server)
+                .map(|t| (t.name.clone(), t.tool.description.as_deref().unwrap_or_default().to_string()))
+                .collect(),
+            Tools::Json(tools) => tools
+                .iter()
+                .map(|t| {
+                    let s = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+                    (s("name"), s("description"))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What `get` shows of a server.
+pub(crate) struct Server {
+    /// `{"name", "scope", "source", "transport", "target", "status"}`.
+    pub(crate) info: Value,
+    pub(crate) status: ServerStatus,
+    /// Its tools as MCP definitions with model-visible names (`tools --format mcp`).
+    pub(crate) tools: Tools,
+    /// Its resources and prompts, as the server lists them.
+    pub(crate) resources: Vec<Value>,
+    pub(crate) prompts: Vec<Value>,
+}
+
+impl Server {
+    /// From this process's hub.
+    pub(crate) fn of_hub(hub: &Hub, server: &str) -> Result<Server> {
+        let info = hub
+            .servers()
+            .into_iter()
+            .find(|s| s.name == server)
+            .ok_or_else(|| anyhow!("no server named `{server}`"))?;
+        let catalog = hub.catalog();
+        let tools = Tools::Catalog(catalog.clone(), server.to_string());
+        let resources = catalog.resources().iter().filter(|r| r.server == server).map(|r| json!(r.resource)).collect();
+        let prompts = catalog.prompts().iter().filter(|p| p.server == server).map(|p| json!(p.prompt)).collect();
+        Ok(Server { info: render::server_json(&info), status: info.status, tools, resources, prompts })
+    }
+
+    /// Shows it (`checked`: whether a ping was answered, and how long the check took).
+    pub(crate) fn show(&self, ctx: &Ctx, json: bool, checked: Option<(bool, std::time::Duration)>) -> Result<u8> {
+        let name = self.info["name"].as_str().unwrap_or_default();
+        let entry = ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}`"))?;
+        let failed_check = checked.is_some_and(|(ok, _)| !ok);
+        if json {
+            #[derive(serde::Serialize)]
+            struct Get<'a> {
+                server: &'a Value,
+                config: Value,
+                tools: &'a Tools,
+                resources: &'a [Value],
+                prompts: &'a [Value],
+                check: Option<Value>,
+            }
+            print_json(&Get {
+                server: &self.info,
+                config: render::redacted_entry(entry),
+                tools: &self.tools,
+                resources: &self.resources,
+                prompts: &self.prompts,
+                check: checked
+                    .map(|(ok, took)| json!({"ok": ok, "ms": u64::try_from(took.as_millis()).unwrap_or(u64::MAX)})),
+            })?;
+            return Ok(u8::from(failed_check));
+        }
+        out!("{}  {}", console::style(name).bold(), status_word(&self.status));
+        out!(
+            "  source   {} ({})",
+            self.info["source"].as_str().unwrap_or_default(),
+            self.info["scope"].as_str().unwrap_or_default()
+        );
+        if let ServerEntry::Valid(c) = entry {
+            for line in render::launch_lines(c).iter().skip(1) {
+                out!("  {line}");
+            }
+        }
+        match &self.status {
+            ServerStatus::Connected {
+                protocol_version,
+                server_name,
+                server_version,
+                instructions,
+                diagnostics,
+                ..
+            } => {
+                out!("  server   {} {}", safe(server_name), safe(server_version));
+                out!("  protocol {}", safe(protocol_version));
+                if let Some(i) = instructions {
+                    out!("  instructions: {}", short(i, 100));
+                }
+                for d in diagnostics {
+                    out!("  {} {}", console::style("problem").yellow(), safe(d));
+                }
+            }
+            ServerStatus::Failed { kind, message, .. } => {
+                out!("  failure  {}", serde_json::to_value(kind)?.as_str().unwrap_or("?"));
+                for line in message.lines() {
+                    out!("    {}", safe(line));
+                }
+            }
+            other => out!("  {}", safe(&other.summary())),
+        }
+        let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let tools = self.tools.lines();
+        if !tools.is_empty() {
+            out!("\n  tools ({}):", tools.len());
+            for (name, description) in &tools {
+                out!("    {}  {}", safe(name), console::style(short(description, 70)).dim());
+            }
+        }
+        if !self.resources.is_empty() {
+            out!("\n  resources ({}):", self.resources.len());
+            for r in &self.resources {
+                out!("    {}", safe(&str_of(r, "uri")));
+            }
+        }
+        if !self.prompts.is_empty() {
+            out!("\n  prompts ({}):", self.prompts.len());
+            for p in &self.prompts {
+                out!("    {}", safe(&str_of(p, "name")));
+            }
+        }
+        match checked {
+            Some((true, took)) => out!("\n  check    alive (answered a ping; {} ms in all)", took.as_millis()),
+            Some((false, _)) => out!("\n  check    not alive: {}", safe(&self.status.summary())),
+            None => {}
+        }
+        Ok(u8::from(failed_check))
+    }
+}

@@ -201,13 +201,33 @@ pub struct Planned {
     /// What happens to it.
     #[serde(flatten)]
     pub action: Action,
-    /// Its entry as it is written.
+    /// Its entry as it is written (shown with the values of `env`, `headers` and the OAuth
+    /// client secret left out: a source may hold them written out).
+    #[serde(serialize_with = "redacted")]
     pub entry: Value,
     /// What was not carried over.
     pub notes: Vec<Note>,
     /// The inputs it uses.
     #[serde(skip)]
     pub inputs: Vec<Value>,
+}
+
+/// An entry with its secret values replaced (names kept).
+fn redacted<S: serde::Serializer>(entry: &Value, s: S) -> Result<S::Ok, S::Error> {
+    let mut shown = entry.clone();
+    for key in ["env", "environment", "headers", "http_headers"] {
+        if let Some(Value::Object(m)) = shown.get_mut(key) {
+            m.values_mut().for_each(|v| *v = Value::String(super::REDACTED.into()));
+        }
+    }
+    if let Some(Value::Object(oauth)) = shown.get_mut("oauth") {
+        for key in ["client_secret", "clientSecret"] {
+            if let Some(v) = oauth.get_mut(key) {
+                *v = Value::String(super::REDACTED.into());
+            }
+        }
+    }
+    serde::Serialize::serialize(&shown, s)
 }
 
 impl Planned {
@@ -352,6 +372,24 @@ mod tests {
     fn variables_are_found_in_every_spelling() {
         let v = serde_json::json!({"a": "${X}-${env:Y}", "b": ["${input:api-key}", "${Z:-d}"]});
         assert_eq!(variables(&v), vec!["X", "Y", "input:api-key", "Z"]);
+    }
+
+    #[test]
+    fn a_plan_shows_no_secret() {
+        let entry = serde_json::json!({"command": "x", "env": {"TOKEN": "ghp_written_out"},
+            "headers": {"Authorization": "Bearer abc"}, "oauth": {"client_secret": "s3"}});
+        let planned = Planned {
+            tool: Tool::Cursor,
+            file: PathBuf::from("/f"),
+            name: "x".into(),
+            action: Action::Add,
+            entry,
+            notes: Vec::new(),
+            inputs: Vec::new(),
+        };
+        let shown = serde_json::to_string(&planned).unwrap_or_default();
+        assert!(shown.contains("TOKEN") && shown.contains("Authorization"), "{shown}");
+        assert!(!shown.contains("ghp_") && !shown.contains("Bearer abc") && !shown.contains("s3\""), "{shown}");
     }
 
     #[test]

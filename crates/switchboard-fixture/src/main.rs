@@ -305,7 +305,8 @@ impl ServerHandler for Fixture {
         if let Some(log) = &self.opts.call_log {
             use std::io::Write as _;
             if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
-                let _ = writeln!(f, "{}", request.name);
+                // One write per line: concurrent calls append whole lines, never interleaved.
+                let _ = f.write_all(format!("{}\n", request.name).as_bytes());
             }
         }
         let text = |s: String| -> Result<CallToolResponse, ErrorData> {
@@ -342,7 +343,7 @@ impl ServerHandler for Fixture {
                             if let Some(log) = &self.opts.call_log
                                 && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log)
                             {
-                                let _ = writeln!(f, "cancelled slow");
+                                let _ = f.write_all(b"cancelled slow\n");
                             }
                             return Err(ErrorData::internal_error("cancelled", None));
                         }

@@ -1,21 +1,17 @@
 //! What each subcommand does.
 
 use std::collections::BTreeSet;
-use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value, json};
-use switchboard::catalog::export::{ToolFormat, ToolsJson};
 use switchboard::catalog::naming::sanitize;
-use switchboard::config::{self, LoadOptions, LoadedConfig};
+use switchboard::config::{self, LoadedConfig};
 use switchboard::status::{FailureKind, ServerStatus};
 use switchboard::trust::TrustStore;
-use switchboard::{CallOptions, Hub, HubOptions, Paths};
-use tokio_util::sync::CancellationToken;
+use switchboard::{CallOptions, Hub};
 
-use crate::ask;
+use crate::ctx::{Ctx, load, only, print_json, with_hub};
 use crate::render::{self, safe, short, status_word, table};
 use crate::{Cli, Command, ConfigAction, InputsAction};
 
@@ -38,113 +34,6 @@ pub async fn run(cli: Cli, secrets: crate::logs::Secrets) -> u8 {
     }
 }
 
-pub(crate) struct Ctx {
-    /// What is drawn on stderr now (so questions are not drawn over it).
-    pub(crate) screen: ask::Screen,
-    pub(crate) paths: Paths,
-    /// How the config was loaded (to load it again when its files change).
-    pub(crate) options: LoadOptions,
-    pub(crate) loaded: LoadedConfig,
-}
-
-fn load(cli: &Cli) -> Result<Ctx> {
-    let paths = Paths::from_env();
-    let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let mut options = LoadOptions::from_env(cwd, &paths);
-    options.extra_files = cli.configs.clone();
-    let mut loaded = config::load(&options);
-    // Inputs servers need (`${input:ID}`): asked once, at a terminal, then kept.
-    let asks = !matches!(cli.command, Command::Config { .. } | Command::Inputs { .. } | Command::Import { .. });
-    if asks && crate::import::ask_missing(&paths, &loaded.inputs_missing) {
-        loaded = config::load(&options);
-    }
-    Ok(Ctx { screen: ask::Screen::default(), paths, options, loaded })
-}
-
-impl Ctx {
-    /// Follows the config files while `hub` runs (serve, gateway): edits are applied server
-    /// by server. `None` (said on stderr) when the files cannot be watched.
-    pub(crate) fn follow(&self, hub: &Hub) -> Option<switchboard::ConfigWatch> {
-        match hub.watch_config(self.options.clone(), &self.loaded) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                note!("warning: {e}; edits to the config take effect at the next start");
-                None
-            }
-        }
-    }
-}
-
-/// Starts the hub (only `only`, when given), with a spinner while servers connect, and runs
-/// `body`; SIGINT, SIGTERM, SIGHUP or SIGQUIT at any point shut the hub down (ending every
-/// server tree) and exit with 128 + the signal.
-async fn with_hub<F, Fut>(ctx: &Ctx, only: Option<BTreeSet<String>>, body: F) -> Result<u8>
-where
-    F: FnOnce(Hub, CancellationToken) -> Fut,
-    Fut: std::future::Future<Output = Result<u8>>,
-{
-    // One command is a short-lived host: servers that went away are tried again when a call
-    // needs them, not on timers.
-    let mut options = HubOptions::new(ctx.paths.clone()).short_lived();
-    options.only = only;
-    // A server's request for input is put to the person only when there is one at a terminal.
-    // The same for a server asking for a completion: the person answers as the model.
-    if std::io::stdin().is_terminal() && render::stderr_tty() {
-        let terminal = ask::Terminal::new(ctx.screen.clone());
-        options = options.elicitor(Arc::new(ask::TerminalElicitor::new(terminal.clone())));
-        options = options.approver(crate::policy::TerminalApprover::new(terminal.clone()));
-        options = options.sampler(Arc::new(crate::sample::TerminalSampler::new(terminal)));
-    }
-    let hub = Hub::start(&ctx.loaded, options);
-    let cancel = CancellationToken::new();
-    let work = async {
-        let connecting = hub.servers().iter().filter(|s| matches!(s.status, ServerStatus::Connecting)).count();
-        let spinner = (connecting > 0 && render::stderr_tty()).then(|| {
-            let pb = indicatif::ProgressBar::new_spinner();
-            pb.set_message(format!("connecting to {connecting} server{}…", if connecting == 1 { "" } else { "s" }));
-            pb.enable_steady_tick(Duration::from_millis(80));
-            ctx.screen.set(Some(pb.clone()));
-            pb
-        });
-        hub.ready().await;
-        if let Some(pb) = spinner {
-            pb.finish_and_clear();
-            ctx.screen.set(None);
-        }
-        body(hub.clone(), cancel.clone()).await
-    };
-    tokio::pin!(work);
-    let mut stop = crate::signals::Stop::listen();
-    let result = tokio::select! {
-        r = &mut work => r,
-        signal = stop.next() => {
-            cancel.cancel();
-            // Give a call in flight a moment to send its cancellation.
-            let _ = tokio::time::timeout(Duration::from_millis(300), &mut work).await;
-            if signal == crate::signals::SIGINT {
-                note!("interrupted");
-            }
-            Ok(crate::signals::exit_code(signal))
-        }
-    };
-    // A second signal while the servers are being closed ends the wait; their supervisors
-    // finish the job.
-    tokio::select! {
-        () = hub.shutdown() => {}
-        _ = stop.next() => {}
-    }
-    result
-}
-
-pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<()> {
-    // Buffered: stdout is line-buffered, and pretty JSON of a big catalog has a million lines.
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-    serde_json::to_writer_pretty(&mut out, v)?;
-    writeln!(out)?;
-    out.flush()?;
-    Ok(())
-}
-
 fn split_args(args: &[String]) -> Result<Vec<(String, String)>> {
     args.iter()
         .map(|a| {
@@ -162,13 +51,6 @@ fn kv_args(args: &[String]) -> Result<Map<String, Value>> {
         map.insert(k.to_string(), value);
     }
     Ok(map)
-}
-
-fn only(name: &str, loaded: &LoadedConfig) -> Result<BTreeSet<String>> {
-    if !loaded.servers.contains_key(name) {
-        bail!("no server named `{name}` (see `switchboard list`)");
-    }
-    Ok(BTreeSet::from([name.to_string()]))
 }
 
 async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
@@ -189,10 +71,10 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             Some(remote) => crate::remote::list(ctx, &remote, json).await,
             None => with_hub(ctx, None, |hub, _| async move { list(ctx, &hub, json) }).await,
         },
-        Command::Get { ref server, check, json } => {
+        Command::Get { ref server, check, json, tokens } => {
             let only = only(server, &ctx.loaded)?;
             if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
-                return crate::remote::get(ctx, &remote, server, check, json).await;
+                return crate::remote::get(ctx, &remote, server, check, json, tokens).await;
             }
             with_hub(ctx, Some(only), |hub, _| async move {
                 let checked = if check {
@@ -202,67 +84,16 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                 } else {
                     None
                 };
-                crate::get::Server::of_hub(&hub, server)?.show(ctx, json, checked)
+                let mut shown = crate::get::Server::of_hub(&hub, server)?;
+                if tokens {
+                    shown.count_tokens()?;
+                }
+                shown.show(ctx, json, checked)
             })
             .await
         }
-        Command::Tools { ref server, ref format, json } => {
-            let only = server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
-            let format_name = format.clone();
-            let format: Option<ToolFormat> =
-                format.as_deref().map(str::parse).transpose().map_err(|e: String| anyhow!(e))?;
-            if let Some(remote) = crate::remote::Remote::of(ctx, no_attach) {
-                return match format_name {
-                    Some(f) => crate::remote::tools_in(&remote, server.as_deref(), &f).await,
-                    None => crate::remote::tools(&remote, server.as_deref(), json).await,
-                };
-            }
-            with_hub(ctx, only, |hub, _| async move {
-                let catalog = hub.catalog();
-                let tools: Vec<_> =
-                    catalog.tools().iter().filter(|t| server.as_ref().is_none_or(|s| &t.server == s)).collect();
-                if let Some(format) = format {
-                    print_json(&ToolsJson::new(tools, format))?;
-                } else if json {
-                    // Borrowed, written as it goes (no copy of every schema first).
-                    #[derive(serde::Serialize)]
-                    struct Listed<'a> {
-                        name: &'a str,
-                        server: &'a str,
-                        tool: &'a str,
-                        description: Option<&'a str>,
-                        input_schema: &'a serde_json::Map<String, Value>,
-                    }
-                    #[derive(serde::Serialize)]
-                    struct Tools<'a> {
-                        tools: Vec<Listed<'a>>,
-                    }
-                    let listed = tools
-                        .iter()
-                        .map(|t| Listed {
-                            name: &t.name,
-                            server: &t.server,
-                            tool: &t.tool.name,
-                            description: t.tool.description.as_deref(),
-                            input_schema: &t.input_schema,
-                        })
-                        .collect();
-                    print_json(&Tools { tools: listed })?;
-                } else {
-                    let mut t = table(&["TOOL", "SERVER", "DESCRIPTION"]);
-                    for tool in &tools {
-                        t.add_row(vec![
-                            safe(&tool.name),
-                            tool.server.clone(),
-                            short(tool.tool.description.as_deref().unwrap_or(""), 70),
-                        ]);
-                    }
-                    out!("{t}");
-                    warn_not_connected(&hub);
-                }
-                Ok(0)
-            })
-            .await
+        Command::Tools { server, format, json, search, limit, tokens } => {
+            crate::tools::run(ctx, crate::tools::Asked { server, format, json, search, limit, tokens }, no_attach).await
         }
         Command::Call { ref tool, ref json_args, ref args, timeout, json } => {
             call(ctx, tool, json_args.as_deref(), args, timeout, json, no_attach).await
@@ -370,7 +201,18 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Serve { port, bind, allow_remote, hosts, origins } => {
             crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins }).await
         }
-        Command::Gateway { http, allow_remote, no_auth, hosts, only, profile, names, model_results, require } => {
+        Command::Gateway {
+            http,
+            allow_remote,
+            no_auth,
+            hosts,
+            only,
+            profile,
+            names,
+            model_results,
+            require,
+            tool_search,
+        } => {
             let args = crate::gateway::Args {
                 http,
                 allow_remote,
@@ -382,6 +224,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                 model_results,
                 no_attach,
                 require,
+                tool_search,
             };
             crate::gateway::gateway(ctx, args).await
         }
@@ -439,7 +282,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
     }
 }
 
-fn warn_not_connected(hub: &Hub) {
+pub(crate) fn warn_not_connected(hub: &Hub) {
     let down: Vec<String> = hub
         .servers()
         .into_iter()

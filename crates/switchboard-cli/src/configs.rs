@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::commands::{Ctx, print_json};
+use crate::ctx::{Ctx, print_json};
 use crate::render::{self, table};
 
 /// `switchboard config check`: every diagnostic; non-zero on errors.

@@ -12,7 +12,7 @@ use serde_json::json;
 use switchboard::config::{self, LoadedConfig, Scope};
 use switchboard::workspace::{self, Lookup, WorkspaceRecord};
 
-use crate::commands::{Ctx, print_json};
+use crate::ctx::{Ctx, print_json};
 
 /// The name of the one upstream an attached gateway has (it appears in errors: "server
 /// `workspace-hub` is not connected").

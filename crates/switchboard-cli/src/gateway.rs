@@ -9,10 +9,10 @@ use std::net::SocketAddr;
 
 use anyhow::{Result, anyhow, bail};
 use switchboard::{Hub, HubOptions};
-use switchboard_gateway::{Gateway, GatewayOptions, Names, Relay, Scope};
+use switchboard_gateway::{Gateway, GatewayOptions, Names, Relay, Scope, ToolSearch};
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 
 /// The flags of `switchboard gateway`.
 pub struct Args {
@@ -26,6 +26,7 @@ pub struct Args {
     pub model_results: bool,
     pub no_attach: bool,
     pub require: Vec<String>,
+    pub tool_search: String,
 }
 
 /// `[ADDR:]PORT`: the address defaults to 127.0.0.1.
@@ -38,6 +39,8 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr> {
 }
 
 pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
+    let tool_search: ToolSearch =
+        args.tool_search.parse().map_err(|e: String| anyhow!("`--tool-search {}`: {e}", args.tool_search))?;
     let names = match args.names.as_str() {
         "prefixed" => Names::Prefixed,
         "bare" => Names::Bare,
@@ -66,7 +69,7 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         && let Some(record) = crate::daemon::attachable(ctx)
         && (args.require.is_empty() || record.kind != "gateway")
     {
-        return attached(ctx, &args, &record).await;
+        return attached(ctx, &args, &record, tool_search).await;
     }
     for d in ctx.loaded.diagnostics.iter().filter(|d| d.severity == switchboard::config::Severity::Error) {
         note!("config: {}", switchboard::text::for_terminal(&d.to_string()));
@@ -115,7 +118,8 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         .names(names)
         .scope(Scope { only: args.only.clone(), profile })
         .profiles(ctx.loaded.profiles.clone())
-        .model_results(args.model_results);
+        .model_results(args.model_results)
+        .tool_search(tool_search);
     let gateway = Gateway::new(hub.clone(), gateway_options, Some(relay));
     let mut stop = crate::signals::Stop::listen();
     let outcome = match listen {
@@ -183,7 +187,12 @@ impl Args {
 /// A stdio gateway whose one upstream is the workspace's running hub: transparent (its tool
 /// names are that hub's), elicitation, sampling and roots relayed both ways; the hub keeps the
 /// servers, their sessions and tokens, and applies the policy.
-async fn attached(ctx: &Ctx, args: &Args, record: &switchboard::workspace::WorkspaceRecord) -> Result<u8> {
+async fn attached(
+    ctx: &Ctx,
+    args: &Args,
+    record: &switchboard::workspace::WorkspaceRecord,
+    tool_search: ToolSearch,
+) -> Result<u8> {
     if !args.require.is_empty() {
         crate::daemon::require_remote(ctx, record, &args.require).await?;
     }
@@ -204,7 +213,9 @@ async fn attached(ctx: &Ctx, args: &Args, record: &switchboard::workspace::Works
             status.summary()
         );
     }
-    let gateway = Gateway::new(hub.clone(), GatewayOptions::new().names(Names::Bare), Some(relay));
+    // Search over the workspace hub's tools happens here, on this client's view of them.
+    let options = GatewayOptions::new().names(Names::Bare).tool_search(tool_search);
+    let gateway = Gateway::new(hub.clone(), options, Some(relay));
     // The hub gone: said on stderr (which agents show in their MCP logs), with what to do.
     let mut events = hub.subscribe();
     let (kind, pid, url) = (record.kind.clone(), record.pid, record.url.clone());

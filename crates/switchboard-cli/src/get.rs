@@ -11,7 +11,7 @@ use switchboard::catalog::export::{ToolFormat, ToolsJson};
 use switchboard::config::ServerEntry;
 use switchboard::status::ServerStatus;
 
-use crate::commands::{Ctx, print_json};
+use crate::ctx::{Ctx, print_json};
 use crate::render::{self, safe, short, status_word};
 
 /// A server's tools: in this process's catalog (written out one at a time: a server of
@@ -59,6 +59,8 @@ pub(crate) struct Server {
     /// Its resources and prompts, as the server lists them.
     pub(crate) resources: Vec<Value>,
     pub(crate) prompts: Vec<Value>,
+    /// What each tool's definition costs in tokens, in the order of `tools` (`--tokens`).
+    pub(crate) tokens: Option<Vec<usize>>,
 }
 
 impl Server {
@@ -73,7 +75,16 @@ impl Server {
         let tools = Tools::Catalog(catalog.clone(), server.to_string());
         let resources = catalog.resources().iter().filter(|r| r.server == server).map(|r| json!(r.resource)).collect();
         let prompts = catalog.prompts().iter().filter(|p| p.server == server).map(|p| json!(p.prompt)).collect();
-        Ok(Server { info: render::server_json(&info), status: info.status, tools, resources, prompts })
+        Ok(Server { info: render::server_json(&info), status: info.status, tools, resources, prompts, tokens: None })
+    }
+
+    /// Counts its tools' tokens (the token table is loaded now).
+    pub(crate) fn count_tokens(&mut self) -> Result<()> {
+        let counter = switchboard::catalog::tokens::TokenCounter::o200k()?;
+        if let Tools::Catalog(catalog, server) = &self.tools {
+            self.tokens = Some(catalog.tools_of(server).map(|t| counter.tool(t)).collect());
+        }
+        Ok(())
     }
 
     /// Shows it (`checked`: whether a ping was answered, and how long the check took).
@@ -90,6 +101,8 @@ impl Server {
                 resources: &'a [Value],
                 prompts: &'a [Value],
                 check: Option<Value>,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                tokens: Option<Value>,
             }
             print_json(&Get {
                 server: &self.info,
@@ -99,6 +112,11 @@ impl Server {
                 prompts: &self.prompts,
                 check: checked
                     .map(|(ok, took)| json!({"ok": ok, "ms": u64::try_from(took.as_millis()).unwrap_or(u64::MAX)})),
+                tokens: self.tokens.as_ref().map(|per| {
+                    let tools: serde_json::Map<String, Value> =
+                        self.tools.lines().into_iter().zip(per).map(|((name, _), n)| (name, json!(n))).collect();
+                    json!({"total": per.iter().sum::<usize>(), "tools": tools})
+                }),
             })?;
             return Ok(u8::from(failed_check));
         }
@@ -142,9 +160,20 @@ impl Server {
         let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
         let tools = self.tools.lines();
         if !tools.is_empty() {
-            out!("\n  tools ({}):", tools.len());
-            for (name, description) in &tools {
-                out!("    {}  {}", safe(name), console::style(short(description, 70)).dim());
+            match &self.tokens {
+                Some(per) => {
+                    let total: usize = per.iter().sum();
+                    out!("\n  tools ({}, {total} tokens of definitions, estimated with o200k_base):", tools.len());
+                    for ((name, description), n) in tools.iter().zip(per) {
+                        out!("    {:>6}  {}  {}", n, safe(name), console::style(short(description, 60)).dim());
+                    }
+                }
+                None => {
+                    out!("\n  tools ({}):", tools.len());
+                    for (name, description) in &tools {
+                        out!("    {}  {}", safe(name), console::style(short(description, 70)).dim());
+                    }
+                }
             }
         }
         if !self.resources.is_empty() {

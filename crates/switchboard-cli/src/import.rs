@@ -9,7 +9,7 @@ use anyhow::{Result, anyhow, bail};
 use serde_json::json;
 use switchboard::config::{self, Action, Found, InputStore, KnownFile, MissingInput, SourceScope, Tool};
 
-use crate::commands::{Ctx, print_json};
+use crate::ctx::{Ctx, print_json};
 use crate::render::{safe, table};
 
 /// Every place the tools keep servers, for this person and project.

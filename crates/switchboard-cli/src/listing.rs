@@ -5,7 +5,7 @@
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use crate::commands::print_json;
+use crate::ctx::print_json;
 use crate::render::{self, safe, short, table};
 
 /// Catalog entries as JSON values.

@@ -188,7 +188,7 @@ fn remotes(loaded: &LoadedConfig) -> Vec<(String, String)> {
 pub fn list(loaded: &LoadedConfig, store: &TokenStore, json: bool) -> Result<u8> {
     let logins = list_logins(store, &remotes(loaded)).with_context(|| "reading the token store".to_string())?;
     if json {
-        crate::commands::print_json(&json!({"logins": logins, "file": store.path()}))?;
+        crate::ctx::print_json(&json!({"logins": logins, "file": store.path()}))?;
         return Ok(0);
     }
     if logins.is_empty() {

@@ -11,6 +11,7 @@ mod out;
 mod ask;
 mod commands;
 mod configs;
+mod ctx;
 mod daemon;
 mod gateway;
 mod get;
@@ -25,6 +26,7 @@ mod render;
 mod sample;
 mod serve;
 mod signals;
+mod tools;
 
 use std::path::PathBuf;
 
@@ -68,6 +70,9 @@ pub enum Command {
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
+        /// What each tool's definition costs in a model's context (tokens, o200k_base estimate).
+        #[arg(long)]
+        tokens: bool,
     },
     /// Tools in the catalog (all servers, or one).
     Tools {
@@ -79,6 +84,17 @@ pub enum Command {
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
+        /// Only the tools that answer this, best first: words ("create an issue", ranked over
+        /// names, titles, descriptions and parameters), `select:NAME[,NAME]` or `/REGEX/`.
+        #[arg(long, value_name = "QUERY")]
+        search: Option<String>,
+        /// Most tools a search shows (default 10).
+        #[arg(long, value_name = "N", requires = "search")]
+        limit: Option<usize>,
+        /// What each definition costs in a model's context (tokens, estimated with o200k_base),
+        /// with a total per server.
+        #[arg(long)]
+        tokens: bool,
     },
     /// Call a tool: `switchboard call mcp__srv__echo '{"text":"hi"}'` or `--arg text=hi`.
     Call {
@@ -285,6 +301,11 @@ pub enum Command {
         /// Fail at once, with the server's status, unless this server is connected (repeatable).
         #[arg(long = "require", value_name = "SERVER")]
         require: Vec<String>,
+        /// Defer tool definitions behind `search_tools`, `describe_tools` and `call_tool`: `on`,
+        /// `off`, `auto` (on when the definitions pass 20,000 tokens) or `auto:TOKENS`. Servers
+        /// with `"always_load": true` are listed in full anyway.
+        #[arg(long, value_name = "MODE", default_value = "off")]
+        tool_search: String,
     },
     /// The workspace's background hub (`switchboard serve` on a free loopback port): the gateways
     /// and commands of this project, with the same config, share its servers.

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use switchboard::config::{self, NewServer, Scope, ServerEntry};
 use switchboard::trust::TrustStore;
 
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 use crate::render;
 
 pub(crate) fn add(

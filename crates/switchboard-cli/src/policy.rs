@@ -14,7 +14,7 @@ use switchboard::policy::approvals::ApprovalStore;
 use switchboard::policy::{Approval, ApprovalRequest, Approver, BoxFuture};
 
 use crate::ask::Terminal;
-use crate::commands::{Ctx, print_json};
+use crate::ctx::{Ctx, print_json};
 use crate::render::{safe, short, table};
 
 /// `switchboard policy [TOOL]`.

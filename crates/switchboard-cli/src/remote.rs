@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use switchboard::status::ServerStatus;
 use switchboard::workspace::WorkspaceRecord;
 
-use crate::commands::{Ctx, print_json};
+use crate::ctx::{Ctx, print_json};
 use crate::render::{self, safe, short, table};
 
 /// The workspace's running `serve`, for one command.
@@ -33,7 +33,7 @@ impl Remote {
     }
 
     /// Says (on stderr) whose servers answer.
-    fn said(&self) {
+    pub(crate) fn said(&self) {
         tracing::info!("answered by the workspace's serve (pid {}) at {}", self.record.pid, self.record.url);
     }
 
@@ -54,7 +54,7 @@ impl Remote {
         bail!("{message}")
     }
 
-    async fn get(&self, path: &str) -> Result<Value> {
+    pub(crate) async fn get(&self, path: &str) -> Result<Value> {
         self.send(self.client.get(format!("{}{path}", self.record.url))).await
     }
 }
@@ -94,40 +94,6 @@ pub(crate) async fn list(ctx: &Ctx, remote: &Remote, json: bool) -> Result<u8> {
         remote.record.url
     );
     Ok(u8::from(ctx.loaded.has_errors()))
-}
-
-/// `switchboard tools [SERVER]` (not `--format`).
-pub(crate) async fn tools(remote: &Remote, server: Option<&str>, json: bool) -> Result<u8> {
-    remote.said();
-    let body = remote.get("/api/tools").await?;
-    let tools: Vec<Value> = body["tools"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| server.is_none_or(|s| t["server"] == s))
-        .collect();
-    if json {
-        let listed: Vec<Value> = tools
-            .iter()
-            .map(|t| {
-                json!({"name": t["name"], "server": t["server"], "tool": t["tool"], "description": t["description"],
-                "input_schema": t["input_schema"]})
-            })
-            .collect();
-        print_json(&json!({"tools": listed}))?;
-        return Ok(0);
-    }
-    let mut t = table(&["TOOL", "SERVER", "DESCRIPTION"]);
-    for tool in &tools {
-        t.add_row(vec![
-            safe(tool["name"].as_str().unwrap_or_default()),
-            safe(tool["server"].as_str().unwrap_or_default()),
-            short(tool["description"].as_str().unwrap_or_default(), 70),
-        ]);
-    }
-    out!("{t}");
-    Ok(0)
 }
 
 /// `switchboard call`: `arguments` from the JSON argument, `pairs` from `--arg` (typed by the
@@ -192,7 +158,7 @@ pub(crate) async fn call(
 }
 
 /// A tool name as one path segment (`server/tool` keeps its meaning).
-fn urlencode(s: &str) -> String {
+pub(crate) fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
@@ -243,7 +209,7 @@ pub(crate) async fn prompt(
 }
 
 /// `switchboard get SERVER [--check]`.
-pub(crate) async fn get(ctx: &Ctx, remote: &Remote, server: &str, check: bool, json: bool) -> Result<u8> {
+pub(crate) async fn get(ctx: &Ctx, remote: &Remote, server: &str, check: bool, json: bool, tokens: bool) -> Result<u8> {
     remote.said();
     let name = urlencode(server);
     let checked = if check {
@@ -266,23 +232,22 @@ pub(crate) async fn get(ctx: &Ctx, remote: &Remote, server: &str, check: bool, j
     let inner = |v: &Value, list: &str, key: &str| -> Vec<Value> {
         v[list].as_array().into_iter().flatten().map(|e| e[key].clone()).collect()
     };
+    let tokens = if tokens {
+        let counted = remote.get(&format!("/api/tools?server={name}&tokens=true")).await?;
+        let tools = counted["tools"].as_array().cloned().unwrap_or_default();
+        Some(tools.iter().map(|t| t["tokens"].as_u64().unwrap_or_default() as usize).collect())
+    } else {
+        None
+    };
     let shown = crate::get::Server {
         info,
         status,
         tools: crate::get::Tools::Json(tools["tools"].as_array().cloned().unwrap_or_default()),
         resources: inner(&resources, "resources", "resource"),
         prompts: inner(&prompts, "prompts", "prompt"),
+        tokens,
     };
     shown.show(ctx, json, checked)
-}
-
-/// `switchboard tools --format openai|anthropic|mcp`.
-pub(crate) async fn tools_in(remote: &Remote, server: Option<&str>, format: &str) -> Result<u8> {
-    remote.said();
-    let query = server.map(|s| format!("&server={}", urlencode(s))).unwrap_or_default();
-    let body = remote.get(&format!("/api/tools?format={format}{query}")).await?;
-    print_json(&body["tools"])?;
-    Ok(0)
 }
 
 /// What `switchboard complete` asks.

@@ -9,7 +9,7 @@ use anyhow::{Result, anyhow};
 use switchboard::{Hub, HubOptions};
 use switchboard_server::{Questions, ServeOptions};
 
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 
 /// Where and to whom to answer.
 pub struct Listen {

@@ -23,6 +23,7 @@ mod approve;
 mod call;
 mod pump;
 mod relay;
+pub mod search;
 mod session;
 mod stdio;
 pub mod view;
@@ -37,6 +38,7 @@ use switchboard::Hub;
 use switchboard::config::Profile;
 
 pub use relay::Relay;
+pub use search::ToolSearch;
 pub use session::Session;
 pub use view::{Names, Scope};
 
@@ -53,6 +55,8 @@ pub struct GatewayOptions {
     pub profiles: BTreeMap<String, Profile>,
     /// Apply switchboard's result budgets and spill files instead of passing results raw.
     pub model_results: bool,
+    /// Defer tool definitions behind `search_tools` / `describe_tools` / `call_tool`.
+    pub tool_search: ToolSearch,
 }
 
 impl GatewayOptions {
@@ -78,6 +82,11 @@ impl GatewayOptions {
     /// With model-ready results.
     pub fn model_results(mut self, on: bool) -> Self {
         self.model_results = on;
+        self
+    }
+    /// With tool search.
+    pub fn tool_search(mut self, mode: ToolSearch) -> Self {
+        self.tool_search = mode;
         self
     }
 }
@@ -114,6 +123,8 @@ pub(crate) struct Shared {
     parked: Mutex<HashMap<String, call::Parked>>,
     /// Makes `requestState` values no one can guess.
     state_keys: std::collections::hash_map::RandomState,
+    /// The token counter for `--tool-search auto:N`, loaded on first need (`None`: it failed).
+    tokens: std::sync::OnceLock<Option<switchboard::catalog::tokens::TokenCounter>>,
 }
 
 /// The gateway: shared by every downstream session of one hub.
@@ -148,6 +159,7 @@ impl Gateway {
             subscriptions: Mutex::default(),
             parked: Mutex::default(),
             state_keys: std::collections::hash_map::RandomState::new(),
+            tokens: std::sync::OnceLock::new(),
         });
         pump::start(&shared);
         Gateway { shared }
@@ -238,6 +250,37 @@ impl Shared {
             cached.catalog = Some(catalog);
         }
         Ok(cached.view.clone())
+    }
+
+    /// Whether this view's tool definitions are deferred behind search.
+    fn defers(&self, view: &view::View) -> bool {
+        match self.options.tool_search {
+            ToolSearch::Off => false,
+            ToolSearch::On => true,
+            ToolSearch::Auto(limit) => *view.deferred.get_or_init(|| {
+                let counter = self.tokens.get_or_init(|| {
+                    switchboard::catalog::tokens::TokenCounter::o200k()
+                        .inspect_err(|e| tracing::warn!("--tool-search auto: {e}; tools are listed in full"))
+                        .ok()
+                });
+                let Some(counter) = counter else { return false };
+                // Counted until the limit is passed: a catalog of 10,000 tools stops early.
+                let mut total = 0usize;
+                for t in &view.tools {
+                    let tool = &t.tool;
+                    total += counter.definition(
+                        &tool.name,
+                        tool.title.as_deref(),
+                        tool.description.as_deref(),
+                        &tool.input_schema,
+                    );
+                    if total > limit {
+                        return true;
+                    }
+                }
+                false
+            }),
+        }
     }
 
     /// The one upstream the gateway stands for transparently (`--names bare` and a scope of

@@ -232,7 +232,21 @@ impl ServerHandler for Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let view = self.view(&ctx).await?;
-        let mut result = ListToolsResult::with_all_items(view.tools.iter().map(|t| t.tool.clone()).collect());
+        let tools = if self.shared.defers(&view) {
+            // The search tools, and the tools that must always load.
+            let always: std::collections::HashSet<String> =
+                self.shared.hub.servers().into_iter().filter(|s| s.always_load).map(|s| s.name).collect();
+            let catalog = self.shared.hub.catalog();
+            let mut tools = crate::search::meta_tools(view.tools.len());
+            tools.extend(view.tools.iter().filter_map(|t| {
+                let server = catalog.tool(&t.catalog_name).map(|e| e.server.as_str()).unwrap_or_default();
+                crate::search::always_loads(&t.tool, always.contains(server)).then(|| t.tool.clone())
+            }));
+            tools
+        } else {
+            view.tools.iter().map(|t| t.tool.clone()).collect()
+        };
+        let mut result = ListToolsResult::with_all_items(tools);
         if is_stateless(&ctx) {
             result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
         }
@@ -244,14 +258,36 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let (mut name, mut arguments) = (request.name.to_string(), request.arguments.clone());
+        if request.request_state.is_none() {
+            let view = self.view(&ctx).await?;
+            if self.shared.defers(&view) {
+                let args = request.arguments.clone().unwrap_or_default();
+                match name.as_str() {
+                    crate::search::SEARCH_TOOLS => {
+                        let catalog = self.shared.hub.catalog();
+                        return Ok(CallToolResponse::Complete(crate::search::search(&view, &catalog, &args)));
+                    }
+                    crate::search::DESCRIBE_TOOLS => {
+                        return Ok(CallToolResponse::Complete(crate::search::describe(&view, &args)));
+                    }
+                    // The same call as a direct one from here on.
+                    crate::search::CALL_TOOL => {
+                        (name, arguments) = crate::search::call_target(request.arguments.as_ref())
+                            .map_err(|e| McpError::invalid_params(e, None))?;
+                    }
+                    _ => {}
+                }
+            }
+        }
         let work = match &request.request_state {
             Some(_) => {
                 self.register(&ctx)?;
                 None
             }
             None => Some(Work::Tool {
-                name: self.resolve(&request.name, &ctx).await?,
-                arguments: request.arguments.clone(),
+                name: self.resolve(&name, &ctx).await?,
+                arguments,
                 caller: switchboard::policy::Caller::Gateway {
                     client: ctx.peer.peer_info().map_or_else(|| "unknown".to_string(), |i| i.client_info.name.clone()),
                     profile: asked_profile(&ctx),

@@ -109,6 +109,10 @@ pub(crate) struct Owner {
 pub(crate) struct View {
     pub tools: Vec<ExposedTool>,
     tool_index: HashMap<String, usize>,
+    /// Catalog name -> position in `tools`.
+    catalog_index: HashMap<String, usize>,
+    /// Whether `--tool-search auto:N` defers this view's definitions (decided on first need).
+    pub deferred: std::sync::OnceLock<bool>,
     pub prompts: Vec<ExposedPrompt>,
     prompt_index: HashMap<String, usize>,
     pub resources: Vec<Resource>,
@@ -145,6 +149,7 @@ impl View {
                 tool.input_schema = e.input_schema.clone();
             }
             view.tool_index.insert(exposed, view.tools.len());
+            view.catalog_index.insert(e.name.clone(), view.tools.len());
             view.tools.push(ExposedTool { tool, catalog_name: e.name.clone() });
         }
         // Prompts: the same naming rule over (server, prompt).
@@ -221,6 +226,11 @@ impl View {
 
     pub(crate) fn tool(&self, name: &str) -> Option<&ExposedTool> {
         self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The name a catalog tool has in this view, if the view shows it.
+    pub(crate) fn exposed_name(&self, catalog_name: &str) -> Option<&str> {
+        self.catalog_index.get(catalog_name).and_then(|&i| self.tools.get(i)).map(|t| t.tool.name.as_ref())
     }
 
     pub(crate) fn prompt(&self, name: &str) -> Option<&ExposedPrompt> {

@@ -118,6 +118,11 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
         &["tools", "--format", "mcp"],
         &["get", "fx", "--json"],
         &["get", "fx"],
+        &["tools", "--search", "sum of two numbers", "--json"],
+        &["tools", "--search", "/^(echo|add)$/", "--limit", "1"],
+        &["tools", "--tokens", "--json"],
+        &["tools", "--tokens"],
+        &["get", "fx", "--tokens", "--json"],
     ] {
         let attached = sb(&home, home.path(), args);
         let own = sb(&home, home.path(), &[&["--no-attach"][..], args].concat());

@@ -77,12 +77,42 @@ function retryText(retry) {
 
 // ---------------------------------------------------------------- server list
 
+// A tool shown under the filter: its name or description holds the text, or the hub's tool
+// search (BM25 over names, titles, descriptions and parameters) found it for the words.
+function toolMatches(server, tool) {
+  const f = state.filter;
+  if (!f) return true;
+  if (server.toLowerCase().includes(f) || tool.name.toLowerCase().includes(f)) return true;
+  if ((tool.description || "").toLowerCase().includes(f)) return true;
+  return !!state.found && state.found.has(tool.name);
+}
+
 function matchesFilter(server) {
   const f = state.filter;
   if (!f) return true;
   if (server.name.toLowerCase().includes(f)) return true;
   const detail = state.details.get(server.name);
-  return !!detail && detail.tools.some((t) => t.name.toLowerCase().includes(f) || (t.description || "").toLowerCase().includes(f));
+  return !!detail && detail.tools.some((t) => toolMatches(server.name, t));
+}
+
+// Asks the hub's tool search for the filter's words (a quarter second after the last key).
+let searchTimer = null;
+function searchTools() {
+  clearTimeout(searchTimer);
+  state.found = null;
+  const words = state.filter;
+  if (!words) return;
+  searchTimer = setTimeout(async () => {
+    try {
+      const found = await api("GET", `/api/tools?limit=50&search=${enc(words)}`);
+      if (state.filter !== words) return;
+      state.found = new Set(found.tools.map((t) => t.name));
+      renderList();
+      renderDetail();
+    } catch {
+      // A pattern the search cannot take (`/(`): the text filter alone.
+    }
+  }, 250);
 }
 
 function renderSummary() {
@@ -277,10 +307,33 @@ function summaryOf(server) {
   }
 }
 
+// What a server's tool definitions cost in tokens, asked of the hub once per server.
+async function countTokens(name) {
+  try {
+    const found = await api("GET", `/api/tools?server=${enc(name)}&tokens=true`);
+    const per = new Map(found.tools.map((t) => [t.name, t.tokens]));
+    state.tokens.set(name, { total: found.tools.reduce((n, t) => n + t.tokens, 0), per });
+    announce(`${name}: ${state.tokens.get(name).total} tokens of tool definitions`);
+    renderDetail();
+  } catch (e) {
+    announce(`Counting tokens failed: ${e.message}`);
+  }
+}
+
 function renderTools(name, detail, openTools) {
   const section = h("section", { class: "tools", "aria-label": "Tools" });
   const tools = detail ? detail.tools : [];
-  section.append(h("h3", { text: `Tools (${tools.length})` }));
+  const counted = state.tokens.get(name);
+  const heading = h("h3", { text: `Tools (${tools.length})` });
+  if (counted) {
+    heading.append(h("span", { class: "tokens", text: ` · ${counted.total} tokens of definitions` }));
+  } else if (tools.length) {
+    // The hub loads its token table only when someone asks.
+    heading.append(
+      h("button", { type: "button", class: "count-tokens", title: "Estimate what these definitions cost in a model's context (o200k_base)", onclick: () => countTokens(name), text: "Count tokens" }),
+    );
+  }
+  section.append(heading);
   if (!detail) {
     section.append(h("p", { class: "empty", text: "Loading…" }));
     return section;
@@ -291,13 +344,19 @@ function renderTools(name, detail, openTools) {
   }
   const f = state.filter;
   for (const tool of tools) {
-    if (f && !name.toLowerCase().includes(f) && !tool.name.toLowerCase().includes(f) && !(tool.description || "").toLowerCase().includes(f)) continue;
+    if (f && !toolMatches(name, tool)) continue;
     const shown = state.results.get(tool.name);
     const open = openTools.has(tool.name) || state.calls.has(tool.name) || (!!shown && shown.childElementCount > 0);
     const details = h(
       "details",
       { class: "tool", dataset: { tool: tool.name }, open },
-      h("summary", {}, h("span", { class: "tool-name", text: tool.title || tool.tool }), h("span", { class: "tool-desc", text: firstLine(tool.description) })),
+      h(
+        "summary",
+        {},
+        h("span", { class: "tool-name", text: tool.title || tool.tool }),
+        counted && counted.per.has(tool.name) ? h("span", { class: "tool-tokens", text: `${counted.per.get(tool.name)} tok` }) : null,
+        h("span", { class: "tool-desc", text: firstLine(tool.description) }),
+      ),
       tool.description ? h("p", { class: "tool-full", text: tool.description }) : null,
       h("p", { class: "mono small" }, "model-visible name: ", h("code", { text: tool.name })),
       h("details", { class: "schema" }, h("summary", { text: "Input schema" }), schemaText(tool.input_schema)),
@@ -538,6 +597,7 @@ function keyboard() {
     } else if (e.key === "Escape" && typing === $("filter")) {
       $("filter").value = "";
       state.filter = "";
+      searchTools();
       renderList();
       renderDetail();
       $("server-list").focus();
@@ -545,6 +605,7 @@ function keyboard() {
   });
   $("filter").addEventListener("input", (e) => {
     state.filter = e.target.value.trim().toLowerCase();
+    searchTools();
     renderList();
     renderDetail();
   });

@@ -8,6 +8,9 @@ export const state = {
   details: new Map(), // name -> {tools, stderr_tail}
   selected: null,
   filter: "",
+  // Tool names the hub's search found for the filter's words (null: not asked yet).
+  found: null,
+  tokens: new Map(), // server -> {total, per: Map(tool name -> tokens)}
   authNeeded: new Map(), // name -> reason
   calls: new Map(), // tool name -> AbortController of the call in flight
   drafts: new Map(), // tool name -> {args, timeout} typed in its call form

@@ -10,8 +10,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
-use switchboard::catalog::export::{ToolFormat, tools_json};
+use serde_json::{Map, Value};
 use switchboard::{CallOptions, Hub, ServerInfo};
 use utoipa::{IntoParams, ToSchema};
 
@@ -35,9 +34,11 @@ pub struct AppState {
     pub approvals: Option<Arc<crate::approvals::ApprovalQueue>>,
     /// Servers' requests for a completion, if the relay asks through this API.
     pub sampling: Option<Arc<crate::sampling::SamplingQueue>>,
+    /// The token counter, once a request asked for token counts.
+    pub tokens: Arc<std::sync::OnceLock<Arc<switchboard::catalog::tokens::TokenCounter>>>,
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
 
 /// One server: where it comes from and how it is.
 #[derive(Debug, Serialize, ToSchema)]
@@ -109,7 +110,7 @@ pub async fn get_server(State(app): State<AppState>, Path(name): Path<String>) -
     let catalog = app.hub.catalog();
     Ok(Json(ServerDetail {
         server: info.into(),
-        tools: catalog.tools_of(&name).map(tool_view).collect(),
+        tools: catalog.tools_of(&name).map(crate::tools::tool_view).collect(),
         stderr_tail: app.hub.stderr_tail(&name),
     }))
 }
@@ -148,79 +149,6 @@ pub async fn disconnect(State(app): State<AppState>, Path(name): Path<String>) -
 pub async fn revalidate(State(app): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<ActionResult>> {
     app.hub.revalidate(&name).await?;
     after(&app.hub, &name)
-}
-
-/// `GET /api/tools` filters and format.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ToolsQuery {
-    /// Only this server's tools.
-    server: Option<String>,
-    /// `mcp` (default), `openai` or `anthropic`.
-    format: Option<Format>,
-}
-
-/// A tool list's format.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    /// MCP tools with model-visible names.
-    Mcp,
-    /// OpenAI function tools.
-    Openai,
-    /// Anthropic tools.
-    Anthropic,
-}
-
-/// Tools, in the asked format.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ToolList {
-    /// Each tool: without `format`, `{"name" (model-visible), "server", "tool", "title"?,
-    /// "description", "input_schema", "output_schema"?, "annotations"?}`; with `format=mcp`
-    /// its MCP definition with the model-visible name (as `switchboard tools --format mcp`).
-    #[schema(value_type = Vec<Object>)]
-    tools: Vec<Value>,
-}
-
-#[utoipa::path(get, path = "/api/tools", tag = "catalog", params(ToolsQuery),
-    responses((status = 200, body = ToolList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody)))]
-pub async fn list_tools(
-    State(app): State<AppState>,
-    query: Result<Query<ToolsQuery>, QueryRejection>,
-) -> ApiResult<Json<ToolList>> {
-    let q = query_of(query)?;
-    let only = known_server(&app.hub, q.server)?;
-    let catalog = app.hub.catalog();
-    let tools: Vec<_> = catalog.tools().iter().filter(|t| only.as_deref().is_none_or(|s| t.server == s)).collect();
-    let format = match q.format {
-        None => None,
-        Some(Format::Mcp) => Some(ToolFormat::Mcp),
-        Some(Format::Openai) => Some(ToolFormat::OpenAi),
-        Some(Format::Anthropic) => Some(ToolFormat::Anthropic),
-    };
-    let tools = match format {
-        Some(f) => tools_json(tools.iter().copied(), f).as_array().cloned().unwrap_or_default(),
-        None => tools.iter().map(|t| tool_view(t)).collect(),
-    };
-    Ok(Json(ToolList { tools }))
-}
-
-/// A tool as the API shows it: `{"name" (model-visible), "server", "tool" (its own name),
-/// "title"?, "description", "input_schema", "output_schema"?, "annotations"?}`.
-fn tool_view(t: &switchboard::catalog::ToolEntry) -> Value {
-    let mut v = json!({"name": t.name, "server": t.server, "tool": t.tool.name, "description": t.tool.description,
-                       "input_schema": *t.input_schema});
-    if let Some(title) = &t.tool.title {
-        v["title"] = json!(title);
-    }
-    if let Some(schema) = &t.tool.output_schema {
-        v["output_schema"] = json!(**schema);
-    }
-    if let Some(annotations) = &t.tool.annotations {
-        v["annotations"] = serde_json::to_value(annotations).unwrap_or_default();
-    }
-    v
 }
 
 /// A tool call.
@@ -419,7 +347,7 @@ pub(crate) fn query_of<T>(query: Result<Query<T>, QueryRejection>) -> ApiResult<
 }
 
 /// `server` if it names a server (404 otherwise), or no filter.
-fn known_server(hub: &Hub, server: Option<String>) -> ApiResult<Option<String>> {
+pub(crate) fn known_server(hub: &Hub, server: Option<String>) -> ApiResult<Option<String>> {
     if let Some(name) = &server {
         find(hub, name)?;
     }

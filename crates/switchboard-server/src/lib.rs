@@ -18,6 +18,7 @@ mod queue;
 mod running;
 mod sampling;
 mod security;
+mod tools;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -158,7 +159,7 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::revalidate))
         .routes(routes!(login::start, login::logout))
         .routes(routes!(login::new_link))
-        .routes(routes!(api::list_tools))
+        .routes(routes!(tools::list_tools))
         .routes(routes!(api::call_tool))
         .routes(routes!(api::list_resources))
         .routes(routes!(api::read_resource))
@@ -190,7 +191,16 @@ fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> ap
     if let Some(s) = &sampling {
         s.attach(&events);
     }
-    api::AppState { hub: hub.clone(), events, logins: Arc::default(), access, questions, approvals, sampling }
+    api::AppState {
+        hub: hub.clone(),
+        events,
+        logins: Arc::default(),
+        access,
+        questions,
+        approvals,
+        sampling,
+        tokens: Arc::default(),
+    }
 }
 
 /// The OpenAPI description of the API (what `GET /api/openapi.json` serves).

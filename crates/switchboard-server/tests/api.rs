@@ -318,6 +318,24 @@ async fn servers_tools_resources_and_prompts_with_their_errors() {
     assert_eq!(send(s.get("/api/tools?format=yaml")).await.0, StatusCode::BAD_REQUEST);
     assert_eq!(send(s.get("/api/tools?server=nope")).await.0, StatusCode::NOT_FOUND);
 
+    // Search: ranked words (the description's "sum" finds `add`), `select:`, `/regex/`.
+    let (status, body) = send(s.get("/api/tools?search=sum%20of%20two%20numbers&limit=3")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["tools"][0]["name"], "mcp__demo__add", "{body}");
+    assert!(body["tools"][0]["score"].as_f64().is_some_and(|s| s > 0.0), "{body}");
+    assert!(body["tools"].as_array().unwrap().len() <= 3);
+    let (_, body) = send(s.get("/api/tools?search=select:demo/echo,mcp__demo__big&format=openai")).await;
+    let names: Vec<&str> =
+        body["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert_eq!(names, ["mcp__demo__echo", "mcp__demo__big"]);
+    let (_, body) = send(s.get("/api/tools?search=%2F%5E(crash%7Cfail)%24%2F")).await;
+    let names: Vec<&str> = body["tools"].as_array().unwrap().iter().filter_map(|t| t["tool"].as_str()).collect();
+    assert_eq!(names, ["crash", "fail"]);
+    let (status, body) = send(s.get("/api/tools?search=%2F(%2F")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("not a regular expression"), "{body}");
+    assert_eq!(send(s.get("/api/tools?search=echo&limit=0")).await.0, StatusCode::BAD_REQUEST);
+
     // Calls.
     let (status, body) = send(s.post("/api/tools/demo%2Fecho/call", json!({"arguments": {"text": "hi"}}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");

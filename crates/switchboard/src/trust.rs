@@ -170,6 +170,7 @@ mod tests {
             tools: ToolFilter::default(),
             validate_arguments: true,
             idle_shutdown: None,
+            always_load: false,
             scope,
             source: PathBuf::from("/p/switchboard.json"),
         }

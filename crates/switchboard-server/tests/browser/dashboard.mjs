@@ -117,6 +117,25 @@ try {
   assert.deepEqual(await page.locator(".server-item").evaluateAll((l) => l.map((i) => i.dataset.name)), ["py"], "filtered by tool name");
   await page.keyboard.press("Escape");
   assert.equal(await page.locator(".server-item").count(), 5, "Escape clears the filter");
+
+  step("the filter finds tools by the words of what they do (the hub's tool search)");
+  await page.keyboard.press("/");
+  // No name or description holds this text: only the ranked search finds `multiply`.
+  await page.keyboard.type("multiplies numbers");
+  // py's multiply ("Multiplies two numbers"), and the servers whose tools add numbers; not the
+  // failed one.
+  await page.waitForFunction(() => {
+    const shown = [...document.querySelectorAll(".server-item")].map((i) => i.dataset.name);
+    return shown.includes("py") && !shown.includes("broken");
+  });
+  await page.keyboard.press("Escape");
+
+  step("a server's tool definitions are counted in tokens when asked");
+  await item("py").click();
+  await page.getByRole("button", { name: "Count tokens" }).click();
+  await page.locator(".tools h3 .tokens").getByText(/\d+ tokens of definitions/).waitFor();
+  const perTool = await page.locator(".tools .tool-tokens").allTextContents();
+  assert.ok(perTool.length > 0 && perTool.every((t) => /^[1-9]\d* tok$/.test(t)), `tokens per tool: ${perTool}`);
   await item("py").click();
   await tool("mcp__py__multiply").locator("summary").first().click();
   const before = callRequests;

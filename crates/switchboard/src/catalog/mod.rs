@@ -7,6 +7,9 @@
 
 pub mod export;
 pub mod naming;
+pub mod search;
+#[cfg(feature = "tokens")]
+pub mod tokens;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -89,6 +92,8 @@ pub struct Catalog {
     resources: Vec<ResourceEntry>,
     templates: Vec<TemplateEntry>,
     prompts: Vec<PromptEntry>,
+    /// The word index for [`Catalog::search`], built on the first search of this snapshot.
+    index: Arc<std::sync::OnceLock<search::Index>>,
 }
 
 /// Compiled allow/deny globs.

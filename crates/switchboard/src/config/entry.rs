@@ -287,6 +287,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     let validate = take(&mut obj, &["validate_arguments"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let idle = take(&mut obj, &["idle_shutdown_ms"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
     let keep_alive = take(&mut obj, &["keep_alive"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
+    let always_load = take(&mut obj, &["always_load", "alwaysLoad"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     if idle.is_some() && keep_alive == Some(true) {
         return err("keep_alive", "contradicts `idle_shutdown_ms`; keep one");
     }
@@ -488,6 +489,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         validate_arguments: validate.unwrap_or(true),
         // Without its own, the file's (or the default) is put in by the loader.
         idle_shutdown: if keep_alive == Some(true) { None } else { Some(idle.unwrap_or(Duration::ZERO)) },
+        always_load: always_load.unwrap_or(false),
         scope: ctx.scope,
         source: PathBuf::from(ctx.path),
     })

@@ -255,6 +255,9 @@ pub struct ServerConfig {
     /// it again at the next call. `None`: never (`"keep_alive": true`).
     #[serde(serialize_with = "ser_opt_ms")]
     pub idle_shutdown: Option<Duration>,
+    /// Where tool definitions are deferred behind a search (`gateway --tool-search`), this
+    /// server's tools are listed in full anyway (`always_load`, `alwaysLoad`; default false).
+    pub always_load: bool,
     /// Which kind of file it came from.
     pub scope: Scope,
     /// The file it came from.

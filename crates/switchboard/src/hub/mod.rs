@@ -192,6 +192,9 @@ pub struct ServerInfo {
     pub target: String,
     /// Its status.
     pub status: ServerStatus,
+    /// Its tools are always given in full where a host defers tool definitions behind a
+    /// search (`"always_load": true`, as Claude Code's `alwaysLoad`).
+    pub always_load: bool,
 }
 
 pub(crate) struct Inner {
@@ -458,6 +461,7 @@ fn info(slot: &Slot) -> ServerInfo {
         transport,
         target,
         status: slot.state().status.clone(),
+        always_load: slot.config().is_some_and(|c| c.always_load),
     }
 }
 

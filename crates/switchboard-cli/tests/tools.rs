@@ -1,0 +1,88 @@
+//! `switchboard tools --search` and `--tokens`, and `get --tokens`, on real servers (the
+//! fixture and server-everything).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use switchboard_testkit::{fixture, node_peer};
+
+fn sb(home: &Path, args: &[&str]) -> Output {
+    let cfg = home.join("servers.json");
+    let servers = json!({"servers": {
+        "demo": {"command": fixture().display().to_string(), "args": ["--name", "demo"]},
+        "ev": {"command": "node", "args": [node_peer("server-everything"), "stdio"]},
+    }});
+    std::fs::write(&cfg, servers.to_string()).unwrap();
+    Command::new(switchboard_testkit::cli())
+        .env("SWITCHBOARD_CONFIG", home.join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
+        .env_remove("RUST_LOG")
+        .current_dir(home)
+        .args(["--no-attach", "--config", cfg.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn search_ranks_tools_and_says_what_it_cannot_take() {
+    let home = tempfile::tempdir().unwrap();
+    let v = json_of(&sb(home.path(), &["tools", "--search", "sum of two numbers", "--limit", "2", "--json"]));
+    let tools = v["tools"].as_array().unwrap();
+    let names: std::collections::BTreeSet<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["mcp__demo__add", "mcp__ev__get-sum"].into(), "{v}");
+    assert!(tools[0]["score"].as_f64().unwrap() >= tools[1]["score"].as_f64().unwrap());
+    // The table has a score column; one server only with its name.
+    let out = sb(home.path(), &["tools", "ev", "--search", "sum"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.lines().next().unwrap().contains("SCORE"), "{table}");
+    assert!(table.contains("mcp__ev__get-sum") && !table.contains("mcp__demo__"), "{table}");
+    // Exact names, in the order asked, and provider formats of what was found.
+    let v = json_of(&sb(home.path(), &["tools", "--search", "select:ev/echo,mcp__demo__echo", "--format", "openai"]));
+    let names: Vec<&str> = v.as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert_eq!(names, ["mcp__ev__echo", "mcp__demo__echo"]);
+    // Nothing found is said, and is no failure.
+    let out = sb(home.path(), &["tools", "--search", "weather forecast for tomorrow"]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no tool matches"), "{out:?}");
+    // A pattern that is not one, and a limit without a search.
+    let out = sb(home.path(), &["tools", "--search", "/(/"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a regular expression"), "{out:?}");
+    let out = sb(home.path(), &["tools", "--limit", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--search"), "{out:?}");
+}
+
+#[test]
+fn tokens_per_tool_per_server_and_in_get() {
+    let home = tempfile::tempdir().unwrap();
+    let v = json_of(&sb(home.path(), &["tools", "--tokens", "--json"]));
+    let tools = v["tools"].as_array().unwrap();
+    assert!(tools.iter().all(|t| t["tokens"].as_u64().unwrap() > 10), "{v}");
+    let sum = |server: &str| -> u64 {
+        tools.iter().filter(|t| t["server"] == server).map(|t| t["tokens"].as_u64().unwrap()).sum()
+    };
+    let servers = v["tokens"]["servers"].as_array().unwrap();
+    // Most first, each the sum of its tools, and the total of all.
+    assert!(servers[0]["tokens"].as_u64() >= servers[1]["tokens"].as_u64(), "{v}");
+    for s in servers {
+        assert_eq!(s["tokens"].as_u64().unwrap(), sum(s["server"].as_str().unwrap()), "{s}");
+    }
+    assert_eq!(v["tokens"]["total"].as_u64().unwrap(), sum("demo") + sum("ev"));
+    // `get` counts the same.
+    let get = json_of(&sb(home.path(), &["get", "demo", "--tokens", "--json"]));
+    assert_eq!(get["tokens"]["total"].as_u64().unwrap(), sum("demo"));
+    assert_eq!(get["tokens"]["tools"]["mcp__demo__echo"], tools.iter().find(|t| t["name"] == "mcp__demo__echo").unwrap()["tokens"]);
+    let out = sb(home.path(), &["get", "demo", "--tokens"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{} tokens of definitions", sum("demo"))));
+    // Not with a provider format.
+    let out = sb(home.path(), &["tools", "--tokens", "--format", "openai"]);
+    assert_eq!(out.status.code(), Some(2));
+}

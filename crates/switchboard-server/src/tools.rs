@@ -1,0 +1,154 @@
+//! `GET /api/tools`: the catalog's tools, all or one server's, found by a search, in the
+//! shape a model provider takes.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use switchboard::catalog::ToolEntry;
+use switchboard::catalog::export::{ToolFormat, tools_json};
+use switchboard::catalog::tokens::TokenCounter;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::api::{ApiResult, AppState, known_server, query_of};
+use crate::error::{ApiError, ErrorBody};
+
+/// Most tools a search gives when `limit` is not said.
+const SEARCH_LIMIT: usize = 20;
+
+/// `GET /api/tools` filters and format.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ToolsQuery {
+    /// Only this server's tools.
+    server: Option<String>,
+    /// `mcp` (default), `openai` or `anthropic`.
+    format: Option<Format>,
+    /// Only the tools that answer this, best first: words (ranked with BM25 over names,
+    /// titles, descriptions and parameters), `select:NAME[,NAME]` or `/REGEX/`.
+    search: Option<String>,
+    /// Most tools a search gives (default 20).
+    #[param(minimum = 1)]
+    limit: Option<usize>,
+    /// With `true`, each tool's `tokens`: what its definition costs in a model's context
+    /// (o200k_base estimate of its name, title, description and input schema as JSON). The
+    /// token table is loaded on the first such request.
+    tokens: Option<bool>,
+}
+
+/// A tool list's format.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// MCP tools with model-visible names.
+    Mcp,
+    /// OpenAI function tools.
+    Openai,
+    /// Anthropic tools.
+    Anthropic,
+}
+
+impl AppState {
+    /// The token counter, loaded on first use (a tenth of a second, off the async threads)
+    /// and kept.
+    async fn token_counter(&self) -> ApiResult<Arc<TokenCounter>> {
+        let cell = self.tokens.clone();
+        if let Some(c) = cell.get() {
+            return Ok(c.clone());
+        }
+        let loaded = tokio::task::spawn_blocking(TokenCounter::o200k)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(cell.get_or_init(|| Arc::new(loaded)).clone())
+    }
+}
+
+/// Tools, in the asked format.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolList {
+    /// Each tool: without `format`, `{"name" (model-visible), "server", "tool", "title"?,
+    /// "description", "input_schema", "output_schema"?, "annotations"?}`, and its `score` when
+    /// searched; with `format=mcp` its MCP definition with the model-visible name (as
+    /// `switchboard tools --format mcp`).
+    #[schema(value_type = Vec<Object>)]
+    tools: Vec<Value>,
+}
+
+#[utoipa::path(get, path = "/api/tools", tag = "catalog", params(ToolsQuery),
+    responses((status = 200, body = ToolList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn list_tools(
+    State(app): State<AppState>,
+    query: Result<Query<ToolsQuery>, QueryRejection>,
+) -> ApiResult<Json<ToolList>> {
+    let q = query_of(query)?;
+    let only = known_server(&app.hub, q.server)?;
+    let catalog = app.hub.catalog();
+    let keep = |t: &ToolEntry| only.as_deref().is_none_or(|s| t.server == s);
+    let found: Vec<(&ToolEntry, Option<f64>)> = match q.search.as_deref() {
+        Some(query) => {
+            if q.limit == Some(0) {
+                return Err(ApiError::bad_request("`limit` must be at least 1"));
+            }
+            catalog
+                .search_in(query, q.limit.unwrap_or(SEARCH_LIMIT), keep)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?
+                .into_iter()
+                .map(|hit| (hit.tool, Some(hit.shown_score())))
+                .collect()
+        }
+        None => catalog.tools().iter().filter(|t| keep(t)).map(|t| (t, None)).collect(),
+    };
+    let format = match q.format {
+        None => None,
+        Some(Format::Mcp) => Some(ToolFormat::Mcp),
+        Some(Format::Openai) => Some(ToolFormat::OpenAi),
+        Some(Format::Anthropic) => Some(ToolFormat::Anthropic),
+    };
+    let counter = if q.tokens == Some(true) {
+        if format.is_some() {
+            return Err(ApiError::bad_request("`tokens` goes with the plain list, not `format`"));
+        }
+        Some(app.token_counter().await?)
+    } else {
+        None
+    };
+    let tools = match format {
+        Some(f) => tools_json(found.iter().map(|(t, _)| *t), f).as_array().cloned().unwrap_or_default(),
+        None => found
+            .iter()
+            .map(|(t, score)| {
+                let mut v = tool_view(t);
+                if let Some(score) = score {
+                    v["score"] = json!(score);
+                }
+                if let Some(c) = &counter {
+                    v["tokens"] = json!(c.tool(t));
+                }
+                v
+            })
+            .collect(),
+    };
+    Ok(Json(ToolList { tools }))
+}
+
+/// A tool as the API shows it: `{"name" (model-visible), "server", "tool" (its own name),
+/// "title"?, "description", "input_schema", "output_schema"?, "annotations"?}`.
+pub(crate) fn tool_view(t: &switchboard::catalog::ToolEntry) -> Value {
+    let mut v = json!({"name": t.name, "server": t.server, "tool": t.tool.name, "description": t.tool.description,
+                       "input_schema": *t.input_schema});
+    if let Some(title) = &t.tool.title {
+        v["title"] = json!(title);
+    }
+    if let Some(schema) = &t.tool.output_schema {
+        v["output_schema"] = json!(**schema);
+    }
+    if let Some(annotations) = &t.tool.annotations {
+        v["annotations"] = serde_json::to_value(annotations).unwrap_or_default();
+    }
+    v
+}

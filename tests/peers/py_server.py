@@ -26,6 +26,12 @@ def shout(text: str) -> str:
     return text.upper()
 
 
+@mcp.tool()
+def label(labels: dict[str, str], note: str | None = None) -> str:
+    """Sets labels (a map of any names to values): the schema the SDK makes for a dict."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
 @mcp.resource("py://greeting")
 def greeting() -> str:
     """A fixed greeting."""

@@ -92,8 +92,10 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             })
             .await
         }
-        Command::Tools { server, format, json, search, limit, tokens } => {
-            crate::tools::run(ctx, crate::tools::Asked { server, format, json, search, limit, tokens }, no_attach).await
+        Command::Tools { server, format, json, strict, defer, description_cap, search, limit, tokens } => {
+            let asked =
+                crate::tools::Asked { server, format, json, strict, defer, description_cap, search, limit, tokens };
+            crate::tools::run(ctx, asked, no_attach).await
         }
         Command::Call { ref tool, ref json_args, ref args, timeout, json } => {
             call(ctx, tool, json_args.as_deref(), args, timeout, json, no_attach).await

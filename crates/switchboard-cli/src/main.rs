@@ -78,12 +78,25 @@ pub enum Command {
     Tools {
         /// Only this server.
         server: Option<String>,
-        /// Export format for model providers: mcp, openai or anthropic (implies JSON).
+        /// Export format for model providers: mcp, openai, anthropic or gemini (implies JSON;
+        /// a tool the provider cannot take is left out, with the reason on stderr).
         #[arg(long)]
         format: Option<String>,
-        /// Machine-readable output.
+        /// Machine-readable output (with `--format`: `{"tools", "skipped", "changed"}`).
         #[arg(long)]
         json: bool,
+        /// OpenAI's strict mode (`--format openai`): every property required, optional ones
+        /// nullable, `additionalProperties: false`, unsupported keywords said in descriptions.
+        #[arg(long, requires = "format")]
+        strict: bool,
+        /// Anthropic's server-side tool search (`--format anthropic`): `defer_loading: true`
+        /// on each tool but those that always load, and the BM25 tool-search tool declared.
+        #[arg(long, requires = "format")]
+        defer: bool,
+        /// Descriptions longer than this many characters are cut in provider formats, with a
+        /// note (default 2048; OpenAI takes at most 1024).
+        #[arg(long, value_name = "CHARS", requires = "format")]
+        description_cap: Option<usize>,
         /// Only the tools that answer this, best first: words ("create an issue", ranked over
         /// names, titles, descriptions and parameters), `select:NAME[,NAME]` or `/REGEX/`.
         #[arg(long, value_name = "QUERY")]

@@ -6,7 +6,7 @@ use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use switchboard::catalog::ToolEntry;
-use switchboard::catalog::export::{ToolFormat, ToolsJson};
+use switchboard::catalog::export::{Changed, ExportOptions, Skipped, ToolFormat, ToolsJson};
 
 use crate::ctx::{Ctx, only, print_json, with_hub};
 use crate::remote::{Remote, urlencode};
@@ -20,6 +20,9 @@ pub(crate) struct Asked {
     pub(crate) server: Option<String>,
     pub(crate) format: Option<String>,
     pub(crate) json: bool,
+    pub(crate) strict: bool,
+    pub(crate) defer: bool,
+    pub(crate) description_cap: Option<usize>,
     pub(crate) search: Option<String>,
     pub(crate) limit: Option<usize>,
     pub(crate) tokens: bool,
@@ -101,6 +104,15 @@ pub(crate) async fn run(ctx: &Ctx, asked: Asked, no_attach: bool) -> Result<u8> 
     if asked.tokens && format.is_some() {
         bail!("`--tokens` goes with the table or `--json`, not `--format`");
     }
+    if asked.strict && format != Some(ToolFormat::OpenAi) {
+        bail!("`--strict` is OpenAI's strict mode: use it with `--format openai`");
+    }
+    if asked.defer && format != Some(ToolFormat::Anthropic) {
+        bail!("`--defer` is Anthropic's server-side tool search: use it with `--format anthropic`");
+    }
+    if asked.description_cap == Some(0) {
+        bail!("`--description-cap` must be at least 1");
+    }
     let filter = asked.server.as_deref().map(|s| only(s, &ctx.loaded)).transpose()?;
     if let Some(remote) = Remote::of(ctx, no_attach) {
         return remote_tools(&remote, &asked).await;
@@ -123,7 +135,19 @@ pub(crate) async fn run(ctx: &Ctx, asked: Asked, no_attach: bool) -> Result<u8> 
             Totals::of(found.iter().zip(&tokens).map(|((t, _), n)| (t.server.as_str(), n.unwrap_or_default())))
         });
         if let Some(format) = format {
-            print_json(&ToolsJson::new(found.iter().map(|(t, _)| *t), format))?;
+            let always: std::collections::BTreeSet<String> =
+                hub.servers().into_iter().filter(|s| s.always_load).map(|s| s.name).collect();
+            let mut options = ExportOptions::new().strict(asked.strict).defer(asked.defer, always);
+            if let Some(cap) = asked.description_cap {
+                options = options.description_cap(cap);
+            }
+            let export = ToolsJson::with_options(found.iter().map(|(t, _)| *t), format, options);
+            if asked.json {
+                print_json(&export.report())?;
+            } else {
+                print_json(&export)?;
+                say_export(format, &export.skipped(), &export.changed());
+            }
         } else if asked.json {
             // Borrowed, written as it goes (no copy of every schema first).
             let tools = found
@@ -157,6 +181,21 @@ pub(crate) async fn run(ctx: &Ctx, asked: Asked, no_attach: bool) -> Result<u8> 
         Ok(0)
     })
     .await
+}
+
+/// What an export left out, each with why, and how many tools it changed (on stderr).
+fn say_export(format: ToolFormat, skipped: &[Skipped], changed: &[Changed]) {
+    for s in skipped {
+        note!("left out of the {} export: {}: {}", format.name(), safe(&s.name), safe(&s.reason));
+    }
+    if !changed.is_empty() {
+        let n = changed.len();
+        note!(
+            "{n} tool{} changed to fit {}'s rules (descriptions cut, keywords said in words: `--json` lists each)",
+            if n == 1 { "" } else { "s" },
+            format.name()
+        );
+    }
 }
 
 /// A line of the table.
@@ -216,10 +255,26 @@ async fn remote_tools(remote: &Remote, asked: &Asked) -> Result<u8> {
     if asked.tokens {
         query.push("tokens=true".to_string());
     }
+    if asked.strict {
+        query.push("strict=true".to_string());
+    }
+    if asked.defer {
+        query.push("defer=true".to_string());
+    }
+    if let Some(cap) = asked.description_cap {
+        query.push(format!("description_cap={cap}"));
+    }
     let body = remote.get(&format!("/api/tools?{}", query.join("&"))).await?;
     let tools = body["tools"].as_array().cloned().unwrap_or_default();
-    if asked.format.is_some() {
-        print_json(&tools)?;
+    if let Some(format) = asked.format.as_deref() {
+        let skipped: Vec<Skipped> = serde_json::from_value(body["skipped"].clone()).unwrap_or_default();
+        let changed: Vec<Changed> = serde_json::from_value(body["changed"].clone()).unwrap_or_default();
+        if asked.json {
+            print_json(&json!({"tools": tools, "skipped": skipped, "changed": changed}))?;
+        } else {
+            print_json(&tools)?;
+            say_export(format.parse().map_err(|e: String| anyhow!(e))?, &skipped, &changed);
+        }
     } else if asked.json {
         let listed: Vec<Value> = tools
             .iter()

@@ -79,10 +79,84 @@ fn tokens_per_tool_per_server_and_in_get() {
     // `get` counts the same.
     let get = json_of(&sb(home.path(), &["get", "demo", "--tokens", "--json"]));
     assert_eq!(get["tokens"]["total"].as_u64().unwrap(), sum("demo"));
-    assert_eq!(get["tokens"]["tools"]["mcp__demo__echo"], tools.iter().find(|t| t["name"] == "mcp__demo__echo").unwrap()["tokens"]);
+    assert_eq!(
+        get["tokens"]["tools"]["mcp__demo__echo"],
+        tools.iter().find(|t| t["name"] == "mcp__demo__echo").unwrap()["tokens"]
+    );
     let out = sb(home.path(), &["get", "demo", "--tokens"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{} tokens of definitions", sum("demo"))));
     // Not with a provider format.
     let out = sb(home.path(), &["tools", "--tokens", "--format", "openai"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+fn with_py(home: &Path, args: &[&str]) -> Output {
+    let cfg = home.join("py.json");
+    let py = switchboard_testkit::python().display().to_string();
+    let script = switchboard_testkit::workspace().join("tests/peers/py_server.py").display().to_string();
+    let servers = json!({"servers": {
+        "py": {"command": py, "args": [script]},
+        "ev": {"command": "node", "args": [node_peer("server-everything"), "stdio"]},
+    }});
+    std::fs::write(&cfg, servers.to_string()).unwrap();
+    Command::new(switchboard_testkit::cli())
+        .env("SWITCHBOARD_CONFIG", home.join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
+        .env_remove("RUST_LOG")
+        .current_dir(home)
+        .args(["--no-attach", "--config", cfg.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn provider_formats_leave_out_what_they_cannot_take_and_say_why() {
+    let home = tempfile::tempdir().unwrap();
+    // The Python SDK's schema for a `dict[str, str]` is a map of free-form keys: strict mode
+    // has no form for it.
+    let out = with_py(home.path(), &["tools", "--format", "openai", "--strict"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v.as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert!(names.contains(&"mcp__py__multiply") && !names.contains(&"mcp__py__label"), "{names:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "left out of the openai export: mcp__py__label: `/properties/labels` is an object of free-form keys"
+        ),
+        "{stderr}"
+    );
+    let multiply = v.as_array().unwrap().iter().find(|t| t["function"]["name"] == "mcp__py__multiply").unwrap();
+    assert_eq!(multiply["function"]["strict"], true);
+    assert_eq!(multiply["function"]["parameters"]["additionalProperties"], false);
+    // With --json: the tools, what was left out and what was changed.
+    let v = json_of(&with_py(home.path(), &["tools", "--format", "openai", "--strict", "--json"]));
+    assert_eq!(v["skipped"][0]["name"], "mcp__py__label", "{v}");
+    assert!(v["changed"].as_array().unwrap().iter().any(|c| c["name"] == "mcp__ev__gzip-file-as-resource"), "{v}");
+    // Not strict, every tool goes.
+    let v = json_of(&with_py(home.path(), &["tools", "--format", "openai", "--json"]));
+    assert_eq!(v["skipped"], json!([]));
+    // Gemini: an OBJECT must name its properties, so the required map leaves `label` out;
+    // upper-case types, no `$schema` or `additionalProperties` anywhere.
+    let v = json_of(&with_py(home.path(), &["tools", "--format", "gemini", "--json"]));
+    assert_eq!(v["skipped"][0]["name"], "mcp__py__label", "{v}");
+    assert!(v["skipped"][0]["reason"].as_str().unwrap().contains("`/properties/labels`"), "{v}");
+    let multiply = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__py__multiply").unwrap();
+    assert_eq!(multiply["parameters"]["properties"]["a"]["type"], "NUMBER", "{multiply}");
+    assert!(!v["tools"].to_string().contains("$schema") && !v["tools"].to_string().contains("additionalProperties"));
+    // Anthropic with server-side search: the search tool first, every tool deferred.
+    let v = json_of(&with_py(home.path(), &["tools", "--format", "anthropic", "--defer", "--description-cap", "40"]));
+    let tools = v.as_array().unwrap();
+    assert_eq!(tools[0]["type"], "tool_search_tool_bm25_20251119");
+    assert!(tools[1..].iter().all(|t| t["defer_loading"] == true), "{v}");
+    assert!(tools[1..].iter().all(|t| t["description"].as_str().unwrap().chars().count() <= 40), "{v}");
+    // Flags that go with another format are refused.
+    for args in [
+        &["tools", "--format", "anthropic", "--strict"][..],
+        &["tools", "--format", "openai", "--defer"],
+        &["tools", "--format", "yaml"],
+    ] {
+        let out = with_py(home.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
 }

@@ -123,6 +123,9 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
         &["tools", "--tokens", "--json"],
         &["tools", "--tokens"],
         &["get", "fx", "--tokens", "--json"],
+        &["tools", "--format", "gemini", "--json"],
+        &["tools", "--format", "openai", "--strict", "--description-cap", "20"],
+        &["tools", "--format", "anthropic", "--defer"],
     ] {
         let attached = sb(&home, home.path(), args);
         let own = sb(&home, home.path(), &[&["--no-attach"][..], args].concat());

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use switchboard::catalog::ToolEntry;
-use switchboard::catalog::export::{ToolFormat, tools_json};
+use switchboard::catalog::export::{Changed, ExportOptions, Skipped, ToolFormat, ToolsJson};
 use switchboard::catalog::tokens::TokenCounter;
 use utoipa::{IntoParams, ToSchema};
 
@@ -25,8 +25,16 @@ const SEARCH_LIMIT: usize = 20;
 pub struct ToolsQuery {
     /// Only this server's tools.
     server: Option<String>,
-    /// `mcp` (default), `openai` or `anthropic`.
+    /// `mcp`, `openai`, `anthropic` or `gemini` (without it: the API's own view of each tool).
+    /// A tool the provider cannot take is left out and listed in `skipped`.
     format: Option<Format>,
+    /// With `format=openai`: OpenAI's strict mode.
+    strict: Option<bool>,
+    /// With `format=anthropic`: `defer_loading: true` and the tool-search tool declared.
+    defer: Option<bool>,
+    /// With a provider format: descriptions cut to this many characters (default 2048).
+    #[param(minimum = 1)]
+    description_cap: Option<usize>,
     /// Only the tools that answer this, best first: words (ranked with BM25 over names,
     /// titles, descriptions and parameters), `select:NAME[,NAME]` or `/REGEX/`.
     search: Option<String>,
@@ -49,6 +57,8 @@ pub enum Format {
     Openai,
     /// Anthropic tools.
     Anthropic,
+    /// Gemini function declarations.
+    Gemini,
 }
 
 impl AppState {
@@ -76,6 +86,14 @@ pub struct ToolList {
     /// `switchboard tools --format mcp`).
     #[schema(value_type = Vec<Object>)]
     tools: Vec<Value>,
+    /// With `format`: the tools the provider cannot take, each with why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    skipped: Option<Vec<Skipped>>,
+    /// With `format`: what was changed in tools to fit the provider's rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    changed: Option<Vec<Changed>>,
 }
 
 #[utoipa::path(get, path = "/api/tools", tag = "catalog", params(ToolsQuery),
@@ -108,7 +126,19 @@ pub async fn list_tools(
         Some(Format::Mcp) => Some(ToolFormat::Mcp),
         Some(Format::Openai) => Some(ToolFormat::OpenAi),
         Some(Format::Anthropic) => Some(ToolFormat::Anthropic),
+        Some(Format::Gemini) => Some(ToolFormat::Gemini),
     };
+    let strict = q.strict == Some(true);
+    let defer = q.defer == Some(true);
+    if strict && format != Some(ToolFormat::OpenAi) {
+        return Err(ApiError::bad_request("`strict` goes with `format=openai`"));
+    }
+    if defer && format != Some(ToolFormat::Anthropic) {
+        return Err(ApiError::bad_request("`defer` goes with `format=anthropic`"));
+    }
+    if q.description_cap == Some(0) || (q.description_cap.is_some() && format.is_none()) {
+        return Err(ApiError::bad_request("`description_cap` is at least 1, with a provider `format`"));
+    }
     let counter = if q.tokens == Some(true) {
         if format.is_some() {
             return Err(ApiError::bad_request("`tokens` goes with the plain list, not `format`"));
@@ -117,8 +147,19 @@ pub async fn list_tools(
     } else {
         None
     };
+    let (mut skipped, mut changed) = (None, None);
     let tools = match format {
-        Some(f) => tools_json(found.iter().map(|(t, _)| *t), f).as_array().cloned().unwrap_or_default(),
+        Some(f) => {
+            let always = app.hub.servers().into_iter().filter(|s| s.always_load).map(|s| s.name).collect();
+            let mut options = ExportOptions::new().strict(strict).defer(defer, always);
+            if let Some(cap) = q.description_cap {
+                options = options.description_cap(cap);
+            }
+            let export = ToolsJson::with_options(found.iter().map(|(t, _)| *t), f, options);
+            let tools = serde_json::to_value(&export).map_err(|e| ApiError::internal(e.to_string()))?;
+            (skipped, changed) = (Some(export.skipped()), Some(export.changed()));
+            tools.as_array().cloned().unwrap_or_default()
+        }
         None => found
             .iter()
             .map(|(t, score)| {
@@ -133,7 +174,7 @@ pub async fn list_tools(
             })
             .collect(),
     };
-    Ok(Json(ToolList { tools }))
+    Ok(Json(ToolList { tools, skipped, changed }))
 }
 
 /// A tool as the API shows it: `{"name" (model-visible), "server", "tool" (its own name),

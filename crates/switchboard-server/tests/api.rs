@@ -336,6 +336,28 @@ async fn servers_tools_resources_and_prompts_with_their_errors() {
     assert!(body["error"]["message"].as_str().unwrap_or_default().contains("not a regular expression"), "{body}");
     assert_eq!(send(s.get("/api/tools?search=echo&limit=0")).await.0, StatusCode::BAD_REQUEST);
 
+    // Provider formats: what each changed and left out is said beside the tools.
+    let (status, body) = send(s.get("/api/tools?format=gemini&server=demo")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let add = body["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__demo__add").unwrap();
+    assert_eq!(add["parameters"]["properties"]["a"]["type"], "NUMBER", "{body}");
+    assert_eq!(body["skipped"], json!([]));
+    let (_, body) = send(s.get("/api/tools?format=openai&strict=true&description_cap=10")).await;
+    let echo = body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "mcp__demo__echo").unwrap();
+    assert_eq!(echo["function"]["strict"], true);
+    assert!(echo["function"]["description"].as_str().unwrap().chars().count() <= 10, "{echo}");
+    assert!(body["changed"].as_array().unwrap().iter().any(|c| c["name"] == "mcp__demo__echo"), "{body}");
+    let (_, body) = send(s.get("/api/tools?format=anthropic&defer=true")).await;
+    assert_eq!(body["tools"][0]["type"], "tool_search_tool_bm25_20251119");
+    assert_eq!(body["tools"][1]["defer_loading"], true);
+    for bad in [
+        "/api/tools?format=anthropic&strict=true",
+        "/api/tools?format=openai&defer=true",
+        "/api/tools?description_cap=5",
+    ] {
+        assert_eq!(send(s.get(bad)).await.0, StatusCode::BAD_REQUEST, "{bad}");
+    }
+
     // Calls.
     let (status, body) = send(s.post("/api/tools/demo%2Fecho/call", json!({"arguments": {"text": "hi"}}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");

@@ -107,6 +107,40 @@ async fn three_tools_stand_for_the_catalog_and_calls_meet_the_policy() {
         .await;
     assert!(unknown.unwrap_err().to_string().contains("unknown tool `nope`"));
     client.cancel().await.unwrap();
+
+    // The audit log has the calls made through call_tool under the inner tool's name, as the
+    // gateway's client made them (written by the gateway as it ends).
+    let mut lines: Vec<Value> = Vec::new();
+    for _ in 0..100 {
+        lines = std::fs::read_dir(home.path().join("data/audit"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|f| {
+                std::fs::read_to_string(f.path()).unwrap_or_default().lines().map(str::to_string).collect::<Vec<_>>()
+            })
+            .filter_map(|l| serde_json::from_str(&l).ok())
+            .collect();
+        if lines.len() >= 4 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let seen: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l["name"].as_str().unwrap_or_default(), l["outcome"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("mcp__ev__get-sum", "ok"),
+            ("mcp__fx__crash", "denied"),
+            ("mcp__fx__add", "invalid_arguments"),
+            ("mcp__fx__echo", "ok")
+        ],
+        "{lines:#?}"
+    );
+    assert!(lines.iter().all(|l| l["caller"]["kind"] == "gateway"), "{lines:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

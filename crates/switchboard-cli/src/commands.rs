@@ -57,6 +57,11 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
     let ctx = load(&cli)?;
     let no_attach = cli.no_attach;
     secrets.add(&ctx.loaded.secrets);
+    // The API token (serve, gateway --http, and the workspace daemon the commands and attached
+    // gateways use): never in a log line, whatever the HTTP stack writes at trace level.
+    if let Ok(Some(token)) = switchboard::read_private(&ctx.paths.data_dir.join("serve-token")) {
+        secrets.add(&[String::from_utf8_lossy(&token).trim().to_string()]);
+    }
     let ctx = &ctx;
     for d in ctx
         .loaded

@@ -8,13 +8,10 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use switchboard_testkit::{fixture, node_peer};
 
-fn sb(home: &Path, args: &[&str]) -> Output {
+/// `switchboard --no-attach --config <servers> <args>` in a private home.
+fn run(home: &Path, servers: Value, args: &[&str]) -> Output {
     let cfg = home.join("servers.json");
-    let servers = json!({"servers": {
-        "demo": {"command": fixture().display().to_string(), "args": ["--name", "demo"]},
-        "ev": {"command": "node", "args": [node_peer("server-everything"), "stdio"]},
-    }});
-    std::fs::write(&cfg, servers.to_string()).unwrap();
+    std::fs::write(&cfg, json!({ "servers": servers }).to_string()).unwrap();
     Command::new(switchboard_testkit::cli())
         .env("SWITCHBOARD_CONFIG", home.join("user.json"))
         .env("SWITCHBOARD_DATA_DIR", home.join("data"))
@@ -24,6 +21,15 @@ fn sb(home: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
+}
+
+/// The fixture and server-everything.
+fn sb(home: &Path, args: &[&str]) -> Output {
+    let servers = json!({
+        "demo": {"command": fixture().display().to_string(), "args": ["--name", "demo"]},
+        "ev": {"command": "node", "args": [node_peer("server-everything"), "stdio"]},
+    });
+    run(home, servers, args)
 }
 
 fn json_of(out: &Output) -> Value {
@@ -90,24 +96,14 @@ fn tokens_per_tool_per_server_and_in_get() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// The Python SDK peer and server-everything.
 fn with_py(home: &Path, args: &[&str]) -> Output {
-    let cfg = home.join("py.json");
-    let py = switchboard_testkit::python().display().to_string();
     let script = switchboard_testkit::workspace().join("tests/peers/py_server.py").display().to_string();
-    let servers = json!({"servers": {
-        "py": {"command": py, "args": [script]},
+    let servers = json!({
+        "py": {"command": switchboard_testkit::python().display().to_string(), "args": [script]},
         "ev": {"command": "node", "args": [node_peer("server-everything"), "stdio"]},
-    }});
-    std::fs::write(&cfg, servers.to_string()).unwrap();
-    Command::new(switchboard_testkit::cli())
-        .env("SWITCHBOARD_CONFIG", home.join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
-        .env_remove("RUST_LOG")
-        .current_dir(home)
-        .args(["--no-attach", "--config", cfg.to_str().unwrap()])
-        .args(args)
-        .output()
-        .unwrap()
+    });
+    run(home, servers, args)
 }
 
 #[test]

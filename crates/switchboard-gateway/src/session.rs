@@ -111,6 +111,18 @@ impl Session {
             "switchboard: one MCP server in front of the servers below. Tool names are mcp__<server>__<tool> \
              unless the gateway runs with --names bare.\n",
         );
+        match self.shared.options.tool_search {
+            crate::ToolSearch::Off => {}
+            crate::ToolSearch::On => out.push_str(
+                "Tool definitions are not listed: find tools with search_tools, read their input schemas with \
+                 describe_tools, and call them with call_tool.\n",
+            ),
+            _ => out.push_str(
+                "When only search_tools, describe_tools and call_tool are listed, the catalog is large: find \
+                 tools with search_tools, read their input schemas with describe_tools, and call them with \
+                 call_tool.\n",
+            ),
+        }
         for s in self.shared.hub.servers() {
             if filter.as_ref().is_some_and(|f| !f.server(&s.name)) {
                 continue;
@@ -259,7 +271,8 @@ impl ServerHandler for Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let (mut name, mut arguments) = (request.name.to_string(), request.arguments.clone());
-        if request.request_state.is_none() {
+        // Off (the default), a call's path is as it was: no second look at the view.
+        if request.request_state.is_none() && self.shared.options.tool_search != crate::ToolSearch::Off {
             let view = self.view(&ctx).await?;
             if self.shared.defers(&view) {
                 let args = request.arguments.clone().unwrap_or_default();

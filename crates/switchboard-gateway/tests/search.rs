@@ -48,6 +48,8 @@ fn text(r: &CallToolResult) -> String {
 async fn three_tools_stand_for_the_catalog_and_calls_meet_the_policy() {
     let home = home();
     let client = connect(&home, &["--tool-search", "on"]).await;
+    let instructions = client.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
+    assert!(instructions.contains("find tools with search_tools"), "{instructions}");
 
     // The three, then server-memory's tools (its server is `always_load`), nothing else.
     let listed: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();

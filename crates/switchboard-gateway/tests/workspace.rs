@@ -98,6 +98,13 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
     let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(list["servers"][0]["status"]["state"], "connected", "{list:#}");
     assert_eq!(list["served_by"]["pid"], daemon, "{list:#}");
+    // The daemon's token goes in every request, and never into a log line, even at trace level.
+    let traced = sb(&home, home.path(), &["-vvv", "tools", "--search", "echo"]);
+    let token = home.token();
+    assert!(traced.status.success() && !token.is_empty());
+    let log = String::from_utf8_lossy(&traced.stderr);
+    assert!(log.contains("answered by the workspace's serve"), "{log}");
+    assert!(!log.contains(&token), "the token is in the log:\n{log}");
     let tools = sb(&home, home.path(), &["tools", "--json"]);
     assert!(String::from_utf8_lossy(&tools.stdout).contains("mcp__fx__echo"));
     let sum = sb(&home, home.path(), &["call", "mcp__fx__add", "--arg", "a=1", "--arg", "b=2"]);

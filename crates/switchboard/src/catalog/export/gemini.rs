@@ -18,7 +18,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::shape::{Notes, append, describe, in_words, inline_refs, merge_all_of};
+use super::shape::{Notes, append, describe, in_words, inline_refs, merge_all_of, types_of};
 
 /// Where a reference led back into itself (replaced during inlining, cut by the walk).
 const CYCLE: &str = "$switchboard_cycle";
@@ -65,18 +65,6 @@ fn gemini_type(t: &str) -> Option<&'static str> {
         "object" => "OBJECT",
         _ => return None,
     })
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 impl Walk<'_> {
@@ -133,17 +121,7 @@ impl Walk<'_> {
             }
             return Ok(Some(out));
         }
-        let mut types: Vec<String> = match o.get("type") {
-            Some(Value::String(t)) => vec![t.clone()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-            _ if o.contains_key("properties") => vec!["object".into()],
-            _ if o.contains_key("items") || o.contains_key("prefixItems") => vec!["array".into()],
-            _ => match (o.get("const"), o.get("enum")) {
-                (Some(c), _) => vec![json_type(c).to_string()],
-                (None, Some(Value::Array(e))) => e.iter().map(|v| json_type(v).to_string()).collect(),
-                _ => Vec::new(),
-            },
-        };
+        let mut types = types_of(o);
         types.dedup();
         let nullable = types.iter().any(|t| t == "null");
         types.retain(|t| t != "null");

@@ -285,3 +285,35 @@ pub(crate) fn describe(out: &mut Map<String, Value>, mut description: String, sa
         out.insert("description".into(), json!(description));
     }
 }
+
+/// The JSON type of a value, for `const` and `enum`.
+pub(crate) fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The types a schema declares or implies (empty: it does not say).
+pub(crate) fn types_of(o: &Map<String, Value>) -> Vec<String> {
+    match o.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        _ if o.contains_key("properties") => vec!["object".into()],
+        _ if o.contains_key("items") || o.contains_key("prefixItems") => vec!["array".into()],
+        _ => {
+            let values: Vec<&Value> = match (o.get("const"), o.get("enum")) {
+                (Some(c), _) => vec![c],
+                (None, Some(Value::Array(e))) => e.iter().collect(),
+                _ => Vec::new(),
+            };
+            let mut seen = std::collections::HashSet::new();
+            values.iter().map(|v| json_type(v).to_string()).filter(|t| seen.insert(t.clone())).collect()
+        }
+    }
+}

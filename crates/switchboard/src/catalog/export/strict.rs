@@ -19,7 +19,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::shape::{Notes, describe, in_words, merge_all_of};
+use super::shape::{Notes, describe, in_words, json_type, merge_all_of, types_of};
 
 const FORMATS: &[&str] = &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
 const MAX_PROPERTIES: usize = 5_000;
@@ -55,39 +55,6 @@ pub(crate) fn schema(input: &Map<String, Value>, notes: &mut Notes) -> Result<Ma
         return Err(format!("it has {} enum values; strict mode takes {MAX_ENUM}", walk.enums));
     }
     Ok(out)
-}
-
-/// The JSON type of a value, for `const` and `enum`.
-fn type_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// The types a schema declares or implies (empty: it does not say).
-fn types_of(o: &Map<String, Value>) -> Vec<String> {
-    match o.get("type") {
-        Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-        _ if o.contains_key("properties") => vec!["object".into()],
-        _ if o.contains_key("items") || o.contains_key("prefixItems") => vec!["array".into()],
-        _ => {
-            let values: Vec<&Value> = match (o.get("const"), o.get("enum")) {
-                (Some(c), _) => vec![c],
-                (None, Some(Value::Array(e))) => e.iter().collect(),
-                _ => Vec::new(),
-            };
-            let mut ts: Vec<String> = values.iter().map(|v| type_of(v).to_string()).collect();
-            ts.dedup();
-            ts
-        }
-    }
 }
 
 /// A schema that also takes `null`.
@@ -209,7 +176,7 @@ impl Walk<'_> {
                     let values = v.as_array().cloned().unwrap_or_default();
                     self.enums += values.len();
                     let mut values: Vec<Value> =
-                        values.into_iter().filter(|x| type_of(x) == ty || x.is_null()).collect();
+                        values.into_iter().filter(|x| json_type(x) == ty || x.is_null()).collect();
                     if types.len() > 1 && !values.contains(&Value::Null) {
                         values.push(Value::Null);
                     }

@@ -130,3 +130,14 @@ fn search_in_keeps_to_the_tools_asked() {
     assert_eq!(names(&hits), ["mcp__fs__move_file", "mcp__fs__write_file"]);
     assert!(cat.search_in("select:readFile", 10, |_| false).unwrap_or_default().is_empty());
 }
+
+#[test]
+fn each_field_counts_by_its_weight() {
+    let mut t = tool("create_issue", "Opens an issue.", json!({"type": "object", "properties": {"repo": {}}}));
+    t.title = Some("Create issue".into());
+    let cat = catalog(&[("gh", vec![t])]);
+    let index = Index::build(cat.tools());
+    // Name 3 × (creat, issu), title 2 × (creat, issu), server (gh), description (open, issu),
+    // parameter (repo): 6 + 4 + 1 + 2 + 1 words.
+    assert_eq!(index.embedder.avgdl(), 14.0);
+}

@@ -18,7 +18,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::shape::{Notes, append, describe, in_words, inline_refs, merge_all_of, types_of};
+use super::shape::{Notes, append, describe, in_words, inline_refs, merge_all_of, required_of, types_of};
 
 /// Where a reference led back into itself (replaced during inlining, cut by the walk).
 const CYCLE: &str = "$switchboard_cycle";
@@ -230,14 +230,7 @@ impl Walk<'_> {
     /// The properties, those without a Gemini form left out (a required one fails the tool).
     /// `false` when no property is left.
     fn object(&mut self, o: &Map<String, Value>, out: &mut Map<String, Value>, path: &str) -> Result<bool, String> {
-        let required: Vec<String> = o
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect();
+        let required = required_of(o);
         let mut props = Map::new();
         for (name, p) in o.get("properties").and_then(Value::as_object).into_iter().flatten() {
             let at = format!("{path}/properties/{name}");

@@ -341,13 +341,7 @@ fn strip_nulls(value: Value, schema: &Value, root: &Value) -> Value {
     match value {
         Value::Object(o) => {
             let props = schema.get("properties").and_then(Value::as_object);
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let required = schema.as_object().map(shape::required_of).unwrap_or_default();
             let takes_null = |p: &Value| match p.get("type") {
                 Some(Value::String(t)) => t == "null",
                 Some(Value::Array(ts)) => ts.iter().any(|t| t == "null"),
@@ -359,7 +353,7 @@ fn strip_nulls(value: Value, schema: &Value, root: &Value) -> Value {
             o.into_iter()
                 .filter_map(|(k, v)| {
                     let p = props.and_then(|ps| ps.get(&k));
-                    if v.is_null() && !required.contains(&k.as_str()) && !p.is_some_and(takes_null) {
+                    if v.is_null() && !required.contains(&k) && !p.is_some_and(takes_null) {
                         return None;
                     }
                     let v = match p {

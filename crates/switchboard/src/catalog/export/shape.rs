@@ -10,6 +10,9 @@ use serde_json::{Map, Value, json};
 /// Most nodes a schema may grow to when its references are inlined (a reference used many
 /// times inside others grows it geometrically).
 const MAX_NODES: usize = 100_000;
+/// Deepest a schema may nest once its references are inlined (a chain of references, each
+/// inside the last, would otherwise recurse until the stack ran out).
+const MAX_DEPTH: usize = 256;
 
 /// The notes of one tool's rewrite, for the export's `notes`.
 #[derive(Debug, Default)]
@@ -41,7 +44,7 @@ pub(crate) type OnCycle<'f> = &'f dyn Fn(&str, &str) -> Result<Value, String>;
 /// reference appears inside its own expansion.
 pub(crate) fn inline_refs(schema: &Value, on_cycle: OnCycle<'_>) -> Result<Value, String> {
     let mut nodes = 0;
-    let mut out = inline(schema, schema, &mut Vec::new(), "", on_cycle, &mut nodes)?;
+    let mut out = inline(schema, schema, &mut Vec::new(), "", on_cycle, &mut nodes, 0)?;
     if let Value::Object(o) = &mut out {
         o.remove("$defs");
         o.remove("definitions");
@@ -56,10 +59,14 @@ fn inline(
     path: &str,
     on_cycle: OnCycle<'_>,
     nodes: &mut usize,
+    depth: usize,
 ) -> Result<Value, String> {
     *nodes += 1;
     if *nodes > MAX_NODES {
         return Err(format!("its schema grows past {MAX_NODES} nodes when its references are inlined"));
+    }
+    if depth > MAX_DEPTH {
+        return Err(format!("its schema nests deeper than {MAX_DEPTH} levels when its references are inlined"));
     }
     match node {
         Value::Object(o) => {
@@ -70,12 +77,12 @@ fn inline(
                 let target = resolve(root, reference)
                     .ok_or_else(|| format!("`{path}` refers to `{reference}`, which is not in the schema"))?;
                 stack.push(reference.to_string());
-                let mut expanded = inline(target, root, stack, path, on_cycle, nodes)?;
+                let mut expanded = inline(target, root, stack, path, on_cycle, nodes, depth + 1)?;
                 stack.pop();
                 // Keywords beside the reference (a description, say) apply too.
                 if let Value::Object(e) = &mut expanded {
                     for (k, v) in o.iter().filter(|(k, _)| k.as_str() != "$ref") {
-                        let v = inline(v, root, stack, &format!("{path}/{k}"), on_cycle, nodes)?;
+                        let v = inline(v, root, stack, &format!("{path}/{k}"), on_cycle, nodes, depth + 1)?;
                         e.insert(k.clone(), v);
                     }
                     e.remove("$defs");
@@ -89,14 +96,14 @@ fn inline(
                 if k == "$defs" || k == "definitions" {
                     continue;
                 }
-                out.insert(k.clone(), inline(v, root, stack, &format!("{path}/{k}"), on_cycle, nodes)?);
+                out.insert(k.clone(), inline(v, root, stack, &format!("{path}/{k}"), on_cycle, nodes, depth + 1)?);
             }
             Ok(Value::Object(out))
         }
         Value::Array(a) => a
             .iter()
             .enumerate()
-            .map(|(i, v)| inline(v, root, stack, &format!("{path}/{i}"), on_cycle, nodes))
+            .map(|(i, v)| inline(v, root, stack, &format!("{path}/{i}"), on_cycle, nodes, depth + 1))
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array),
         other => Ok(other.clone()),
@@ -117,7 +124,8 @@ fn branch<'a>(root: &'a Value, b: &'a Value) -> Option<&'a Map<String, Value>> {
     objectish.then_some(o)
 }
 
-fn required_of(o: &Map<String, Value>) -> Vec<String> {
+/// The names a schema lists in `required`.
+pub(crate) fn required_of(o: &Map<String, Value>) -> Vec<String> {
     o.get("required")
         .and_then(Value::as_array)
         .into_iter()

@@ -231,3 +231,16 @@ fn a_report_says_what_was_left_out_after_the_tools() {
     let v = serde_json::to_value(export.report()).unwrap_or_default();
     assert_eq!(v["skipped"].as_array().map(Vec::len), Some(1));
 }
+
+#[test]
+fn a_chain_of_references_too_deep_is_refused_not_followed_until_the_stack_ends() {
+    // 400 definitions, each one's property a reference to the next: no cycle, but deep.
+    let mut defs = serde_json::Map::new();
+    for i in 0..400 {
+        let next = if i < 399 { json!({"$ref": format!("#/$defs/d{}", i + 1)}) } else { json!({"type": "string"}) };
+        defs.insert(format!("d{i}"), json!({"type": "object", "properties": {"x": next}}));
+    }
+    let schema = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs});
+    let e = export(schema, ToolFormat::Gemini, &ExportOptions::new()).err().unwrap_or_default();
+    assert!(e.contains("nests deeper than 256 levels"), "{e}");
+}

@@ -45,9 +45,23 @@ pub(crate) enum Outcome {
 
 /// What the client asked: the kind decides the hub call and the result's shape.
 pub(crate) enum Work {
-    Tool { name: String, arguments: Option<rmcp::model::JsonObject>, caller: switchboard::policy::Caller },
-    Prompt { server: String, name: String, arguments: Option<rmcp::model::JsonObject> },
-    Resource { server: String, uri: String, exposed: String },
+    Tool {
+        name: String,
+        arguments: Option<rmcp::model::JsonObject>,
+        caller: switchboard::policy::Caller,
+        /// Answers the client gave with its first request (SEP-2322), for the upstream.
+        answers: Option<rmcp::model::InputResponses>,
+    },
+    Prompt {
+        server: String,
+        name: String,
+        arguments: Option<rmcp::model::JsonObject>,
+    },
+    Resource {
+        server: String,
+        uri: String,
+        exposed: String,
+    },
 }
 
 /// Where a call's progress goes now (none while parked).
@@ -275,8 +289,11 @@ fn start(
     // this call (an `input_required` round for a 2026-07-28 client). A client that cannot
     // elicit gets the hub's approver (the dashboard's queue in `serve`), or none: the call is
     // then denied, naming the rule and `switchboard allow`.
-    if let Work::Tool { caller, .. } = &work {
+    if let Work::Tool { caller, answers, .. } = &work {
         options = options.caller(caller.clone());
+        if let Some(answers) = answers {
+            options = options.input_responses(answers.clone());
+        }
         if can_elicit {
             options = options.approver(Arc::new(crate::approve::AskClient::new(ask_tx)));
         }

@@ -306,6 +306,7 @@ impl ServerHandler for Session {
                     profile: asked_profile(&ctx),
                     session: Some(self.id.to_string()),
                 },
+                answers: request.input_responses.clone(),
             }),
         };
         let state = request.request_state.clone();
@@ -399,13 +400,16 @@ impl ServerHandler for Session {
             (view.servers.len() == 1)
                 .then(|| crate::view::Owner { server: view.servers[0].clone(), uri: request.uri.clone() })
         });
+        let modern = is_stateless(&ctx);
         let Some(owner) = owner else {
-            return Err(McpError::resource_not_found(format!("no server offers `{}`", request.uri), None));
+            let e = McpError::resource_not_found(format!("no server offers `{}`", request.uri), None);
+            return Err(not_found(e, &request.uri, modern));
         };
         let work = Work::Resource { server: owner.server, uri: owner.uri, exposed: request.uri.clone() };
         let work = request.request_state.is_none().then_some(work);
         let state = request.request_state.clone();
-        match crate::call::run(&self.shared, work, state.as_deref(), request.input_responses.as_ref(), ctx).await? {
+        let done = crate::call::run(&self.shared, work, state.as_deref(), request.input_responses.as_ref(), ctx).await;
+        match done.map_err(|e| not_found(e, &request.uri, modern))? {
             Done::Resource(r) => Ok(ReadResourceResponse::Complete(r)),
             Done::Input(i) => Ok(ReadResourceResponse::InputRequired(i)),
             _ => Err(McpError::internal_error("a parked request of another kind was resumed as resources/read", None)),
@@ -465,7 +469,11 @@ impl ServerHandler for Session {
             }
             _ => return Err(McpError::invalid_params("unknown kind of completion reference", None)),
         };
-        self.shared.hub.complete(&server, request).await.map_err(error)
+        let mut result = self.shared.hub.complete(&server, request).await.map_err(error)?;
+        // A 2026-07-28 client needs `resultType` (an upstream of an earlier revision sends
+        // none); rmcp takes it off again for clients of earlier revisions.
+        result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+        Ok(result)
     }
 
     async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
@@ -513,6 +521,29 @@ impl ServerHandler for Session {
         }
         Ok(())
     }
+}
+
+/// `-32002`, "resource not found" up to 2025-11-25.
+const RESOURCE_NOT_FOUND: i32 = -32002;
+
+/// A resource-not-found error as the client's era has it: the URI asked for in `data.uri`
+/// (both eras' specs show it there; an upstream may leave it out), and for a client of
+/// 2026-07-28 the code `-32602` that SEP-2164 gives it (a legacy upstream says `-32002`).
+fn not_found(mut e: McpError, uri: &str, modern: bool) -> McpError {
+    if e.code.0 != RESOURCE_NOT_FOUND && e.code != rmcp::model::ErrorCode::INVALID_PARAMS {
+        return e;
+    }
+    if modern && e.code.0 == RESOURCE_NOT_FOUND {
+        e.code = rmcp::model::ErrorCode::INVALID_PARAMS;
+    }
+    match &mut e.data {
+        Some(serde_json::Value::Object(data)) => {
+            data.entry("uri").or_insert_with(|| uri.into());
+        }
+        None => e.data = Some(serde_json::json!({"uri": uri})),
+        Some(_) => {}
+    }
+    e
 }
 
 pub(crate) fn set_uri(contents: &mut ResourceContents, uri: &str) {

@@ -134,8 +134,8 @@ impl Access {
         headers
             .get(header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .is_some_and(|t| constant_time_eq(t.trim().as_bytes(), self.token.as_bytes()))
+            .and_then(bearer_credentials)
+            .is_some_and(|t| constant_time_eq(t.as_bytes(), self.token.as_bytes()))
     }
 
     fn session_ok(&self, headers: &HeaderMap) -> bool {
@@ -169,6 +169,14 @@ pub(crate) fn with_port(name: &str, port: u16) -> String {
         Some((_, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => name.to_string(),
         _ => format!("{name}:{port}"),
     }
+}
+
+/// The credentials of an `Authorization: Bearer <token>` value: the scheme is matched without
+/// regard to case (RFC 7235 §2.1: `bearer`, `BEARER` are the same scheme), with one or more
+/// spaces after it.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim()).filter(|t| !t.is_empty())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -271,6 +279,16 @@ mod tests {
         assert!(!access.host_ok(&headers(&[])));
         assert!(access.bearer_ok(&headers(&[("authorization", "Bearer t0ken-t0ken-t0ken-t0ken-t0ken-t0ken")])));
         assert!(!access.bearer_ok(&headers(&[("authorization", "Bearer nope")])));
+        // The scheme is case-insensitive (RFC 7235); the token is not.
+        for scheme in ["bearer", "BEARER", "BeArEr"] {
+            let value = format!("{scheme} t0ken-t0ken-t0ken-t0ken-t0ken-t0ken");
+            assert!(access.bearer_ok(&headers(&[("authorization", value.as_str())])), "{scheme}");
+        }
+        assert!(access.bearer_ok(&headers(&[("authorization", "Bearer   t0ken-t0ken-t0ken-t0ken-t0ken-t0ken")])));
+        assert!(!access.bearer_ok(&headers(&[("authorization", "Bearer T0KEN-T0KEN-T0KEN-T0KEN-T0KEN-T0KEN")])));
+        assert!(!access.bearer_ok(&headers(&[("authorization", "Basic t0ken-t0ken-t0ken-t0ken-t0ken-t0ken")])));
+        assert!(!access.bearer_ok(&headers(&[("authorization", "Bearert0ken-t0ken-t0ken-t0ken-t0ken-t0ken")])));
+        assert!(!access.bearer_ok(&headers(&[("authorization", "Bearer ")])));
         let code = access.login_code().unwrap_or_default();
         let session = access.redeem(&code).unwrap_or_default();
         assert!(!session.is_empty());

@@ -230,6 +230,17 @@ impl Handler {
         taken
     }
 
+    /// Progress as a transport reads it: admitted under the notification rate, then routed to
+    /// its call at once (not on a task of its own, which could let the result overtake it).
+    pub(crate) fn progress_sink(&self) -> crate::transport::http::ProgressSink {
+        let handler = self.clone();
+        crate::transport::http::ProgressSink(Arc::new(move |p| {
+            if handler.admit() {
+                handler.progress.dispatch(p);
+            }
+        }))
+    }
+
     /// How the session starts. A pinned version decides: 2026-07-28 and later have no
     /// handshake (`server/discover`, then self-contained requests), earlier ones use
     /// `initialize`. Unpinned, `probe` sends `server/discover` first and falls back to

@@ -70,7 +70,8 @@ pub(super) async fn start(
     let oauth = manager.is_some();
     let client = HttpClient::new()
         .map_err(|e| StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("no HTTP client: {e}")))?
-        .with_max_message_bytes(config.max_message_bytes);
+        .with_max_message_bytes(config.max_message_bytes)
+        .progress_sink(handler.progress_sink());
     // A DPoP-bound token goes as `Authorization: DPoP` with a proof per request, under rmcp's
     // authorised client (which still refreshes it).
     let oauth_http = manager.as_ref().and_then(|a| a.oauth_http.clone());

@@ -53,6 +53,10 @@ pub struct CallOptions {
     /// Who is asked when the policy asks about this call, instead of the hub's approver (a
     /// gateway asks the client that made the call).
     pub approver: Option<Arc<dyn crate::policy::Approver>>,
+    /// Answers given with the first request, before the server asked (SEP-2322 lets a client
+    /// of 2026-07-28 answer in advance; a gateway passes its client's on). Sent only to a
+    /// server of 2026-07-28 or later.
+    pub input_responses: Option<rmcp::model::InputResponses>,
 }
 
 impl CallOptions {
@@ -98,6 +102,11 @@ impl CallOptions {
     /// Asking `approver` when the policy asks.
     pub fn approver(mut self, approver: Arc<dyn crate::policy::Approver>) -> Self {
         self.approver = Some(approver);
+        self
+    }
+    /// With answers given in advance (see [`CallOptions::input_responses`]).
+    pub fn input_responses(mut self, responses: rmcp::model::InputResponses) -> Self {
+        self.input_responses = Some(responses);
         self
     }
 }
@@ -265,6 +274,9 @@ impl Hub {
         let mut state_only = 0;
         let mut round = 0;
         let meta = options.client_capabilities.as_ref().map(|asked| self.request_capabilities(asked));
+        if conn.is_stateless() {
+            params.input_responses = options.input_responses.clone();
+        }
         let raw = loop {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let progress = ProgressTo { caller: options.progress.clone(), publish: publish.clone() };

@@ -9,6 +9,15 @@
 //! means the HTTP request itself was refused: inside a session, the session is gone (so rmcp
 //! renews it and retries once); outside one, the error is handed back as the request's own.
 //!
+//! A request whose answer comes back undecodable (a 2xx body that is not one JSON-RPC message,
+//! or of another content type) fails alone, saying what came, as the stdio framing does;
+//! rmcp would close the whole transport, failing every request in flight and the next ones
+//! until the hub reconnected.
+//!
+//! Progress notifications on a response's event stream are handed to the connection's
+//! [`ProgressSink`] as they are read, in order, before the result behind them (rmcp hands each
+//! notification to a task of its own, so a result could overtake the last step).
+//!
 //! It also watches `tools/list` answers on 2026-07-28 (SEP-2243): rmcp leaves out every tool
 //! whose `x-mcp-header` declarations are invalid, with only a log line; [`LeftOut`] keeps
 //! which and why, for the server's status. Only `tools/list` answers are looked at (and an
@@ -41,6 +50,18 @@ pub struct HttpClient {
     max_message_bytes: usize,
     /// Tools the transport leaves out of `tools/list` answers.
     left_out: Arc<LeftOut>,
+    /// Where progress read from response streams goes (rmcp's handler otherwise).
+    progress: Option<ProgressSink>,
+}
+
+/// Takes the progress notifications a transport reads, in the order it reads them.
+#[derive(Clone)]
+pub(crate) struct ProgressSink(pub(crate) Arc<dyn Fn(rmcp::model::ProgressNotificationParam) + Send + Sync>);
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
 }
 
 /// The tools of the last `tools/list` that the transport leaves out because their
@@ -139,7 +160,35 @@ impl HttpClient {
             session: Arc::new(session),
             max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
             left_out: Arc::default(),
+            progress: None,
         })
+    }
+
+    /// Hands progress notifications read from response streams to `sink`, in order.
+    pub(crate) fn progress_sink(mut self, sink: ProgressSink) -> HttpClient {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// A response stream with its progress notifications taken out and given to the sink.
+    fn route_progress(&self, result: PostResult) -> PostResult {
+        let Some(sink) = self.progress.clone() else { return result };
+        match result {
+            Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                let stream = stream.filter(move |event| {
+                    let taken = match event {
+                        // A progress notification is small: a result is not read twice.
+                        Ok(Sse { data: Some(data), .. }) if data.len() <= 64 * 1024 => {
+                            super::stdio::progress_notification(data.as_bytes()).map(|p| (sink.0)(p)).is_some()
+                        }
+                        _ => false,
+                    };
+                    std::future::ready(!taken)
+                });
+                Ok(StreamableHttpPostResponse::Sse(stream.boxed(), session))
+            }
+            other => other,
+        }
     }
 
     /// The tools the transport leaves out of `tools/list` answers, and why.
@@ -214,6 +263,44 @@ fn refuse_oversize(result: PostResult, id: Option<RequestId>, session: Option<St
     }
 }
 
+/// The start of rmcp's message for a 2xx body that is not one JSON-RPC message.
+const UNPARSEABLE: &str = "could not parse JSON response as ServerJsonRpcMessage";
+
+/// An answer that could not be decoded fails its own request, saying what came, instead of
+/// closing the transport (which is what rmcp does with the error). Not for the lifecycle's
+/// requests, whose errors decide the era and the fallback to legacy SSE.
+fn refuse_undecodable(
+    result: PostResult,
+    id: Option<RequestId>,
+    lifecycle: bool,
+    session: Option<String>,
+) -> PostResult {
+    let why = match (&result, &id) {
+        (_, None) => return result,
+        _ if lifecycle => return result,
+        (Err(StreamableHttpError::UnexpectedServerResponse(m)), _) if m.starts_with(UNPARSEABLE) => {
+            format!("the response body is not one JSON-RPC message ({})", crate::text::excerpt(m, 300))
+        }
+        (Err(StreamableHttpError::UnexpectedContentType(t)), _) => {
+            format!("a response of content type {} (neither JSON nor an event stream)", t.as_deref().unwrap_or("none"))
+        }
+        _ => return result,
+    };
+    tracing::warn!("{why}");
+    let error = rmcp::model::ErrorData::new(
+        rmcp::model::ErrorCode(super::stdio::REFUSED),
+        format!("switchboard did not take the server's answer: {why}"),
+        None,
+    );
+    Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::error(error, id), session))
+}
+
+/// Whether `message` starts a session or discovers the server.
+fn is_lifecycle(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, ClientJsonRpcMessage::Request(r)
+        if matches!(r.request, ClientRequest::InitializeRequest(_) | ClientRequest::DiscoverRequest(_)))
+}
+
 /// Puts right an error response that does not answer the request it came back for.
 fn correlate(result: PostResult, id: Option<RequestId>, in_session: bool) -> PostResult {
     match result {
@@ -270,6 +357,7 @@ impl StreamableHttpClient for HttpClient {
         limits.max_json_response_size = limits.max_json_response_size.min(self.max_message_bytes);
         limits.max_sse_event_size = limits.max_sse_event_size.min(self.max_message_bytes);
         let id = request_id(&message);
+        let lifecycle = is_lifecycle(&message);
         let listing = lists_tools(&message, &custom_headers);
         let in_session = session_id.is_some();
         if let Some(session) = &session_id {
@@ -280,7 +368,9 @@ impl StreamableHttpClient for HttpClient {
             .inner
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
             .await;
+        let result = refuse_undecodable(result, id.clone(), lifecycle, session.clone());
         let result = correlate(refuse_oversize(result, id.clone(), session), id, in_session);
+        let result = self.route_progress(result);
         match listing {
             Some(first_page) => self.watch_listing(result, first_page),
             None => result,
@@ -385,6 +475,58 @@ mod tests {
         assert_eq!(left_out.tools(), [("bad".to_string(), "property `r`: x-mcp-header must not be empty".to_string())]);
         left_out.clear();
         assert!(left_out.tools().is_empty());
+    }
+
+    #[test]
+    fn an_undecodable_answer_fails_its_own_request_only() {
+        let ours = Some(NumberOrString::Number(7));
+        let unparseable = || -> PostResult {
+            Err(StreamableHttpError::UnexpectedServerResponse(
+                format!("{UNPARSEABLE}: trailing characters at line 2 column 1: {{\"jsonrpc\"...").into(),
+            ))
+        };
+        match refuse_undecodable(unparseable(), ours.clone(), false, None) {
+            Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), _)) => {
+                assert_eq!(e.id, ours);
+                assert_eq!(e.error.code.0, super::super::stdio::REFUSED);
+                assert!(e.error.message.contains("not one JSON-RPC message"), "{}", e.error.message);
+            }
+            other => panic!("{other:?}"),
+        }
+        let kind = || -> PostResult { Err(StreamableHttpError::UnexpectedContentType(Some("text/html".into()))) };
+        assert!(matches!(
+            refuse_undecodable(kind(), ours.clone(), false, None),
+            Ok(StreamableHttpPostResponse::Json(..))
+        ));
+        // The lifecycle's errors decide the era and the fallback; a status error is the
+        // server's, not one answer's; a notification has no request to fail.
+        assert!(refuse_undecodable(unparseable(), ours.clone(), true, None).is_err());
+        let status = Err(StreamableHttpError::UnexpectedServerResponse("HTTP 500: oops".into()));
+        assert!(refuse_undecodable(status, ours, false, None).is_err());
+        assert!(refuse_undecodable(unparseable(), None, false, None).is_err());
+    }
+
+    #[tokio::test]
+    async fn progress_on_a_response_stream_goes_to_the_sink_before_the_result() {
+        let taken = Arc::new(Mutex::new(Vec::new()));
+        let into = taken.clone();
+        let Ok(client) = HttpClient::new() else { return };
+        let client = client.progress_sink(ProgressSink(Arc::new(move |p: rmcp::model::ProgressNotificationParam| {
+            into.lock().unwrap_or_else(PoisonError::into_inner).push(p.progress);
+        })));
+        let event = |data: &str| Ok(Sse { event: None, data: Some(data.to_string()), id: None, retry: None });
+        let events = futures::stream::iter(vec![
+            event(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":50}}"#),
+            event(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#),
+            event(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":100}}"#),
+            event(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#),
+        ]);
+        let routed = client.route_progress(Ok(StreamableHttpPostResponse::Sse(events.boxed(), None)));
+        let Ok(StreamableHttpPostResponse::Sse(stream, _)) = routed else { panic!("not a stream") };
+        let rest: Vec<String> = stream.filter_map(|e| async move { e.ok().and_then(|e| e.data) }).collect().await;
+        assert_eq!(rest.len(), 2, "the log and the result pass on: {rest:?}");
+        assert!(rest[1].contains("\"result\""));
+        assert_eq!(*taken.lock().unwrap_or_else(PoisonError::into_inner), [50.0, 100.0]);
     }
 
     #[test]

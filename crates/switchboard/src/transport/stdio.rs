@@ -319,11 +319,9 @@ fn parse(line: &[u8]) -> Parsed {
 }
 
 /// A `notifications/progress` line's parameters (a line already known to be a notification).
-fn progress_notification(line: &[u8]) -> Option<rmcp::model::ProgressNotificationParam> {
+pub(crate) fn progress_notification(line: &[u8]) -> Option<rmcp::model::ProgressNotificationParam> {
     const METHOD: &[u8] = b"\"notifications/progress\"";
-    if !line.windows(METHOD.len()).any(|w| w == METHOD) {
-        return None;
-    }
+    memchr::memmem::find(line, METHOD)?;
     #[derive(serde::Deserialize)]
     struct Note {
         method: String,

@@ -39,7 +39,7 @@ use switchboard::config::Profile;
 
 pub use relay::Relay;
 pub use search::ToolSearch;
-pub use session::Session;
+pub use session::{START_WAIT, Session};
 pub use view::{Names, Scope};
 
 /// How the gateway presents the hub.

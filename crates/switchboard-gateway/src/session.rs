@@ -28,6 +28,8 @@ pub struct Session {
     shared: Arc<Shared>,
     id: u64,
     registered: AtomicBool,
+    /// Its first list has waited for the servers still starting (see [`START_WAIT`]).
+    listed: AtomicBool,
 }
 
 impl Drop for Session {
@@ -56,7 +58,7 @@ fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
 impl Session {
     pub(crate) fn new(shared: Arc<Shared>) -> Session {
         let id = shared.new_session_id();
-        Session { shared, id, registered: AtomicBool::new(false) }
+        Session { shared, id, registered: AtomicBool::new(false), listed: AtomicBool::new(false) }
     }
 
     /// Records the session's peer and profile on its first request.
@@ -75,16 +77,55 @@ impl Session {
         Ok(profile)
     }
 
-    /// The client's view, once every upstream has connected or failed (so the first list is
-    /// complete).
+    /// The client's view of the catalog as it is now: no request waits for servers that are
+    /// starting or reconnecting (a call waits only for its own server, in the hub).
     async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         let profile = self.register(ctx)?;
-        self.shared.hub.ready().await;
         let view = self.shared.view(profile.as_deref()).map_err(profile_error)?;
         if let Some(s) = self.shared.sessions().get_mut(&self.id) {
             s.seen = Some(view.clone());
         }
         Ok(view)
+    }
+
+    /// The view for a list: the session's first list waits (within [`START_WAIT`]) for the
+    /// servers it can see that are still on their first start, so it is complete when they
+    /// start quickly; those that take longer are told with `list_changed` when they arrive.
+    async fn list_view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
+        if !self.listed.swap(true, Ordering::AcqRel) {
+            self.wait_started(ctx).await;
+        }
+        self.view(ctx).await
+    }
+
+    /// Waits, within [`START_WAIT`], for the servers this client sees to finish their first
+    /// start.
+    async fn wait_started(&self, ctx: &RequestContext<RoleServer>) {
+        let Ok(filter) = self.shared.filter(asked_profile(ctx).as_deref()) else { return };
+        let started = self.shared.hub.started(|name| filter.server(name));
+        let _ = tokio::time::timeout(START_WAIT, started).await;
+    }
+
+    /// Finds something in the client's view; when it is not there and a server the client sees
+    /// is still on its first start (the name may be one of its tools), looks again once that
+    /// start is over, within [`START_WAIT`].
+    async fn lookup<T>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        find: impl Fn(&crate::view::View) -> Option<T>,
+    ) -> Result<(Arc<crate::view::View>, Option<T>), McpError> {
+        let view = self.view(ctx).await?;
+        if let Some(found) = find(&view) {
+            return Ok((view, Some(found)));
+        }
+        let filter = self.shared.filter(asked_profile(ctx).as_deref()).map_err(profile_error)?;
+        if !self.shared.hub.starting(|name| filter.server(name)) {
+            return Ok((view, None));
+        }
+        self.wait_started(ctx).await;
+        let view = self.view(ctx).await?;
+        let found = find(&view);
+        Ok((view, found))
     }
 
     /// `private` when the answer depends on the client (a profile or `--only` narrows it).
@@ -96,12 +137,14 @@ impl Session {
         }
     }
 
-    /// Waits for upstreams still starting, so the first answer says what is there.
-    async fn settle(&self) {
-        if self.shared.transparent_server().is_some() {
-            self.shared.hub.ready().await;
+    /// Waits for upstreams on their first start, so the first answer says what is there: a
+    /// transparent gateway for its one upstream (its answer is that server's), any other
+    /// within [`START_WAIT`].
+    async fn settle(&self, ctx: &RequestContext<RoleServer>) {
+        if let Some(server) = self.shared.transparent_server() {
+            self.shared.hub.started(|name| name == server).await;
         } else {
-            let _ = tokio::time::timeout(INITIALIZE_WAIT, self.shared.hub.ready()).await;
+            self.wait_started(ctx).await;
         }
     }
 
@@ -155,9 +198,9 @@ impl Session {
     /// The catalog name behind a tool name of this client's view; an error that says why
     /// when there is none (the server is known but not connected, or no such tool).
     async fn resolve(&self, name: &str, ctx: &RequestContext<RoleServer>) -> Result<String, McpError> {
-        let view = self.view(ctx).await?;
-        match view.tool(name) {
-            Some(exposed) => Ok(exposed.catalog_name.clone()),
+        let (_, found) = self.lookup(ctx, |view| view.tool(name).map(|t| t.catalog_name.clone())).await?;
+        match found {
+            Some(catalog_name) => Ok(catalog_name),
             None => Err(match self.shared.hub.missing_tool(name) {
                 switchboard::Error::UnknownTool { .. } => {
                     McpError::invalid_params(format!("unknown tool `{name}`"), None)
@@ -189,9 +232,12 @@ impl Session {
     }
 }
 
-/// How long `initialize` waits for upstreams still starting (a transparent gateway waits for
-/// its one upstream whatever it takes: its answer is that server's).
-const INITIALIZE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long `initialize`, a session's first list, and a request naming something not (yet)
+/// in its view wait for the servers it sees that are still on their first start (a
+/// transparent gateway's `initialize` waits for its one upstream whatever it takes: its answer
+/// is that server's). Nothing waits for a server that is reconnecting: a call to it waits in
+/// the hub, a request to another server does not wait at all.
+pub const START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl ServerHandler for Session {
     async fn initialize(
@@ -199,13 +245,13 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        self.settle().await;
+        self.settle(&context).await;
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
 
-    async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
-        self.settle().await;
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        self.settle(&context).await;
         Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
     }
 
@@ -243,7 +289,7 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let view = self.view(&ctx).await?;
+        let view = self.list_view(&ctx).await?;
         let tools = if self.shared.defers(&view) {
             // The search tools, and the tools that must always load.
             let always: std::collections::HashSet<String> =
@@ -322,7 +368,7 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let view = self.view(&ctx).await?;
+        let view = self.list_view(&ctx).await?;
         let mut result = ListPromptsResult::with_all_items(view.prompts.iter().map(|p| p.prompt.clone()).collect());
         if is_stateless(&ctx) {
             result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
@@ -335,15 +381,11 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let view = self.view(&ctx).await?;
-        let prompt = view
-            .prompt(&request.name)
-            .ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{}`", request.name), None))?;
-        let work = Work::Prompt {
-            server: prompt.server.clone(),
-            name: prompt.raw.clone(),
-            arguments: request.arguments.clone(),
-        };
+        let (_, prompt) =
+            self.lookup(&ctx, |view| view.prompt(&request.name).map(|p| (p.server.clone(), p.raw.clone()))).await?;
+        let (server, name) =
+            prompt.ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{}`", request.name), None))?;
+        let work = Work::Prompt { server, name, arguments: request.arguments.clone() };
         let work = request.request_state.is_none().then_some(work);
         let state = request.request_state.clone();
         match crate::call::run(&self.shared, work, state.as_deref(), request.input_responses.as_ref(), ctx).await? {
@@ -358,7 +400,7 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let view = self.view(&ctx).await?;
+        let view = self.list_view(&ctx).await?;
         let mut items = view.resources.clone();
         if self.shared.transparent_server().is_none() {
             let mut servers = Resource::new(SERVERS_URI, "switchboard servers").with_mime_type("application/json");
@@ -378,7 +420,7 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let view = self.view(&ctx).await?;
+        let view = self.list_view(&ctx).await?;
         let mut result = ListResourceTemplatesResult::with_all_items(view.templates.clone());
         if is_stateless(&ctx) {
             result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
@@ -391,11 +433,12 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let view = self.view(&ctx).await?;
         if request.uri == SERVERS_URI && self.shared.transparent_server().is_none() {
+            self.register(&ctx)?;
             return Ok(ReadResourceResponse::Complete(self.servers_resource()));
         }
-        let owner = view.resource_owner(&request.uri).or_else(|| {
+        let (view, owner) = self.lookup(&ctx, |view| view.resource_owner(&request.uri)).await?;
+        let owner = owner.or_else(|| {
             // A URI no listing or template names: the only server in view, if one.
             (view.servers.len() == 1)
                 .then(|| crate::view::Owner { server: view.servers[0].clone(), uri: request.uri.clone() })
@@ -422,10 +465,9 @@ impl ServerHandler for Session {
         request: SubscribeRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let view = self.view(&ctx).await?;
-        let owner = view
-            .resource_owner(&request.uri)
-            .ok_or_else(|| McpError::resource_not_found(format!("no server offers `{}`", request.uri), None))?;
+        let (_, owner) = self.lookup(&ctx, |view| view.resource_owner(&request.uri)).await?;
+        let owner =
+            owner.ok_or_else(|| McpError::resource_not_found(format!("no server offers `{}`", request.uri), None))?;
         self.shared.subscribe(self.id, &owner.server, &owner.uri).await.map_err(error)
     }
 
@@ -450,20 +492,21 @@ impl ServerHandler for Session {
         mut request: CompleteRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let view = self.view(&ctx).await?;
         let server = match &mut request.r#ref {
             Reference::Prompt(p) => {
-                let prompt = view
-                    .prompt(&p.name)
-                    .ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{}`", p.name), None))?;
-                p.name = prompt.raw.clone();
-                prompt.server.clone()
+                let (_, prompt) =
+                    self.lookup(&ctx, |view| view.prompt(&p.name).map(|x| (x.server.clone(), x.raw.clone()))).await?;
+                let (server, raw) =
+                    prompt.ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{}`", p.name), None))?;
+                p.name = raw;
+                server
             }
             Reference::Resource(r) => {
-                let owner = view
-                    .template_owner(&r.uri)
-                    .or_else(|| view.resource_owner(&r.uri))
-                    .ok_or_else(|| McpError::invalid_params(format!("no server offers `{}`", r.uri), None))?;
+                let (_, owner) = self
+                    .lookup(&ctx, |view| view.template_owner(&r.uri).or_else(|| view.resource_owner(&r.uri)))
+                    .await?;
+                let owner =
+                    owner.ok_or_else(|| McpError::invalid_params(format!("no server offers `{}`", r.uri), None))?;
                 r.uri = owner.uri;
                 owner.server
             }
@@ -493,7 +536,7 @@ impl ServerHandler for Session {
         self.register(ctx)?;
         let sink = context.sink().clone();
         let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
-        let view = self.view(ctx).await?;
+        let view = self.list_view(ctx).await?;
         let mut owned = Vec::new();
         for uri in &uris {
             if let Some(owner) = view.resource_owner(uri) {

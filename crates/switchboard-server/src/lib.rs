@@ -11,6 +11,7 @@ mod complete;
 mod dashboard;
 mod error;
 mod events;
+pub mod listen;
 mod login;
 mod manage;
 mod questions;
@@ -221,6 +222,7 @@ pub struct Bound {
     /// The API token (for clients: `Authorization: Bearer <token>`).
     pub token: String,
     stopping: tokio_util::sync::CancellationToken,
+    limits: listen::Limits,
 }
 
 impl std::fmt::Debug for Bound {
@@ -344,7 +346,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     let router = router.layer(axum::middleware::from_fn_with_state(access, security::check_host));
     let info = serde_json::json!({"url": format!("http://{host}"), "port": addr.port(), "pid": std::process::id()});
     switchboard::write_private(&options.data_dir.join("serve.json"), info.to_string().as_bytes())?;
-    Ok(Bound { listener, router, addr, login_url, token, stopping })
+    Ok(Bound { listener, router, addr, login_url, token, stopping, limits: listen::Limits::from_descriptors() })
 }
 
 /// `/mcp`: the gateway's Streamable HTTP service, behind the token unless `auth` is off.
@@ -412,7 +414,8 @@ pub async fn bind_gateway(
         })
         .layer(axum::middleware::map_response(close_after_unread_body))
         .layer(axum::middleware::from_fn_with_state(access, security::check_host));
-    Ok(Bound { listener, router, addr, login_url: String::new(), token, stopping })
+    let limits = listen::Limits::from_descriptors();
+    Ok(Bound { listener, router, addr, login_url: String::new(), token, stopping, limits })
 }
 
 /// How long open requests get to finish once the server stops.
@@ -422,25 +425,22 @@ impl Bound {
     /// Serves until `shutdown` resolves. Then it stops taking connections, every event stream
     /// gets a last `shutdown` event and ends, calls in flight are cancelled (their servers are
     /// told), questions waiting are cancelled; what is still open after a second is dropped.
+    /// Connections are bounded as [`listen`] says.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
         let stopping = self.stopping.clone();
-        let signal = {
-            let stopping = stopping.clone();
-            async move {
-                shutdown.await;
-                stopping.cancel();
-            }
+        let signal = async move {
+            shutdown.await;
+            stopping.cancel();
+            std::future::pending::<()>().await;
         };
-        let serving = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
         tokio::select! {
-            served = serving => served,
-            () = async {
-                stopping.cancelled().await;
-                tokio::time::sleep(DRAIN).await;
-            } => {
-                tracing::info!("connections still open after {DRAIN:?}: closed");
-                Ok(())
-            }
+            served = listen::serve(self.listener, self.router, self.limits, self.stopping, DRAIN) => served,
+            () = signal => Ok(()),
         }
+    }
+
+    /// How many connections it keeps open at most.
+    pub fn max_connections(&self) -> usize {
+        self.limits.max_connections
     }
 }

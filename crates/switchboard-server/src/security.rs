@@ -201,7 +201,9 @@ pub async fn check_host(State(access): State<Arc<Access>>, request: Request, nex
 pub async fn check_auth(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let allowed = access.bearer_ok(headers) || (access.session_ok(headers) && access.origin_ok(headers));
-    if !allowed {
+    if allowed {
+        crate::listen::mark(&request);
+    } else {
         let mut response = ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -232,6 +234,7 @@ pub async fn check_origin(State(access): State<Arc<Access>>, request: Request, n
     if let Some(refused) = foreign_origin(&access, request.headers()) {
         return refused;
     }
+    crate::listen::mark(&request);
     next.run(request).await
 }
 
@@ -252,6 +255,7 @@ pub async fn check_bearer(State(access): State<Arc<Access>>, request: Request, n
         response.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
         return response;
     }
+    crate::listen::mark(&request);
     next.run(request).await
 }
 

@@ -331,6 +331,27 @@ impl Hub {
         }
     }
 
+    /// Waits until every server `wanted` names has finished its first attempt to connect
+    /// (connected, failed, or not to be started); a server reconnecting later, or started
+    /// again after an idle stop, is not waited for. What a gateway's first list waits on,
+    /// within a bound: a request should wait only for the server it needs.
+    pub async fn started(&self, wanted: impl Fn(&str) -> bool) {
+        let mut rx = self.inner.changed.subscribe();
+        loop {
+            if self.inner.all_slots().iter().all(|s| !wanted(&s.name) || s.started()) {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Whether some server `wanted` names is still in its first attempt to connect.
+    pub fn starting(&self, wanted: impl Fn(&str) -> bool) -> bool {
+        self.inner.all_slots().iter().any(|s| wanted(&s.name) && !s.started())
+    }
+
     /// Every server with its status, by name.
     pub fn servers(&self) -> Vec<ServerInfo> {
         self.inner.all_slots().iter().map(|s| info(s)).collect()
@@ -486,6 +507,9 @@ impl Inner {
     }
 
     fn set_status(&self, slot: &Slot, status: ServerStatus) {
+        if !matches!(status, ServerStatus::Connecting) {
+            slot.mark_started();
+        }
         slot.state().status = status.clone();
         let auth = match &status {
             ServerStatus::Failed {

@@ -38,6 +38,8 @@ pub(super) struct Slot {
     backoff: Mutex<super::retry::Backoff>,
     /// Requests in flight and when it was last used (for the idle lease).
     pub(super) usage: Mutex<Usage>,
+    /// Its first attempt to connect is over (connected, failed, or never meant to start).
+    started: std::sync::atomic::AtomicBool,
 }
 
 /// How a server is being used.
@@ -74,6 +76,7 @@ impl Slot {
             ServerEntry::Valid(_) => ServerStatus::Connecting,
         };
         let (filter, config) = parts(&entry);
+        let started = !matches!(status, ServerStatus::Connecting);
         Slot {
             name: entry.name().to_string(),
             entry: RwLock::new(Arc::new(entry)),
@@ -92,7 +95,18 @@ impl Slot {
             list_seq: AtomicU64::new(0),
             backoff: Mutex::default(),
             usage: Mutex::new(Usage { in_flight: 0, last: std::time::Instant::now() }),
+            started: std::sync::atomic::AtomicBool::new(started),
         }
+    }
+
+    /// Whether its first attempt to connect is over (a reconnection later does not count).
+    pub(super) fn started(&self) -> bool {
+        self.started.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Its first attempt to connect is over.
+    pub(super) fn mark_started(&self) {
+        self.started.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Marks a request to it under way (until the guard is dropped).

@@ -7,6 +7,7 @@
 mod answers;
 pub(crate) mod header_params;
 pub mod http;
+pub mod lines;
 pub mod sse;
 pub mod stdio;
 

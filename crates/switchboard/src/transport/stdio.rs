@@ -22,9 +22,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
-use rmcp::model::{ErrorCode, ErrorData, NumberOrString, RequestId};
+use rmcp::model::{ErrorCode, ErrorData};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, broadcast, watch};
 
@@ -34,17 +34,13 @@ use crate::events::Event;
 /// leaves to implementations).
 pub const REFUSED: i32 = -32001;
 
-/// How much of a refused line is kept to find its `id`.
-const HEAD: usize = 1024;
+use super::lines::{HEAD, Line, Lines, message_id as request_id};
 
 /// A stdio server's transport.
 pub struct StdioTransport {
     server: Arc<str>,
-    reader: BufReader<ChildStdout>,
-    line: Vec<u8>,
+    lines: Lines<ChildStdout>,
     max: usize,
-    /// Skipping the rest of a line over `max`: its first bytes and its size so far.
-    skipping: Option<(Vec<u8>, usize)>,
     writer: Arc<Mutex<Option<ChildStdin>>>,
     events: broadcast::Sender<Event>,
     closed: watch::Sender<bool>,
@@ -71,10 +67,8 @@ impl StdioTransport {
     ) -> StdioTransport {
         StdioTransport {
             server: server.into(),
-            reader: BufReader::with_capacity(64 * 1024, stdout),
-            line: Vec::new(),
+            lines: Lines::new(stdout, max_message_bytes, 64 * 1024),
             max: max_message_bytes,
-            skipping: None,
             writer: Arc::new(Mutex::new(Some(stdin))),
             events,
             closed: watch::channel(false).0,
@@ -103,55 +97,6 @@ impl StdioTransport {
         self.closed.subscribe()
     }
 
-    /// Reads one line into `self.line`, skipping (not holding) lines over the limit. `None`
-    /// at the end of the stream.
-    async fn read_line(&mut self) -> Option<Line> {
-        loop {
-            let (consumed, done) = {
-                let available = match self.reader.fill_buf().await {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::debug!(server = %self.server, "reading the server's stdout failed: {e}");
-                        return None;
-                    }
-                };
-                if available.is_empty() {
-                    return None;
-                }
-                let newline = memchr(available);
-                let take = newline.map_or(available.len(), |i| i + 1);
-                if let Some((head, size)) = &mut self.skipping {
-                    *size += take;
-                    (take, newline.map(|_| Line::Oversized { head: std::mem::take(head), size: *size }))
-                } else if self.line.len() + take > self.max {
-                    // Over the limit: keep the first bytes (for the id), let go of the rest.
-                    let size = self.line.len() + take;
-                    let mut head = self.line[..self.line.len().min(HEAD)].to_vec();
-                    let more = HEAD.saturating_sub(head.len()).min(take);
-                    head.extend_from_slice(&available[..more]);
-                    self.line = Vec::new();
-                    match newline {
-                        Some(_) => (take, Some(Line::Oversized { head, size })),
-                        None => {
-                            self.skipping = Some((head, size));
-                            (take, None)
-                        }
-                    }
-                } else {
-                    self.line.extend_from_slice(&available[..take]);
-                    (take, newline.map(|_| Line::Whole))
-                }
-            };
-            self.reader.consume(consumed);
-            if let Some(line) = done {
-                if matches!(line, Line::Oversized { .. }) {
-                    self.skipping = None;
-                }
-                return Some(line);
-            }
-        }
-    }
-
     /// A line that was not taken: an error answer for the request it names (if it names one),
     /// and a note for people.
     fn refuse(&mut self, head: &[u8], why: String) -> Option<RxJsonRpcMessage<RoleClient>> {
@@ -167,20 +112,6 @@ impl StdioTransport {
             ErrorData::new(ErrorCode(REFUSED), format!("switchboard did not take the server's answer: {why}"), None);
         Some(RxJsonRpcMessage::<RoleClient>::error(error, Some(id)))
     }
-}
-
-/// The largest line buffer kept between messages (a 1 MiB result makes one of 2 MiB).
-const KEEP_BUFFER: usize = 4 * 1024 * 1024;
-
-enum Line {
-    /// `self.line` holds a whole line.
-    Whole,
-    /// A line over the limit: its first bytes and its size.
-    Oversized { head: Vec<u8>, size: usize },
-}
-
-fn memchr(bytes: &[u8]) -> Option<usize> {
-    memchr::memchr(b'\n', bytes)
 }
 
 impl rmcp::transport::Transport<RoleClient> for StdioTransport {
@@ -205,9 +136,17 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            let Some(line) = self.read_line().await else {
-                self.closed.send_replace(true);
-                return None;
+            let line = match self.lines.read().await {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    self.closed.send_replace(true);
+                    return None;
+                }
+                Err(e) => {
+                    tracing::debug!(server = %self.server, "reading the server's stdout failed: {e}");
+                    self.closed.send_replace(true);
+                    return None;
+                }
             };
             match line {
                 Line::Oversized { head, size } => {
@@ -217,7 +156,8 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
                     }
                 }
                 Line::Whole => {
-                    if self.line.len() <= 64 * 1024 && is_droppable_notification(&self.line) {
+                    let line = self.lines.line();
+                    if line.len() <= 64 * 1024 && is_droppable_notification(line) {
                         let (taken, note) = self.flood.admit();
                         if let Some(n) = note {
                             let reason = format!("notifications beyond {} a second: {n} dropped", self.flood.rate());
@@ -226,14 +166,12 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
                         }
                         if taken
                             && let Some(router) = &self.progress
-                            && let Some(progress) = progress_notification(&self.line)
+                            && let Some(progress) = progress_notification(line)
                         {
                             router.dispatch(progress);
-                            self.line.clear();
                             continue;
                         }
                         if !taken {
-                            self.line.clear();
                             self.since_pause += 1;
                             if self.since_pause >= 16 {
                                 // Read a flooding server no faster than this: it waits on its pipe.
@@ -243,21 +181,16 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
                             continue;
                         }
                     }
-                    let parsed = match super::answers::decode(&self.calls, request_id, &self.line) {
+                    let parsed = match super::answers::decode(&self.calls, request_id, line) {
                         Some(answer) => Parsed::Message(Box::new(answer)),
-                        None => parse(&self.line),
+                        None => parse(line),
                     };
-                    let size = self.line.len();
+                    let size = line.len();
                     let head = match parsed {
-                        Parsed::Undecodable(_) => self.line[..size.min(HEAD)].to_vec(),
+                        Parsed::Undecodable(_) => line[..size.min(HEAD)].to_vec(),
                         _ => Vec::new(),
                     };
-                    self.line.clear();
-                    // Keep the buffer for the next line (a server that sends big results tends
-                    // to send more), unless a very big message made it very big.
-                    if self.line.capacity() > KEEP_BUFFER {
-                        self.line = Vec::new();
-                    }
+                    self.lines.clear();
                     match parsed {
                         Parsed::Message(m) => return Some(*m),
                         Parsed::Skip => {}
@@ -338,55 +271,6 @@ fn is_droppable_notification(line: &[u8]) -> bool {
     line.first() == Some(&b'{') && has(b"\"method\"") && !has(b"list_changed") && request_id(line).is_none()
 }
 
-/// The top-level `"id"` of a JSON-RPC message, read from its first bytes (which is all that is
-/// kept of a line over the limit, and which may not be valid JSON as a whole).
-fn request_id(head: &[u8]) -> Option<RequestId> {
-    let (mut depth, mut i) = (0usize, 0usize);
-    while i < head.len() {
-        match head[i] {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'"' => {
-                let end = string_end(head, i)?;
-                let key = &head[i + 1..end];
-                i = end + 1;
-                if depth == 1 && key == b"id" {
-                    let rest = head[i..].trim_ascii_start();
-                    let value = rest.strip_prefix(b":")?.trim_ascii_start();
-                    return id_value(value);
-                }
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// The index of the `"` that ends the string starting at `start`.
-fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut i = start + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-fn id_value(value: &[u8]) -> Option<RequestId> {
-    if value.first() == Some(&b'"') {
-        let end = string_end(value, 0)?;
-        let s: String = serde_json::from_slice(&value[..=end]).ok()?;
-        return Some(NumberOrString::String(s.into()));
-    }
-    let digits: &[u8] = &value[..value.iter().position(|b| !(b.is_ascii_digit() || *b == b'-')).unwrap_or(value.len())];
-    std::str::from_utf8(digits).ok()?.parse().ok().map(NumberOrString::Number)
-}
-
 /// At most one note a second, counting what it stands for.
 #[derive(Default)]
 pub(crate) struct RateNote {
@@ -409,7 +293,7 @@ impl RateNote {
 
 /// For the fuzz layer: a line parsed, and the id read from its first bytes.
 #[cfg(test)]
-pub(crate) fn fuzz_parse(line: &[u8]) -> (bool, Option<RequestId>) {
+pub(crate) fn fuzz_parse(line: &[u8]) -> (bool, Option<rmcp::model::RequestId>) {
     let parsed = matches!(parse(line), Parsed::Message(_));
     (parsed, request_id(&line[..line.len().min(HEAD)]))
 }
@@ -417,21 +301,6 @@ pub(crate) fn fuzz_parse(line: &[u8]) -> (bool, Option<RequestId>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_id_is_read_from_the_first_bytes_at_the_top_level_only() {
-        let n = |v: i64| Some(NumberOrString::Number(v));
-        assert_eq!(request_id(br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"xxxx"#), n(7));
-        assert_eq!(request_id(br#"{"result":{"id":3,"x":"}"},"id" : 12}"#), n(12));
-        assert_eq!(
-            request_id(br#"{"jsonrpc":"2.0","id":"a\"b","result":"#),
-            Some(NumberOrString::String("a\"b".into()))
-        );
-        assert_eq!(request_id(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":1}}"#), None);
-        assert_eq!(request_id(b"not json at all"), None);
-        assert_eq!(request_id(br#"{"id":"#), None);
-        assert_eq!(request_id(br#"{"id":-4}"#), n(-4));
-    }
 
     #[test]
     fn only_notifications_other_than_list_changed_may_be_dropped() {

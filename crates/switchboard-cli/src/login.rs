@@ -117,8 +117,16 @@ async fn browser_login(hub: &Hub, server: &str, port: u16, no_browser: bool, pri
             }
         }
     };
+    // Only this login's callback ends the wait (a stale tab's is refused with a page).
+    let state = login.state();
+    let waiting = async {
+        match &state {
+            Some(state) => callback.wait_for(state).await,
+            None => callback.wait().await,
+        }
+    };
     let (callback_url, responder) = tokio::select! {
-        came = callback.wait() => {
+        came = waiting => {
             let (url, responder) = came?;
             (url, Some(responder))
         }

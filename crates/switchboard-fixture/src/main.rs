@@ -59,6 +59,8 @@ struct Options {
     notify_flood: bool,
     /// Keep running after stdin closes (until killed).
     linger: bool,
+    /// List `ask_later`: a question asked outside any call.
+    ask_later: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -90,6 +92,7 @@ fn parse_args() -> Result<Options, String> {
             "--stderr-line-mb" => opts.stderr_line_mb = num(&value("--stderr-line-mb")?)?,
             "--notify-flood" => opts.notify_flood = true,
             "--linger" => opts.linger = true,
+            "--ask-later" => opts.ask_later = true,
             "--sleep-forever" => sleep_forever(),
             other => return Err(format!("unknown flag {other}")),
         }
@@ -185,6 +188,15 @@ impl Fixture {
                 &[],
             ),
         ];
+        if self.opts.ask_later {
+            tools.push(tool(
+                "ask_later",
+                "Answers at once; `ms` later asks for a name (elicitation/create, outside any call) and writes \
+                 `asked later: <answer>` to the call log.",
+                json!({"ms": {"type": "integer"}}),
+                &[],
+            ));
+        }
         for i in 0..self.opts.tools {
             tools.push(tool(
                 &format!("tool_{i}"),
@@ -452,6 +464,32 @@ impl ServerHandler for Fixture {
                     }
                     Err(e) => text(format!("no answer: {e}")),
                 }
+            }
+            "ask_later" if self.opts.ask_later => {
+                let ms = arg_u64(&args, "ms", 200);
+                let peer = context.peer.clone();
+                let log = self.opts.call_log.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    let params = serde_json::from_value(json!({
+                        "mode": "form",
+                        "message": "Who is there?",
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+                    }));
+                    let answer = match params {
+                        Ok(params) => match peer.create_elicitation(params).await {
+                            Ok(a) => a.content.map(|c| c.to_string()).unwrap_or_else(|| "no content".into()),
+                            Err(e) => format!("no answer: {e}"),
+                        },
+                        Err(e) => format!("no request: {e}"),
+                    };
+                    if let Some(log) = log
+                        && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log)
+                    {
+                        let _ = f.write_all(format!("asked later: {answer}\n").as_bytes());
+                    }
+                });
+                text("will ask".into())
             }
             name if name.starts_with("tool_")
                 || name.starts_with("added_")

@@ -173,6 +173,7 @@ fn unpoisoned<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Runs `work`, or resumes the call parked under `request_state` with `responses`.
 pub(crate) async fn run(
     shared: &Arc<Shared>,
+    session: u64,
     work: Option<Work>,
     request_state: Option<&str>,
     responses: Option<&rmcp::model::InputResponses>,
@@ -194,7 +195,7 @@ pub(crate) async fn run(
             Some(work) => {
                 let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some())
                     || ctx.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
-                start(shared, work, target, ctx.client_capabilities(), modern(&ctx), can_elicit)
+                start(shared, session, work, target, ctx.client_capabilities(), modern(&ctx), can_elicit)
             }
             None => return Err(McpError::invalid_params("nothing to run", None)),
         },
@@ -212,8 +213,10 @@ pub(crate) enum Done {
 
 /// `caps`: the client's capabilities, passed on to a 2026-07-28 upstream so it asks only for
 /// what this client can answer.
+#[allow(clippy::too_many_arguments)]
 fn start(
     shared: &Arc<Shared>,
+    session: u64,
     work: Work,
     target: Option<(Peer<RoleServer>, ProgressToken)>,
     caps: Option<rmcp::model::ClientCapabilities>,
@@ -277,7 +280,7 @@ fn start(
     };
     let (guard, ask_tx, asks) = match &shared.relay {
         Some(relay) => {
-            let (guard, tx, asks) = relay.call_started(&server);
+            let (guard, tx, asks) = relay.call_started(&server, session);
             (Some(guard), tx, asks)
         }
         None => {

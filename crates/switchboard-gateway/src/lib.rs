@@ -21,11 +21,13 @@
 
 mod approve;
 mod call;
+pub mod http;
 mod pump;
 mod relay;
 pub mod search;
 mod session;
-mod stdio;
+mod sessions;
+pub mod stdio;
 pub mod view;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -40,6 +42,7 @@ use switchboard::config::Profile;
 pub use relay::Relay;
 pub use search::ToolSearch;
 pub use session::{START_WAIT, Session};
+pub use sessions::MAX_SESSIONS;
 pub use view::{Names, Scope};
 
 /// How the gateway presents the hub.
@@ -361,7 +364,7 @@ impl Shared {
 /// stdin, or `cancel` fires.
 pub async fn serve_stdio(gateway: &Gateway, cancel: tokio_util::sync::CancellationToken) -> std::io::Result<()> {
     use rmcp::ServiceExt;
-    let transport = stdio::streams();
+    let transport = stdio::Front::new(stdio::streams());
     let running = gateway
         .session()
         .serve_with_ct(transport, cancel)
@@ -372,22 +375,24 @@ pub async fn serve_stdio(gateway: &Gateway, cancel: tokio_util::sync::Cancellati
 }
 
 /// The Streamable HTTP service for `/mcp` (both eras: sessions for 2025 clients, stateless
-/// for 2026-07-28 ones). Host checks, the token and body limits are the mounting server's
-/// (rmcp's own `Host` check is off: the caller checks `Host` against its bound address and
-/// names); `cancel` ends every session.
+/// for 2026-07-28 ones; see [`http::HttpFront`] for what it decides per client). Host checks,
+/// the token and body limits are the mounting server's (rmcp's own `Host` check is off: the
+/// caller checks `Host` against its bound address and names); `cancel` ends every session.
 pub fn http_service(
     gateway: &Gateway,
     cancel: tokio_util::sync::CancellationToken,
     max_body: usize,
-) -> rmcp::transport::StreamableHttpService<
-    Session,
-    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
-> {
+) -> http::HttpFront {
     use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_cancellation_token(cancel)
         .with_max_request_body_bytes(max_body);
-    let gateway = gateway.clone();
-    rmcp::transport::StreamableHttpService::new(move || Ok(gateway.session()), Arc::default(), config)
+    let sessions = Arc::new(sessions::Sessions::new(sessions::MAX_SESSIONS));
+    let service = |config: StreamableHttpServerConfig| {
+        let gateway = gateway.clone();
+        rmcp::transport::StreamableHttpService::new(move || Ok(gateway.session()), sessions.clone(), config)
+    };
+    let plain = service(config.clone().with_sse_retry(None));
+    http::HttpFront::new(service(config), plain, sessions, max_body)
 }

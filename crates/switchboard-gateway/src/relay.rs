@@ -1,18 +1,21 @@
-//! Server-to-client requests (elicitation, sampling) from upstreams, relayed to the downstream
-//! call that caused them.
+//! Server-to-client requests (elicitation, sampling, roots) from upstreams, relayed to the
+//! downstream client they belong to, by one rule:
 //!
-//! The hub asks its [`Elicitor`] and [`Sampler`] with only the server's name: a stdio upstream
-//! does not say which request a server-to-client request belongs to, and rmcp's task-local
-//! association does not cross the hub's tasks. So the question goes to the only call in flight
-//! on that server (with several, the most recent one). It is handed to that call's own handler
-//! task ([`crate::call`]), which asks its client in the client's era: a request sent from the
-//! handler task rides the call's own HTTP response stream (rmcp's SEP-2260 routing), and a
-//! 2026-07-28 client, which takes no server-to-client requests, gets an `input_required`
-//! result instead. With no call in flight: the session that most recently declared the
-//! capability (a legacy one; asked directly), else the fallback elicitor (`serve`'s
-//! dashboard), else a decline. A client that did not declare the capability gets nothing
-//! asked: the upstream receives a decline (elicitation) or a refusal (sampling), never a hang.
-
+//! 1. The call in flight on that server, if there is one (with several, the most recent): a
+//!    stdio upstream does not say which request a server-to-client request belongs to, and
+//!    rmcp's task-local association does not cross the hub's tasks, so the hub asks with only
+//!    the server's name. The question is handed to that call's own handler task
+//!    ([`crate::call`]), which asks its client in the client's era: a request sent from the
+//!    handler task rides the call's own HTTP response stream (rmcp's SEP-2260 routing), and a
+//!    2026-07-28 client, which takes no server-to-client requests, gets an `input_required`
+//!    result instead.
+//! 2. With no call in flight (a question the server asks on its own: roots after it starts, a
+//!    later question about earlier work): the session of an earlier revision that can answer
+//!    it (it declared the capability the question needs) and that most recently made a request
+//!    to that server; if none did, the one that most recently made any request. A session that
+//!    only connected, or one that cannot answer, is not asked.
+//! 3. Else the fallback (`serve`'s dashboard), else a decline (elicitation), a refusal
+//!    (sampling), no roots: never a hang.
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -80,8 +83,40 @@ impl Ask {
 struct State {
     /// Calls in flight: call number → (server, where its questions go).
     calls: BTreeMap<u64, (String, mpsc::UnboundedSender<Ask>)>,
-    /// Sessions by the order they last made a request: session → (order, peer).
-    sessions: BTreeMap<u64, (u64, SessionPeer)>,
+    /// Sessions known, by id.
+    sessions: BTreeMap<u64, Known>,
+}
+
+/// A session, and when it last made a request (a number from the relay's count: higher is
+/// later), overall and to each server.
+struct Known {
+    peer: SessionPeer,
+    last: u64,
+    servers: std::collections::HashMap<String, u64>,
+}
+
+/// What a question needs its client to have declared.
+#[derive(Clone, Copy)]
+enum Need {
+    Elicitation,
+    Sampling,
+    Roots,
+}
+
+impl Need {
+    fn met_by(self, peer: &Peer<RoleServer>) -> bool {
+        let Some(info) = peer.peer_info() else { return false };
+        // Only sessions of earlier revisions take requests outside a call.
+        if !info.protocol_version.has_initialize() {
+            return false;
+        }
+        let caps = &info.capabilities;
+        match self {
+            Need::Elicitation => caps.elicitation.is_some(),
+            Need::Sampling => caps.sampling.is_some(),
+            Need::Roots => caps.roots.is_some(),
+        }
+    }
 }
 
 /// The hub's elicitor and sampler when a gateway is in front of it.
@@ -133,24 +168,39 @@ impl Relay {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn session_seen(&self, session: SessionPeer) {
+    /// A session made a request (the first one registers it).
+    pub(crate) fn session_used(&self, session: &SessionPeer) {
         let order = self.next.fetch_add(1, Ordering::Relaxed);
-        self.state().sessions.insert(session.id, (order, session));
+        let mut st = self.state();
+        let known = st.sessions.entry(session.id).or_insert_with(|| Known {
+            peer: session.clone(),
+            last: order,
+            servers: std::collections::HashMap::new(),
+        });
+        known.last = order;
     }
 
     pub(crate) fn session_gone(&self, id: u64) {
         self.state().sessions.remove(&id);
     }
 
-    /// Registers a call on `server`; its questions arrive on the receiver until the guard drops.
-    /// The sender is the call's own (the gateway's approver asks through it).
+    /// Registers a call on `server` made by `session`; its questions arrive on the receiver
+    /// until the guard drops. The sender is the call's own (the gateway's approver asks
+    /// through it).
     pub(crate) fn call_started(
         self: &Arc<Self>,
         server: &str,
+        session: u64,
     ) -> (CallGuard, mpsc::UnboundedSender<Ask>, mpsc::UnboundedReceiver<Ask>) {
         let call = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
-        self.state().calls.insert(call, (server.to_string(), tx.clone()));
+        let mut st = self.state();
+        st.calls.insert(call, (server.to_string(), tx.clone()));
+        if let Some(known) = st.sessions.get_mut(&session) {
+            known.servers.insert(server.to_string(), call);
+            known.last = call;
+        }
+        drop(st);
         (CallGuard { relay: self.clone(), call }, tx, rx)
     }
 
@@ -160,14 +210,16 @@ impl Relay {
         st.calls.values().rev().find(|(srv, tx)| srv == server && !tx.is_closed()).map(|(_, tx)| tx.clone())
     }
 
-    /// The legacy session that most recently made a request, if any.
-    fn recent_session(&self) -> Option<SessionPeer> {
+    /// Who answers a question of `server` that no call in flight can take (rule 2 of the
+    /// module): among the sessions that can answer it, the one that most recently made a
+    /// request to `server`, else the one that most recently made any.
+    fn recent_session(&self, server: &str, need: Need) -> Option<SessionPeer> {
         let st = self.state();
         st.sessions
             .values()
-            .filter(|(_, s)| s.peer.peer_info().is_some_and(|i| i.protocol_version.has_initialize()))
-            .max_by_key(|(order, _)| *order)
-            .map(|(_, s)| s.clone())
+            .filter(|k| need.met_by(&k.peer.peer))
+            .max_by_key(|k| (k.servers.get(server).copied(), k.last))
+            .map(|k| k.peer.clone())
     }
 
     fn fallback(&self) -> Option<Arc<dyn Elicitor>> {
@@ -222,7 +274,7 @@ impl Elicitor for Relay {
                 }
                 return ElicitationAnswer::Cancel;
             }
-            if let Some(session) = self.recent_session() {
+            if let Some(session) = self.recent_session(&request.server, Need::Elicitation) {
                 return ask_session(session, request).await;
             }
             match self.fallback() {
@@ -248,9 +300,7 @@ impl Sampler for Relay {
                 call.send(Ask::Sample { request, reply }).map_err(|_| "the call ended".to_string())?;
                 return answer.await.map_err(|_| "the call ended".to_string())?;
             }
-            let session = self.recent_session();
-            let samples = |s: &SessionPeer| s.peer.peer_info().and_then(|i| i.capabilities.sampling.clone()).is_some();
-            if let Some(session) = session.as_ref().filter(|s| samples(s)) {
+            if let Some(session) = self.recent_session(&request.server, Need::Sampling) {
                 return session
                     .peer
                     .create_message(request.params)
@@ -258,19 +308,18 @@ impl Sampler for Relay {
                     .map_err(|e| format!("the client refused: {e}"));
             }
             let fallback = self.sampling_fallback.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            match (fallback, session) {
+            let connected = !self.state().sessions.is_empty();
+            match (fallback, connected) {
                 (Some(f), _) => f.create_message(request).await,
-                (None, Some(_)) => Err("the client in front of the gateway does not offer sampling".into()),
-                (None, None) => Err("no MCP client is connected to the gateway".into()),
+                (None, true) => Err("no client in front of the gateway offers sampling".into()),
+                (None, false) => Err("no MCP client is connected to the gateway".into()),
             }
         })
     }
 }
 
-/// The client's roots are what upstreams see: those of the client whose call is in flight on
-/// that server, else of the legacy session that made the last request; a client without the
-/// capability has none to give, so the upstream sees an empty list (never the gateway's own
-/// folder).
+/// The client's roots are what upstreams see, from the client the module's rule picks; with
+/// none that offers roots, the upstream sees an empty list (never the gateway's own folder).
 impl RootsSource for Relay {
     fn roots(
         &self,
@@ -287,10 +336,7 @@ impl RootsSource for Relay {
                 }
                 return Some(empty());
             }
-            let Some(session) = self.recent_session() else { return Some(empty()) };
-            if session.peer.peer_info().and_then(|i| i.capabilities.roots.clone()).is_none() {
-                return Some(empty());
-            }
+            let Some(session) = self.recent_session(&server, Need::Roots) else { return Some(empty()) };
             Some(session.peer.list_roots().await.unwrap_or_else(|_| empty()))
         })
     }

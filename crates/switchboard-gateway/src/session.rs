@@ -30,6 +30,8 @@ pub struct Session {
     registered: AtomicBool,
     /// Its first list has waited for the servers still starting (see [`START_WAIT`]).
     listed: AtomicBool,
+    /// When it began: its `initialize` and first list wait together until [`START_WAIT`] after.
+    born: tokio::time::Instant,
 }
 
 impl Drop for Session {
@@ -58,7 +60,13 @@ fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
 impl Session {
     pub(crate) fn new(shared: Arc<Shared>) -> Session {
         let id = shared.new_session_id();
-        Session { shared, id, registered: AtomicBool::new(false), listed: AtomicBool::new(false) }
+        Session {
+            shared,
+            id,
+            registered: AtomicBool::new(false),
+            listed: AtomicBool::new(false),
+            born: tokio::time::Instant::now(),
+        }
     }
 
     /// Records the session's peer and profile on its first request.
@@ -70,9 +78,10 @@ impl Session {
         if !self.registered.swap(true, Ordering::AcqRel) {
             let state = SessionState { peer: Some(ctx.peer.clone()), profile: profile.clone(), ..Default::default() };
             self.shared.sessions().insert(self.id, state);
-            if let Some(relay) = &self.shared.relay {
-                relay.session_seen(SessionPeer { id: self.id, peer: ctx.peer.clone() });
-            }
+        }
+        // The relay picks who answers a question outside any call by who made a request last.
+        if let Some(relay) = &self.shared.relay {
+            relay.session_used(&SessionPeer { id: self.id, peer: ctx.peer.clone() });
         }
         Ok(profile)
     }
@@ -93,17 +102,21 @@ impl Session {
     /// start quickly; those that take longer are told with `list_changed` when they arrive.
     async fn list_view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         if !self.listed.swap(true, Ordering::AcqRel) {
-            self.wait_started(ctx).await;
+            self.wait_started(ctx, self.first_deadline()).await;
         }
         self.view(ctx).await
     }
 
-    /// Waits, within [`START_WAIT`], for the servers this client sees to finish their first
-    /// start.
-    async fn wait_started(&self, ctx: &RequestContext<RoleServer>) {
+    /// Waits for the servers this client sees to finish their first start, until `deadline`.
+    async fn wait_started(&self, ctx: &RequestContext<RoleServer>, deadline: tokio::time::Instant) {
         let Ok(filter) = self.shared.filter(asked_profile(ctx).as_deref()) else { return };
         let started = self.shared.hub.started(|name| filter.server(name));
-        let _ = tokio::time::timeout(START_WAIT, started).await;
+        let _ = tokio::time::timeout_at(deadline, started).await;
+    }
+
+    /// [`START_WAIT`] after the session began: `initialize` and its first list share it.
+    fn first_deadline(&self) -> tokio::time::Instant {
+        self.born + START_WAIT
     }
 
     /// Finds something in the client's view; when it is not there and a server the client sees
@@ -122,7 +135,7 @@ impl Session {
         if !self.shared.hub.starting(|name| filter.server(name)) {
             return Ok((view, None));
         }
-        self.wait_started(ctx).await;
+        self.wait_started(ctx, tokio::time::Instant::now() + START_WAIT).await;
         let view = self.view(ctx).await?;
         let found = find(&view);
         Ok((view, found))
@@ -144,7 +157,7 @@ impl Session {
         if let Some(server) = self.shared.transparent_server() {
             self.shared.hub.started(|name| name == server).await;
         } else {
-            self.wait_started(ctx).await;
+            self.wait_started(ctx, self.first_deadline()).await;
         }
     }
 
@@ -232,8 +245,9 @@ impl Session {
     }
 }
 
-/// How long `initialize`, a session's first list, and a request naming something not (yet)
-/// in its view wait for the servers it sees that are still on their first start (a
+/// How long a session's `initialize` and first list (together, from the session's start), and
+/// a request naming something not (yet) in its view, wait for the servers it sees that are
+/// still on their first start (a
 /// transparent gateway's `initialize` waits for its one upstream whatever it takes: its answer
 /// is that server's). Nothing waits for a server that is reconnecting: a call to it waits in
 /// the hub, a request to another server does not wait at all.
@@ -356,7 +370,9 @@ impl ServerHandler for Session {
             }),
         };
         let state = request.request_state.clone();
-        match crate::call::run(&self.shared, work, state.as_deref(), request.input_responses.as_ref(), ctx).await? {
+        match crate::call::run(&self.shared, self.id, work, state.as_deref(), request.input_responses.as_ref(), ctx)
+            .await?
+        {
             Done::Tool(r) => Ok(CallToolResponse::Complete(r)),
             Done::Input(i) => Ok(CallToolResponse::InputRequired(i)),
             _ => Err(McpError::internal_error("a parked request of another kind was resumed as tools/call", None)),
@@ -388,7 +404,9 @@ impl ServerHandler for Session {
         let work = Work::Prompt { server, name, arguments: request.arguments.clone() };
         let work = request.request_state.is_none().then_some(work);
         let state = request.request_state.clone();
-        match crate::call::run(&self.shared, work, state.as_deref(), request.input_responses.as_ref(), ctx).await? {
+        match crate::call::run(&self.shared, self.id, work, state.as_deref(), request.input_responses.as_ref(), ctx)
+            .await?
+        {
             Done::Prompt(r) => Ok(GetPromptResponse::Complete(r)),
             Done::Input(i) => Ok(GetPromptResponse::InputRequired(i)),
             _ => Err(McpError::internal_error("a parked request of another kind was resumed as prompts/get", None)),
@@ -451,7 +469,9 @@ impl ServerHandler for Session {
         let work = Work::Resource { server: owner.server, uri: owner.uri, exposed: request.uri.clone() };
         let work = request.request_state.is_none().then_some(work);
         let state = request.request_state.clone();
-        let done = crate::call::run(&self.shared, work, state.as_deref(), request.input_responses.as_ref(), ctx).await;
+        let done =
+            crate::call::run(&self.shared, self.id, work, state.as_deref(), request.input_responses.as_ref(), ctx)
+                .await;
         match done.map_err(|e| not_found(e, &request.uri, modern))? {
             Done::Resource(r) => Ok(ReadResourceResponse::Complete(r)),
             Done::Input(i) => Ok(ReadResourceResponse::InputRequired(i)),

@@ -184,3 +184,156 @@ fn a_lower_case_bearer_scheme_is_accepted() {
     }
     drop(gateway);
 }
+
+/// Gemini CLI 0.61 got no tools over HTTP: its SDK (`@modelcontextprotocol/sdk` 1.23.0, newest
+/// revision 2025-06-18) runs `JSON.parse` on the SSE priming event's empty data and drops the
+/// server. That SDK's own client now lists and calls; a client of 2025-11-25 still gets the
+/// priming event (SEP-1699), one of 2025-06-18 does not.
+#[test]
+fn priming_only_for_clients_that_take_it() {
+    let home = Home::new(false);
+    let (gateway, url) = common::http_gateway(&home, &[]);
+    let sdk = switchboard_testkit::npm_folder("sdk-1.23", &["@modelcontextprotocol/sdk@1.23.0"]);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/old_sdk_client.mjs");
+    let out = std::process::Command::new("node")
+        .arg(script)
+        .arg(&sdk)
+        .arg(&url)
+        .arg(home.token())
+        .arg("mcp__fx__echo")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|_| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success(), "{v}");
+    assert_eq!(v["protocol"], "2025-06-18", "{v}");
+    assert!(v["tools"].as_array().is_some_and(|t| t.iter().any(|n| n == "mcp__fx__echo")), "{v}");
+    assert!(v["text"].as_str().unwrap_or_default().contains("from an old client"), "{v}");
+
+    let client = reqwest::blocking::Client::new();
+    let first_event = |version: &str| {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+        let body = client
+            .post(&url)
+            .bearer_auth(home.token())
+            .header("accept", "application/json, text/event-stream")
+            .json(&init)
+            .send()
+            .unwrap()
+            .text()
+            .unwrap();
+        body.split("\n\n").next().unwrap_or_default().to_string()
+    };
+    let newer = first_event("2025-11-25");
+    assert!(newer.contains("retry:") && !newer.contains("\"result\""), "a priming event first: {newer:?}");
+    let older = first_event("2025-06-18");
+    assert!(!older.contains("retry:") && older.contains("\"result\""), "the answer first: {older:?}");
+    drop(gateway);
+}
+
+/// Two requests with the same id in one session: the second is refused at once (before, its
+/// POST stayed open for good with keep-alive comments only), the first answered; the id may be
+/// used again once the first is answered.
+#[test]
+fn over_http_a_request_whose_id_is_in_flight_is_refused() {
+    let home = Home::new(false);
+    let (gateway, url) = common::http_gateway(&home, &[]);
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
+    let post = |session: Option<&str>, body: serde_json::Value| {
+        let mut r = client
+            .post(&url)
+            .bearer_auth(home.token())
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(s) = session {
+            r = r.header("mcp-session-id", s);
+        }
+        r.json(&body).send().unwrap()
+    };
+    let init = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    drop(init.text());
+    post(Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let slow = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "mcp__fx__slow", "arguments": {"ms": 500, "steps": 1}}});
+    let (first, second) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| post(Some(&session), slow.clone()).text().unwrap());
+        std::thread::sleep(Duration::from_millis(150));
+        let started = Instant::now();
+        let second = post(Some(&session), slow.clone()).text().unwrap();
+        assert!(started.elapsed() < Duration::from_millis(400), "the duplicate waited {:?}", started.elapsed());
+        (first.join().unwrap(), second)
+    });
+    assert!(second.contains("-32600") && second.contains("still in flight"), "{second}");
+    assert!(first.contains("slept"), "{first}");
+    let again = post(Some(&session), slow).text().unwrap();
+    assert!(again.contains("slept"), "{again}");
+    drop(gateway);
+}
+
+/// Resident memory of `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A client that opens sessions without end (before: 5,000 took 380 MB, given back only after
+/// five idle minutes): at most `MAX_SESSIONS` are kept, the least recently used one gives way
+/// (its client is told 404, as for any session the server forgot), and the newest works.
+#[test]
+fn sessions_are_capped_and_the_least_recently_used_gives_way() {
+    let home = Home::new(false);
+    let (gateway, url) = common::http_gateway(&home, &[]);
+    let client = reqwest::blocking::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let open = || {
+        let r = client
+            .post(&url)
+            .bearer_auth(home.token())
+            .header("accept", "application/json, text/event-stream")
+            .json(&init)
+            .send()
+            .unwrap();
+        let id = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+        drop(r.text());
+        id
+    };
+    let list = |session: &str| {
+        client
+            .post(&url)
+            .bearer_auth(home.token())
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+            .send()
+            .unwrap()
+            .status()
+    };
+    let pid = gateway.id();
+    let first = open();
+    assert_eq!(list(&first), 200);
+    let before = rss_kib(pid);
+    let total = switchboard_gateway::MAX_SESSIONS * 2;
+    let mut last = String::new();
+    for _ in 0..total {
+        last = open();
+    }
+    let after = rss_kib(pid);
+    assert_eq!(list(&first), 404, "the least recently used session is closed at the cap");
+    assert_eq!(list(&last), 200);
+    println!("{total} sessions opened: rss {before} KiB before, {after} KiB after");
+    assert!(after < before + 200 * 1024, "the gateway grew from {before} to {after} KiB");
+    drop(gateway);
+}

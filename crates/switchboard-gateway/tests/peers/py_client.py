@@ -42,9 +42,17 @@ async def run(read, write, out):
         init = await session.initialize()
         out["server"] = init.server_info.name if hasattr(init, "server_info") else init.serverInfo.name
         await session.set_logging_level("debug")
-        tools = [t.name for t in (await session.list_tools()).tools]
+        # The gateway's first list waits 5 s at most for servers still starting (a loaded
+        # machine can start the fixture later): list again until its tools are there, within 20 s.
+        wanted = ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"]
+        deadline = anyio.current_time() + 20
+        while True:
+            tools = [t.name for t in (await session.list_tools()).tools]
+            if all(n in tools for n in wanted) or anyio.current_time() > deadline:
+                break
+            await anyio.sleep(0.2)
         out["tools"] = len(tools)
-        out["has"] = all(n in tools for n in ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"])
+        out["has"] = all(n in tools for n in wanted)
         r = await session.call_tool("mcp__fx__add", {"a": 2, "b": 3})
         sc = getattr(r, "structured_content", None) or getattr(r, "structuredContent", None) or {}
         out["sum"] = sc.get("sum")

@@ -47,9 +47,16 @@ try {
   };
   out.server = client.getServerVersion()?.name;
   await client.setLoggingLevel("debug");
-  const tools = (await client.listTools()).tools.map((t) => t.name);
+  // The gateway's first list waits 5 s at most for servers still starting (a loaded machine
+  // can start the fixture later): list again until its tools are there, within 20 s.
+  const wanted = ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"];
+  let tools = [];
+  for (const started = Date.now(); Date.now() - started < 20000; await new Promise((r) => setTimeout(r, 200))) {
+    tools = (await client.listTools()).tools.map((t) => t.name);
+    if (wanted.every((n) => tools.includes(n))) break;
+  }
   out.tools = tools.length;
-  out.has = ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"].every((n) => tools.includes(n));
+  out.has = wanted.every((n) => tools.includes(n));
   const sum = await client.callTool({ name: "mcp__fx__add", arguments: { a: 2, b: 3 } });
   out.sum = sum.structuredContent?.sum;
   watching = true;

@@ -65,20 +65,48 @@ impl Callback {
     }
 
     /// Waits for the browser to come back; returns the full callback URL and the connection
-    /// to answer once the login is finished.
+    /// to answer once the login is finished. Takes the first callback, whatever its `state`:
+    /// a login that knows its state waits with [`Callback::wait_for`].
     pub async fn wait(&self) -> Result<(String, Responder), CallbackError> {
+        self.wait_where(|_| true).await
+    }
+
+    /// Waits for the browser to come back with this login's `state` (as OpenCode does): a
+    /// callback with another state (an old browser tab, a forged request) is refused with a
+    /// page that says so, and the wait goes on.
+    pub async fn wait_for(&self, state: &str) -> Result<(String, Responder), CallbackError> {
+        self.wait_where(|target| query_value(target, "state").as_deref() == Some(state)).await
+    }
+
+    async fn wait_where(&self, ours: impl Fn(&str) -> bool) -> Result<(String, Responder), CallbackError> {
         loop {
             let (mut stream, _) = self.listener.accept().await?;
             let Some(target) = read_target(&mut stream).await else {
                 continue;
             };
-            if target.split('?').next() == Some(CALLBACK_PATH) {
+            if target.split('?').next() != Some(CALLBACK_PATH) {
+                let page = "<!doctype html><title>Not found</title><p>This is switchboard's login callback.</p>";
+                let _ = respond(&mut stream, "404 Not Found", page).await;
+                continue;
+            }
+            if ours(&target) {
                 return Ok((format!("http://127.0.0.1:{}{target}", self.port), Responder { stream }));
             }
-            let page = "<!doctype html><title>Not found</title><p>This is switchboard's login callback.</p>";
-            let _ = respond(&mut stream, "404 Not Found", page).await;
+            tracing::warn!("a login callback with another `state` was refused (an old browser tab, or forged)");
+            let (_, html) = page(Err(
+                "this page is not from the login switchboard is waiting for: its state does not match (an old \
+                 browser tab, or a request made elsewhere). Nothing was changed; the login goes on waiting for the \
+                 tab switchboard opened",
+            ));
+            let _ = respond(&mut stream, "400 Bad Request", &html).await;
         }
     }
+}
+
+/// The decoded value of `name` in a request target's query.
+fn query_value(target: &str, name: &str) -> Option<String> {
+    let query = target.split_once('?')?.1;
+    form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
 }
 
 impl Responder {
@@ -169,6 +197,31 @@ mod tests {
         let page = get(port, "/oauth/callback?code=abc&state=xyz").await;
         assert!(page.starts_with("HTTP/1.1 200") && page.contains("demo &lt;srv&gt;"), "{page}");
         assert_eq!(waiting.await.expect("join"), format!("http://127.0.0.1:{port}/oauth/callback?code=abc&state=xyz"));
+    }
+
+    /// A stale tab (or a forged request) with another `state` does not end the login: it is
+    /// refused with a page that says so, and the right callback is still taken.
+    #[tokio::test]
+    async fn a_callback_with_another_state_is_refused_and_the_wait_goes_on() {
+        let callback = Callback::bind(0).await.expect("bind");
+        let port =
+            callback.redirect_uri().split(':').nth(2).and_then(|p| p.split('/').next()?.parse().ok()).expect("port");
+        let waiting = tokio::spawn(async move {
+            let (url, responder) = callback.wait_for("st-ours+1").await.expect("wait");
+            responder.finish(Ok("demo")).await;
+            url
+        });
+        let refused = get(port, "/oauth/callback?code=stolen&state=st-old").await;
+        assert!(refused.starts_with("HTTP/1.1 400") && refused.contains("does not match"), "{refused}");
+        let refused = get(port, "/oauth/callback?code=stolen").await;
+        assert!(refused.starts_with("HTTP/1.1 400"), "no state at all: {refused}");
+        assert!(!waiting.is_finished(), "the login still waits");
+        let page = get(port, "/oauth/callback?code=abc&state=st-ours%2B1").await;
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        assert_eq!(
+            waiting.await.expect("join"),
+            format!("http://127.0.0.1:{port}/oauth/callback?code=abc&state=st-ours%2B1")
+        );
     }
 
     #[tokio::test]

@@ -84,6 +84,13 @@ impl Login {
         self.session.get_authorization_url()
     }
 
+    /// The `state` the browser brings back to this login's callback (from the authorization
+    /// URL), for a callback listener that takes only its own.
+    pub fn state(&self) -> Option<String> {
+        let url = reqwest::Url::parse(self.authorization_url()).ok()?;
+        url.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned())
+    }
+
     /// Where the browser is sent back.
     pub fn redirect_uri(&self) -> &str {
         &self.session.redirect_uri

@@ -1,0 +1,242 @@
+//! The Streamable HTTP front: rmcp's `StreamableHttpService`, twice over one session manager,
+//! behind a look at each request that decides what rmcp cannot decide per client:
+//!
+//! - The SSE priming event (an event with an id and empty `data:`, SEP-1699) only for clients
+//!   of 2025-11-25 or later, as the TypeScript SDK does: a client of an earlier revision may
+//!   `JSON.parse` every event's data and drop the server on the empty one (Gemini CLI 0.61,
+//!   on `@modelcontextprotocol/sdk` 1.23, got no tools at all). The revision is the
+//!   `initialize` request's `protocolVersion`, then the `MCP-Protocol-Version` header (absent
+//!   before 2025-06-18: no priming).
+//!   A session keeps the choice its `initialize` made ([`crate::sessions`]), which also caps
+//!   how many sessions are kept.
+//! - A request whose id is still in flight in the same session is answered with a JSON-RPC
+//!   error at once (rmcp routes answers by id: one of the two would never come, and its POST
+//!   would stay open with only keep-alive comments). The id is free again when the first
+//!   request's response ends (or its client goes away).
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use rmcp::model::RequestId;
+use rmcp::transport::StreamableHttpService;
+use tower_service::Service;
+
+use crate::Session;
+use crate::sessions::{PRIMED, Sessions};
+
+type Inner = StreamableHttpService<Session, Sessions>;
+type Response = http::Response<BoxBody<Bytes, Infallible>>;
+
+/// Requests in flight, by session and id.
+type InFlight = Arc<Mutex<HashSet<(Arc<str>, RequestId)>>>;
+
+/// The first revision whose clients take the priming event.
+const PRIMING_FROM: &str = "2025-11-25";
+
+/// The `/mcp` service: see the module.
+#[derive(Clone)]
+pub struct HttpFront {
+    primed: Inner,
+    plain: Inner,
+    sessions: Arc<Sessions>,
+    in_flight: InFlight,
+    max_body: usize,
+}
+
+impl std::fmt::Debug for HttpFront {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpFront").finish_non_exhaustive()
+    }
+}
+
+impl HttpFront {
+    pub(crate) fn new(primed: Inner, plain: Inner, sessions: Arc<Sessions>, max_body: usize) -> HttpFront {
+        HttpFront { primed, plain, sessions, in_flight: Arc::default(), max_body }
+    }
+
+    /// The HTTP sessions kept now (clients of 2025-11-25 and earlier).
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Hands the request to rmcp's service that primes, or the one that does not; a session
+    /// it makes primes the same way.
+    async fn pass<B>(&self, primed: bool, request: http::Request<B>) -> Response
+    where
+        B: http_body::Body + Send + 'static,
+        B::Error: std::fmt::Display,
+        B::Data: Send + 'static,
+    {
+        let mut service = if primed { self.primed.clone() } else { self.plain.clone() };
+        ok(PRIMED.scope(primed, service.call(request)).await)
+    }
+
+    async fn handle<B>(self, request: http::Request<B>) -> Response
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let header_version =
+            request.headers().get("mcp-protocol-version").and_then(|v| v.to_str().ok()).map(str::to_string);
+        if request.method() != http::Method::POST {
+            let primed = header_version.is_some_and(|v| v.as_str() >= PRIMING_FROM);
+            return self.pass(primed, request).await;
+        }
+        let session = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+        let (parts, body) = request.into_parts();
+        let bytes = match Limited::new(body, self.max_body).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) => return too_large_or_bad(&e.to_string(), self.max_body),
+        };
+        let peek = serde_json::from_slice::<Peek>(&bytes).ok();
+        let version = match &peek {
+            Some(Peek { method: Some(m), params: Some(p), .. }) if m == "initialize" => p.protocol_version.clone(),
+            _ => header_version,
+        };
+        let primed = version.is_some_and(|v| v.as_str() >= PRIMING_FROM);
+        let request = http::Request::from_parts(parts, Full::new(bytes));
+        // A request (a method and an id) in a session: its id must not be one in flight.
+        let key = match (session, peek) {
+            (Some(session), Some(Peek { method: Some(_), id: Some(id), .. })) => Some((session, id)),
+            _ => None,
+        };
+        let Some(key) = key else { return self.pass(primed, request).await };
+        if !self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone()) {
+            return in_flight(&key.1);
+        }
+        let guard = Free { set: self.in_flight.clone(), key: Some(key) };
+        let response = self.pass(primed, request).await;
+        response.map(|body| BoxBody::new(Guarded { body, _free: guard }))
+    }
+}
+
+impl<B> Service<http::Request<B>> for HttpFront
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::fmt::Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.handle(request).await) })
+    }
+}
+
+fn ok(r: Result<Response, Infallible>) -> Response {
+    match r {
+        Ok(r) => r,
+        Err(e) => match e {},
+    }
+}
+
+/// What is looked at in a request body (the rest is skipped, not kept).
+#[derive(serde::Deserialize)]
+struct Peek {
+    method: Option<String>,
+    id: Option<RequestId>,
+    params: Option<PeekParams>,
+}
+
+#[derive(serde::Deserialize)]
+struct PeekParams {
+    #[serde(rename = "protocolVersion")]
+    protocol_version: Option<String>,
+}
+
+/// The answer to a request whose id is in flight in its session.
+fn in_flight(id: &RequestId) -> Response {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32600,
+        "message": format!("Invalid Request: a request with id {id} is still in flight in this session"),
+    }});
+    json_response(http::StatusCode::OK, &body)
+}
+
+fn too_large_or_bad(why: &str, max: usize) -> Response {
+    let (status, message) = if why.contains("length limit") {
+        (http::StatusCode::PAYLOAD_TOO_LARGE, format!("the request body is over {max} bytes"))
+    } else {
+        (http::StatusCode::BAD_REQUEST, format!("the request body could not be read: {why}"))
+    };
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message}});
+    json_response(status, &body)
+}
+
+fn json_response(status: http::StatusCode, body: &serde_json::Value) -> Response {
+    let bytes = Bytes::from(serde_json::to_vec(body).unwrap_or_default());
+    let mut response = http::Response::new(BoxBody::new(Full::new(bytes)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
+}
+
+/// Frees a request's id in its session when dropped.
+struct Free {
+    set: InFlight,
+    key: Option<(Arc<str>, RequestId)>,
+}
+
+impl Drop for Free {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.set.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+        }
+    }
+}
+
+/// A response body that frees its request's id once it has ended or been dropped.
+struct Guarded {
+    body: BoxBody<Bytes, Infallible>,
+    _free: Free,
+}
+
+impl http_body::Body for Guarded {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_is_peeked_at_without_keeping_the_rest() {
+        let p: Peek = serde_json::from_str(
+            r#"{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"x":[1,2]}}}"#,
+        )
+        .unwrap_or_else(|_| unreachable!());
+        assert_eq!(p.method.as_deref(), Some("initialize"));
+        assert_eq!(p.params.and_then(|p| p.protocol_version).as_deref(), Some("2025-06-18"));
+        assert_eq!(p.id, Some(RequestId::String("a".into())));
+        assert!("2025-06-18" < PRIMING_FROM && "2026-07-28" >= PRIMING_FROM && "2025-11-25" >= PRIMING_FROM);
+    }
+}

@@ -1,0 +1,152 @@
+//! The HTTP front's sessions (clients of 2025-11-25 and earlier): rmcp's `LocalSessionManager`
+//! twice, one that primes each request's event stream (SEP-1699) and one that does not, each
+//! session kept by the one chosen when it was made ([`PRIMED`], set by [`crate::http`] from
+//! the client's `initialize`); and a cap on how many are kept ([`MAX_SESSIONS`]): at the cap,
+//! the one used least recently is closed (its client gets 404 and starts a new one, as the
+//! transport spec says), so a client that opens sessions without end cannot grow the gateway
+//! without bound.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use futures::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{RestoreOutcome, ServerSseMessage, SessionId, SessionManager};
+
+/// Sessions kept at most (each one about 80 KB with its worker and buffers).
+pub const MAX_SESSIONS: usize = 1024;
+
+tokio::task_local! {
+    /// Whether a session made by this request primes its streams.
+    pub(crate) static PRIMED: bool;
+}
+
+/// See the module.
+pub(crate) struct Sessions {
+    primed: LocalSessionManager,
+    plain: LocalSessionManager,
+    /// Session → whether it primes, and when it was last used.
+    kinds: Mutex<HashMap<SessionId, (bool, Instant)>>,
+    max: usize,
+}
+
+type Manager = LocalSessionManager;
+type Error = <Manager as SessionManager>::Error;
+
+impl Sessions {
+    pub(crate) fn new(max: usize) -> Sessions {
+        let mut plain = LocalSessionManager::default();
+        plain.session_config.sse_retry = None;
+        Sessions { primed: LocalSessionManager::default(), plain, kinds: Mutex::default(), max }
+    }
+
+    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, (bool, Instant)>> {
+        self.kinds.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The manager of `id`, its use noted.
+    fn of(&self, id: &SessionId) -> &Manager {
+        let mut kinds = self.kinds();
+        match kinds.get_mut(id) {
+            Some((primed, last)) => {
+                *last = Instant::now();
+                if *primed { &self.primed } else { &self.plain }
+            }
+            None => &self.primed,
+        }
+    }
+
+    /// Makes room for one more: forgets sessions their manager closed (idle expiry), then
+    /// closes the one used least recently while at the cap.
+    async fn make_room(&self) {
+        if self.kinds().len() < self.max {
+            return;
+        }
+        let known: Vec<(SessionId, bool)> = self.kinds().iter().map(|(id, (p, _))| (id.clone(), *p)).collect();
+        for (id, primed) in known {
+            let manager = if primed { &self.primed } else { &self.plain };
+            if !manager.sessions.read().await.contains_key(&id) {
+                self.kinds().remove(&id);
+            }
+        }
+        while self.kinds().len() >= self.max {
+            let oldest = self.kinds().iter().min_by_key(|(_, (_, last))| *last).map(|(id, (p, _))| (id.clone(), *p));
+            let Some((id, primed)) = oldest else { break };
+            tracing::info!("{} HTTP sessions open: the one used least recently is closed", self.max);
+            self.kinds().remove(&id);
+            let manager = if primed { &self.primed } else { &self.plain };
+            let _ = manager.close_session(&id).await;
+        }
+    }
+
+    /// How many sessions are kept.
+    pub(crate) fn len(&self) -> usize {
+        self.kinds().len()
+    }
+}
+
+impl SessionManager for Sessions {
+    type Error = Error;
+    type Transport = <Manager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        self.make_room().await;
+        let primed = PRIMED.try_with(|p| *p).unwrap_or(true);
+        let manager = if primed { &self.primed } else { &self.plain };
+        let (id, transport) = manager.create_session().await?;
+        self.kinds().insert(id.clone(), (primed, Instant::now()));
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.of(id).initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.of(id).has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        let manager = self.of(id);
+        let closed = manager.close_session(id).await;
+        self.kinds().remove(id);
+        closed
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.of(id).create_stream(id, message).await
+    }
+
+    async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
+        self.of(id).accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.of(id).create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.of(id).resume(id, last_event_id).await
+    }
+
+    async fn restore_session(&self, _id: SessionId) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        Ok(RestoreOutcome::NotSupported)
+    }
+}

@@ -3,10 +3,12 @@ switchboard's OAuth tests: dynamic registration, PKCE, an authorize endpoint tha
 once (an HTTP client following redirects plays the browser), short-lived access tokens and
 refresh tokens that rotate on every use (a used one is refused with `invalid_grant`).
 
-`python py_oauth_server.py PORT TTL_SECONDS [--no-registration] [--secret-ttl N]` serves
-http://127.0.0.1:PORT/mcp; `--no-registration` leaves dynamic client registration off (clients
-must be pre-registered); `--secret-ttl N` gives every registered client a secret that expires
-after N seconds (`client_secret_expires_at`). Clients and tokens live in memory: a restart forgets them.
+`python py_oauth_server.py PORT TTL_SECONDS [--no-registration] [--secret-ttl N] [--issuer URL]`
+serves http://127.0.0.1:PORT/mcp; `--no-registration` leaves dynamic client registration off
+(clients must be pre-registered); `--secret-ttl N` gives every registered client a secret that
+expires after N seconds (`client_secret_expires_at`); `--issuer URL` names the authorization
+server by another address (a proxy in front of this same process, which a test can take down
+while the resource server stays up). Clients and tokens live in memory: a restart forgets them.
 """
 import secrets
 import sys
@@ -43,6 +45,7 @@ if SECRET_TTL is not None:
 
     _routes.build_metadata = _post_only
 BASE = f"http://127.0.0.1:{PORT}"
+ISSUER = sys.argv[sys.argv.index("--issuer") + 1] if "--issuer" in sys.argv else BASE
 
 
 class Provider:
@@ -120,7 +123,7 @@ mcp = MCPServer(
     "python-oauth-peer",
     auth_server_provider=provider,
     auth=AuthSettings(
-        issuer_url=BASE,
+        issuer_url=ISSUER,
         resource_server_url=f"{BASE}/mcp",
         client_registration_options=ClientRegistrationOptions(
             enabled=REGISTRATION,

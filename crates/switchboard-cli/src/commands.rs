@@ -205,8 +205,9 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         }
         Command::Auth { server: None, .. } => bail!("name a server: `switchboard auth NAME` (or `--list`)"),
         Command::Dashboard { print_url } => crate::serve::dashboard(ctx, print_url).await,
-        Command::Serve { port, bind, allow_remote, hosts, origins } => {
-            crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins }).await
+        Command::Serve { port, bind, allow_remote, hosts, origins, public_url } => {
+            crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins, public_url })
+                .await
         }
         Command::Gateway {
             http,

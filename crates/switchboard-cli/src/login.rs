@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::json;
-use switchboard::Hub;
 use switchboard::auth::{Callback, LoginInfo, TokenStore, list_logins};
 use switchboard::config::{LoadedConfig, ServerEntry, TransportConfig};
 use switchboard::status::ServerStatus;
+use switchboard::{Comeback, Hub};
 use tokio::io::AsyncBufReadExt;
 
 use crate::render::{self, table};
@@ -21,11 +21,11 @@ use crate::render::{self, table};
 /// How long a login waits for the browser.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The configured remote server `name`'s URL and callback port.
-fn remote(loaded: &LoadedConfig, name: &str) -> Result<(String, u16)> {
+/// The configured remote server `name`'s URL.
+fn remote(loaded: &LoadedConfig, name: &str) -> Result<String> {
     match loaded.servers.get(name) {
         Some(ServerEntry::Valid(config)) => match &config.transport {
-            TransportConfig::Http(http) => Ok((http.url.clone(), http.oauth.callback_port)),
+            TransportConfig::Http(http) => Ok(http.url.clone()),
             _ => bail!("`{name}` is a local (stdio) server: it has no login"),
         },
         Some(_) => bail!("`{name}` is not a valid server entry (see `switchboard config check`)"),
@@ -43,7 +43,7 @@ pub struct How {
 
 /// `switchboard auth <server>`.
 pub async fn login(loaded: &LoadedConfig, hub: &Hub, store: &TokenStore, server: &str, how: How) -> Result<u8> {
-    let (url, port) = remote(loaded, server)?;
+    let url = remote(loaded, server)?;
     // Logged in already, and it works: nothing to do unless asked.
     let stored =
         store.entry(&url).ok().flatten().is_some_and(|e| e.credentials.is_some_and(|c| c.token_response.is_some()));
@@ -66,11 +66,11 @@ pub async fn login(loaded: &LoadedConfig, hub: &Hub, store: &TokenStore, server:
     let status = if hub.logs_in_without_browser(server)? {
         hub.login_without_browser(server).await?
     } else {
-        match browser_login(hub, server, port, how.no_browser, how.print_url).await {
+        match browser_login(hub, server, how.no_browser, how.print_url).await {
             // The registered client was refused and is forgotten: once more, with a new one.
             Err(e) if matches!(e.downcast_ref(), Some(switchboard::Error::ClientRefused { .. })) => {
                 note!("{e}: logging in once more");
-                browser_login(hub, server, port, how.no_browser, how.print_url).await?
+                browser_login(hub, server, how.no_browser, how.print_url).await?
             }
             other => other?,
         }
@@ -78,12 +78,21 @@ pub async fn login(loaded: &LoadedConfig, hub: &Hub, store: &TokenStore, server:
     report(server, &status, how.print_url)
 }
 
-async fn browser_login(hub: &Hub, server: &str, port: u16, no_browser: bool, print_url: bool) -> Result<ServerStatus> {
-    let callback = Callback::bind(port).await?;
-    let redirect = callback.redirect_uri();
+async fn browser_login(hub: &Hub, server: &str, no_browser: bool, print_url: bool) -> Result<ServerStatus> {
+    // A registered redirect URI that is not a loopback address cannot be listened on here:
+    // the person pastes the address the browser ended on.
+    let (callback, redirect) = match hub.login_comeback(server)? {
+        Comeback::Registered(uri) => (Callback::bind_redirect(&uri).await?, uri),
+        Comeback::Loopback { port, .. } => {
+            let callback = Callback::bind(port).await?;
+            let redirect = callback.redirect_uri();
+            (Some(callback), redirect)
+        }
+        _ => bail!("switchboard does not know where this login comes back"),
+    };
     let login = hub.begin_login(server, &redirect).await?;
     let url = login.authorization_url().to_string();
-    let can_paste = std::io::stdin().is_terminal() || no_browser;
+    let can_paste = std::io::stdin().is_terminal() || no_browser || callback.is_none();
     if print_url {
         out!("{url}");
         std::io::stdout().flush()?;
@@ -120,9 +129,10 @@ async fn browser_login(hub: &Hub, server: &str, port: u16, no_browser: bool, pri
     // Only this login's callback ends the wait (a stale tab's is refused with a page).
     let state = login.state();
     let waiting = async {
-        match &state {
-            Some(state) => callback.wait_for(state).await,
-            None => callback.wait().await,
+        match (&callback, &state) {
+            (Some(callback), Some(state)) => callback.wait_for(state).await,
+            (Some(callback), None) => callback.wait().await,
+            (None, _) => std::future::pending().await,
         }
     };
     let (callback_url, responder) = tokio::select! {
@@ -238,7 +248,7 @@ fn expiry(l: &LoginInfo) -> String {
 
 /// `switchboard logout <server> [--forget-client]`.
 pub async fn logout(loaded: &LoadedConfig, store: &TokenStore, server: &str, forget_client: bool) -> Result<u8> {
-    let (url, _) = remote(loaded, server)?;
+    let url = remote(loaded, server)?;
     let had = switchboard::auth::logout(store, &url, server).await?;
     let forgot = forget_client && switchboard::auth::forget_client(store, &url, server).await?;
     match (had, forget_client, forgot) {

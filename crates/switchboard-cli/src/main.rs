@@ -281,6 +281,11 @@ pub enum Command {
         /// `https://app.example`; repeatable. None by default.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         origins: Vec<String>,
+        /// The address browsers reach this server by, when a proxy in front does not say it in
+        /// `Forwarded` or `X-Forwarded-*` (OAuth logins from the dashboard come back to
+        /// `URL/oauth/callback`), e.g. `https://sb.example`.
+        #[arg(long, value_name = "URL")]
+        public_url: Option<String>,
     },
     /// Every configured server as one MCP server: on stdio (for an agent's config:
     /// `{"command": "switchboard", "args": ["gateway"]}`), or on Streamable HTTP with `--http`.

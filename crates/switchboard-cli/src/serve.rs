@@ -18,6 +18,7 @@ pub struct Listen {
     pub allow_remote: bool,
     pub hosts: Vec<String>,
     pub origins: Vec<String>,
+    pub public_url: Option<String>,
 }
 
 pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
@@ -59,6 +60,13 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     options.allow_remote = listen.allow_remote;
     options.hosts = listen.hosts;
     options.cors_origins = listen.origins;
+    if let Some(url) = &listen.public_url {
+        let ok = reqwest::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+        if !ok {
+            return Err(anyhow!("--public-url {url}: write it as http(s)://host[:port][/path]"));
+        }
+    }
+    options.public_url = listen.public_url;
     if !listen.bind.is_loopback() {
         note!(
             "warning: answering the network over plain HTTP: the token and session cookie cross it unencrypted \

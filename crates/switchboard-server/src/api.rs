@@ -36,6 +36,9 @@ pub struct AppState {
     pub sampling: Option<Arc<crate::sampling::SamplingQueue>>,
     /// The token counter, once a request asked for token counts.
     pub tokens: Arc<std::sync::OnceLock<Arc<switchboard::catalog::tokens::TokenCounter>>>,
+    /// The address browsers reach this server by, when it is not the one they send in `Host`
+    /// (`--public-url`, behind a proxy).
+    pub public_url: Option<String>,
 }
 
 pub(crate) type ApiResult<T> = Result<T, ApiError>;

@@ -83,6 +83,9 @@ pub struct ServeOptions {
     /// A gateway over the same hub: `/mcp` then answers MCP clients (Streamable HTTP, both
     /// eras) with the same token, so the dashboard and agents share one set of connections.
     pub gateway: Option<switchboard_gateway::Gateway>,
+    /// The address browsers reach this server by (`https://sb.example`), behind a proxy that
+    /// does not say it in `Forwarded` / `X-Forwarded-*`: where OAuth logins come back.
+    pub public_url: Option<String>,
 }
 
 impl ServeOptions {
@@ -99,6 +102,7 @@ impl ServeOptions {
             approvals: None,
             sampling: None,
             gateway: None,
+            public_url: None,
         }
     }
 }
@@ -201,6 +205,7 @@ fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> ap
         approvals,
         sampling,
         tokens: Arc::default(),
+        public_url: options.public_url.clone(),
     }
 }
 

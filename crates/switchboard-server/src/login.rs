@@ -85,17 +85,74 @@ pub async fn start(
         let server = find(&app.hub, &name)?.into();
         return Ok(Json(AuthStarted { authorization_url: None, redirect_uri: None, server }));
     }
-    // The browser comes back to the address it reached this server by (checked by the Host
-    // guard), so the login works wherever the dashboard is open.
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
-    let redirect_uri = format!("http://{host}/oauth/callback");
+    // Where the browser comes back: a redirect URI registered with the authorization server,
+    // or the loopback callback when the config chose its port or pre-registered the client
+    // (listened on here for this login, as the CLI does); else this server's own
+    // `/oauth/callback` at the address the browser reached it by (its public URL, or the
+    // scheme and host a TLS-terminating proxy says it forwarded), so the login works wherever
+    // the dashboard is open.
+    let own = || format!("{}/oauth/callback", public_base(&headers, app.public_url.as_deref()));
+    let (redirect_uri, listener) = match app.hub.login_comeback(&name)? {
+        switchboard::Comeback::Registered(uri) => {
+            let listener = switchboard::auth::Callback::bind_redirect(&uri).await.map_err(callback_error)?;
+            (uri, listener)
+        }
+        switchboard::Comeback::Loopback { port, chosen: true } => {
+            let listener = switchboard::auth::Callback::bind(port).await.map_err(callback_error)?;
+            (listener.redirect_uri(), Some(listener))
+        }
+        _ => (own(), None),
+    };
     let login = app.hub.begin_login(&name, &redirect_uri).await?;
     let url = login.authorization_url().to_string();
     let state = state_of(&url)
         .ok_or_else(|| ApiError::new(StatusCode::BAD_GATEWAY, "auth_failed", "the authorization URL has no state"))?;
-    app.logins.add(state, login);
+    match listener {
+        Some(listener) => {
+            let hub = app.hub.clone();
+            tokio::spawn(async move {
+                let came = tokio::time::timeout(LOGIN_TIMEOUT, listener.wait_for(&state)).await;
+                let Ok(Ok((callback_url, responder))) = came else {
+                    tracing::info!("the login's browser did not come back to {}", listener.redirect_uri());
+                    return;
+                };
+                let server = login.server().to_string();
+                let outcome = hub.finish_login(login, &callback_url).await;
+                let why = outcome.as_ref().err().map(ToString::to_string);
+                responder.finish(why.as_deref().map_or(Ok(server.as_str()), Err)).await;
+            });
+        }
+        None => app.logins.add(state, login),
+    }
     let server = find(&app.hub, &name)?.into();
     Ok(Json(AuthStarted { authorization_url: Some(url), redirect_uri: Some(redirect_uri), server }))
+}
+
+fn callback_error(e: switchboard::auth::CallbackError) -> ApiError {
+    ApiError::new(StatusCode::CONFLICT, "callback_unavailable", e.to_string())
+}
+
+/// The address a browser reaches this server by: `--public-url` when given, else the scheme
+/// and host a TLS-terminating proxy says it forwarded (`Forwarded: proto=https;host=...`, or
+/// `X-Forwarded-Proto` / `X-Forwarded-Host`), else `http://` and the `Host` (which the Host
+/// guard checked).
+pub(crate) fn public_base(headers: &HeaderMap, public_url: Option<&str>) -> String {
+    if let Some(url) = public_url {
+        return url.trim_end_matches('/').to_string();
+    }
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // The first hop's (the proxy nearest the browser) of RFC 7239's list.
+    let forwarded = get("forwarded").and_then(|f| f.split(',').next()).unwrap_or_default();
+    let pair = |key: &str| {
+        forwarded.split(';').find_map(|kv| {
+            let (k, v) = kv.trim().split_once('=')?;
+            k.eq_ignore_ascii_case(key).then(|| v.trim_matches('"').to_string())
+        })
+    };
+    let first = |name: &str| get(name).and_then(|v| v.split(',').next()).map(|v| v.trim().to_string());
+    let proto = pair("proto").or_else(|| first("x-forwarded-proto")).filter(|p| p == "https" || p == "http");
+    let host = pair("host").or_else(|| first("x-forwarded-host")).or_else(|| get("host").map(str::to_string));
+    format!("{}://{}", proto.as_deref().unwrap_or("http"), host.unwrap_or_default())
 }
 
 fn conflict(e: switchboard::Error) -> ApiError {
@@ -139,8 +196,7 @@ pub async fn callback(State(app): State<AppState>, uri: Uri, headers: HeaderMap)
         );
     };
     let server = login.server().to_string();
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
-    let url = format!("http://{host}{uri}");
+    let url = format!("{}{uri}", public_base(&headers, app.public_url.as_deref()));
     match app.hub.finish_login(login, &url).await {
         Ok(_) => page(StatusCode::OK, Ok(&server)),
         Err(e) => page(StatusCode::BAD_REQUEST, Err(&e.to_string())),
@@ -169,4 +225,37 @@ pub async fn new_link(State(app): State<AppState>, headers: HeaderMap) -> Result
         login_url: format!("http://{host}/login?code={code}"),
         expires_in: crate::security::LINK_LIFETIME.as_secs(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, axum::http::HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn the_public_address_follows_a_tls_proxy_or_the_configured_url() {
+        let plain = headers(&[("host", "127.0.0.1:7341")]);
+        assert_eq!(public_base(&plain, None), "http://127.0.0.1:7341");
+        let proxied = headers(&[
+            ("host", "sb.internal:7341"),
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-host", "sb.example"),
+        ]);
+        assert_eq!(public_base(&proxied, None), "https://sb.example");
+        let rfc = headers(&[
+            ("host", "sb.internal"),
+            ("forwarded", "for=1.2.3.4;proto=https;host=\"sb.example:8443\", proto=http"),
+        ]);
+        assert_eq!(public_base(&rfc, None), "https://sb.example:8443");
+        let odd = headers(&[("host", "h"), ("x-forwarded-proto", "gopher")]);
+        assert_eq!(public_base(&odd, None), "http://h", "only http and https");
+        assert_eq!(public_base(&proxied, Some("https://mcp.example/sb/")), "https://mcp.example/sb");
+    }
 }

@@ -50,8 +50,8 @@ pub mod workspace;
 pub use connection::handler::Progress;
 pub use error::Error;
 pub use hub::{
-    CallOptions, Completing, ConfigWatch, Hub, HubOptions, HubView, Reconnect, ReloadReport, ServerInfo, ToolOutput,
-    ViewFilter,
+    CallOptions, Comeback, Completing, ConfigWatch, Hub, HubOptions, HubView, Reconnect, ReloadReport, ServerInfo,
+    ToolOutput, ViewFilter,
 };
 pub use paths::Paths;
 

@@ -423,3 +423,126 @@ async fn a_callback_that_is_not_this_logins_is_refused() {
     assert_eq!(status.state(), "connected");
     hub.shutdown().await;
 }
+
+/// A TCP proxy on a port of its own, which can be taken down (the port refuses connections,
+/// those open are cut) and brought back on the same port.
+struct Proxy {
+    port: u16,
+    target: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Proxy {
+    fn new(port: u16, target: u16) -> Proxy {
+        let mut p = Proxy { port, target, stop: Default::default(), open: Default::default(), thread: None };
+        p.up();
+        p
+    }
+
+    fn up(&mut self) {
+        use std::sync::atomic::Ordering;
+        self.stop.store(false, Ordering::SeqCst);
+        let listener = std::net::TcpListener::bind(("127.0.0.1", self.port)).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let (stop, open, target) = (self.stop.clone(), self.open.clone(), self.target);
+        self.thread = Some(std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let Ok((client, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                client.set_nonblocking(false).unwrap();
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", target)) else { continue };
+                open.lock().unwrap().extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
+                let (mut c1, s1) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || std::io::copy(&mut c1, &mut s1.try_clone().unwrap()).ok());
+                let (mut c2, mut s2) = (client, server);
+                std::thread::spawn(move || std::io::copy(&mut s2, &mut c2).ok());
+            }
+        }));
+    }
+
+    fn down(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// An authorization server that cannot be reached is not a login to do: the server is
+/// `failed` for want of its network (tried again with the usual backoff), not `needs_auth`,
+/// and a long-running hub connects by itself once the authorization server is back.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_authorization_server_that_is_down_is_tried_again_not_a_login_to_do() {
+    let proxy_port = free_port();
+    let issuer = format!("http://127.0.0.1:{proxy_port}");
+    let (_server, port) = python_oauth_server(2, &["--issuer", &issuer]);
+    let mut proxy = Proxy::new(proxy_port, port);
+    let env = common::TestEnv::new();
+    let config = json!({"servers": {"py": {"url": format!("http://127.0.0.1:{port}/mcp")}}});
+    let hub = env.hub(&config).await;
+    let redirect = format!("http://127.0.0.1:{}/oauth/callback", free_port());
+    let login = hub.begin_login("py", &redirect).await.unwrap();
+    assert!(login.authorization_url().starts_with(&issuer), "{}", login.authorization_url());
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let answer = browser.get(login.authorization_url()).send().await.unwrap();
+    let location = answer.headers()[reqwest::header::LOCATION].to_str().unwrap().to_string();
+    assert_eq!(hub.finish_login(login, &location).await.unwrap().state(), "connected");
+    hub.shutdown().await;
+
+    // The authorization server goes away; the access token expires.
+    proxy.down();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let hub = env.hub(&config).await;
+    let status = common::settled(&hub, "py").await.unwrap();
+    let shown = serde_json::to_value(&status).unwrap();
+    assert_eq!(shown["state"], "failed", "{shown}");
+    assert_eq!(shown["kind"], "network_unreachable", "not a login to do: {shown}");
+    let message = shown["message"].as_str().unwrap_or_default();
+    assert!(message.contains("authorization server") && message.contains(&issuer), "{message}");
+    assert!(shown["retry"].is_object(), "tried again: {shown}");
+
+    // Back: the hub connects by itself (backoff 1 s, 2 s, 4 s...).
+    proxy.up();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if hub.status("py").is_some_and(|s| s.state() == "connected") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not connected again: {:?}", hub.status("py"));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    hub.shutdown().await;
+}
+
+/// A redirect URI registered with the authorization server (`oauth.redirect_uri`) is used as it
+/// is: `switchboard auth` listens on its port and path.
+#[test]
+fn the_cli_login_comes_back_to_a_registered_redirect_uri() {
+    let (_server, port) = python_oauth_server(3600, &[]);
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    let redirect = format!("http://localhost:{}/sso/done", free_port());
+    std::fs::write(
+        home.dir.path().join("user.json"),
+        json!({"servers": {"py": {"url": format!("http://127.0.0.1:{port}/mcp"), "oauth": {"redirect_uri": redirect}}}})
+            .to_string(),
+    )
+    .unwrap();
+    let (page, url) = home.login("py");
+    let encoded: String = form_urlencoded::byte_serialize(redirect.as_bytes()).collect();
+    assert!(url.contains(&format!("redirect_uri={encoded}")), "{url}");
+    assert!(page.contains("Logged in"), "{page}");
+    assert_eq!(state(&home.json(&["list", "--json"]), "py").0, "connected");
+}

@@ -40,7 +40,12 @@ pub enum CallbackError {
 #[derive(Debug)]
 pub struct Callback {
     listener: TcpListener,
+    /// `localhost` may reach the IPv6 loopback first: listened on too when it can be.
+    v6: Option<TcpListener>,
     port: u16,
+    /// The redirect URI as registered, when it is not the default one.
+    uri: Option<String>,
+    path: String,
 }
 
 /// The browser connection that brought the callback, waiting for its page.
@@ -56,12 +61,43 @@ impl Callback {
             if e.kind() == std::io::ErrorKind::AddrInUse { CallbackError::PortInUse { port } } else { e.into() }
         })?;
         let port = listener.local_addr()?.port();
-        Ok(Callback { listener, port })
+        Ok(Callback { listener, v6: None, port, uri: None, path: CALLBACK_PATH.into() })
+    }
+
+    /// Binds the port of a pre-registered loopback redirect URI (`http://localhost:8080/cb`),
+    /// to receive the browser on its path. `None` when the URI is not a loopback one (the
+    /// browser then comes back elsewhere: to `serve`, or to a page whose address is pasted).
+    pub async fn bind_redirect(uri: &str) -> Result<Option<Callback>, CallbackError> {
+        let Some((host, port, path)) = loopback(uri) else { return Ok(None) };
+        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrInUse { CallbackError::PortInUse { port } } else { e.into() }
+        })?;
+        let v6 = match host.as_str() {
+            "localhost" | "[::1]" => {
+                TcpListener::bind(SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port))).await.ok()
+            }
+            _ => None,
+        };
+        Ok(Some(Callback { listener, v6, port, uri: Some(uri.to_string()), path }))
     }
 
     /// The redirect URI to register and send in the authorization request.
     pub fn redirect_uri(&self) -> String {
-        format!("http://127.0.0.1:{}{CALLBACK_PATH}", self.port)
+        match &self.uri {
+            Some(uri) => uri.clone(),
+            None => format!("http://127.0.0.1:{}{CALLBACK_PATH}", self.port),
+        }
+    }
+
+    /// The next connection, on either listener.
+    async fn accept(&self) -> std::io::Result<TcpStream> {
+        match &self.v6 {
+            Some(v6) => tokio::select! {
+                a = self.listener.accept() => a.map(|(s, _)| s),
+                a = v6.accept() => a.map(|(s, _)| s),
+            },
+            None => self.listener.accept().await.map(|(s, _)| s),
+        }
     }
 
     /// Waits for the browser to come back; returns the full callback URL and the connection
@@ -80,17 +116,20 @@ impl Callback {
 
     async fn wait_where(&self, ours: impl Fn(&str) -> bool) -> Result<(String, Responder), CallbackError> {
         loop {
-            let (mut stream, _) = self.listener.accept().await?;
+            let mut stream = self.accept().await?;
             let Some(target) = read_target(&mut stream).await else {
                 continue;
             };
-            if target.split('?').next() != Some(CALLBACK_PATH) {
+            if target.split('?').next() != Some(self.path.as_str()) {
                 let page = "<!doctype html><title>Not found</title><p>This is switchboard's login callback.</p>";
                 let _ = respond(&mut stream, "404 Not Found", page).await;
                 continue;
             }
             if ours(&target) {
-                return Ok((format!("http://127.0.0.1:{}{target}", self.port), Responder { stream }));
+                let query = target.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
+                let base = self.redirect_uri();
+                let base = base.split('?').next().unwrap_or_default();
+                return Ok((format!("{base}{query}"), Responder { stream }));
             }
             tracing::warn!("a login callback with another `state` was refused (an old browser tab, or forged)");
             let (_, html) = page(Err(
@@ -101,6 +140,16 @@ impl Callback {
             let _ = respond(&mut stream, "400 Bad Request", &html).await;
         }
     }
+}
+
+/// The host (as written), port and path of a loopback `http://` redirect URI.
+fn loopback(uri: &str) -> Option<(String, u16, String)> {
+    let url = reqwest::Url::parse(uri).ok()?;
+    let host = url.host_str()?.to_string();
+    let loopback = host == "localhost"
+        || host.trim_matches(|c| c == '[' || c == ']').parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback());
+    (url.scheme() == "http" && loopback)
+        .then(|| (host, url.port_or_known_default().unwrap_or(80), url.path().to_string()))
 }
 
 /// The decoded value of `name` in a request target's query.

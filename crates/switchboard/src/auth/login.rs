@@ -40,6 +40,15 @@ pub enum LoginError {
     /// The callback URL is not one this login produced.
     #[error("{0}")]
     BadCallback(String),
+    /// The authorization server could not be reached (refused, timed out, no route, TLS): not
+    /// a login to do, a server to try again later.
+    #[error("its authorization server cannot be reached at {url} ({cause})")]
+    Unreachable {
+        /// The address asked.
+        url: String,
+        /// What the network said.
+        cause: String,
+    },
     /// A step of the OAuth protocol failed.
     #[error("{step}: {message}")]
     Protocol {
@@ -287,8 +296,30 @@ pub(super) async fn discover(
             );
             Ok(metadata)
         }
+        Err(AuthError::DiscoveryRequestFailed { url, source }) => {
+            Err(LoginError::Unreachable { url: url.to_string(), cause: causes(&*source) })
+        }
+        Err(AuthError::HttpError(e)) if e.is_connect() || e.is_timeout() => Err(LoginError::Unreachable {
+            url: e.url().map(ToString::to_string).unwrap_or_else(|| http.url.clone()),
+            cause: causes(&e),
+        }),
         Err(e) => Err(protocol("discovery")(e)),
     }
+}
+
+/// An error and its sources, as one line.
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// Starts a login: discovery, a client identity (configured id, then a client ID metadata

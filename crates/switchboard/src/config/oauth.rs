@@ -9,6 +9,7 @@
 //!   "client_metadata_url": "https://example.com/switchboard.json",  // SEP-991 CIMD
 //!   "scopes": ["files:read"],                  // default: the server's challenge, else its list
 //!   "callback_port": 19876,                    // 0: any free port
+//!   "redirect_uri": "http://localhost:8080/callback", // a pre-registered one (else the loopback callback)
 //!   "grant": "authorization_code",             // or "client_credentials", "enterprise", "jwt_bearer"
 //!   "private_key_file": "~/keys/sb.pem",       // client_credentials with private_key_jwt
 //!   "signing_algorithm": "ES256",
@@ -133,6 +134,13 @@ pub struct OAuthConfig {
     pub scopes: Vec<String>,
     /// Port of the loopback callback (`0`: any free port).
     pub callback_port: u16,
+    /// Whether the config named `callback_port` (a login from the dashboard then comes back to
+    /// that loopback port too, as one from the CLI does).
+    pub callback_port_configured: bool,
+    /// A redirect URI registered with the authorisation server out of band, used as it is by
+    /// every login (the CLI and the dashboard listen on its port and path when it is a
+    /// loopback address; another address must reach `serve`'s `/oauth/callback`).
+    pub redirect_uri: Option<String>,
     /// Which grant.
     pub grant: OAuthGrant,
     /// A PEM private key for `private_key_jwt` client authentication (client credentials).
@@ -155,6 +163,8 @@ impl Default for OAuthConfig {
             client_metadata_url: None,
             scopes: Vec::new(),
             callback_port: DEFAULT_CALLBACK_PORT,
+            callback_port_configured: false,
+            redirect_uri: None,
             grant: OAuthGrant::AuthorizationCode,
             private_key_file: None,
             signing_algorithm: None,
@@ -173,6 +183,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("callback_port", &self.callback_port)
+            .field("redirect_uri", &self.redirect_uri)
             .field("grant", &self.grant)
             .field("private_key_file", &self.private_key_file)
             .field("signing_algorithm", &self.signing_algorithm)
@@ -278,18 +289,36 @@ pub(crate) fn parse(
         Some(Value::String(s)) if s == "auto" => DpopMode::Auto,
         Some(other) => return fail("dpop", format!("must be \"auto\", true or false, found {other}")),
     };
-    let callback_port = match obj.remove("callback_port") {
-        None | Some(Value::Null) => DEFAULT_CALLBACK_PORT,
+    let (callback_port, callback_port_configured) = match obj.remove("callback_port") {
+        None | Some(Value::Null) => (DEFAULT_CALLBACK_PORT, false),
         Some(v) => match v.as_u64().and_then(|p| u16::try_from(p).ok()) {
-            Some(p) => p,
+            Some(p) => (p, true),
             None => return fail("callback_port", format!("must be a port number 0-65535, found {v}")),
         },
+    };
+    let redirect_uri = match obj.remove("redirect_uri").or_else(|| obj.remove("redirectUri")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            let s = expand("oauth.redirect_uri", &s)?;
+            let url =
+                reqwest::Url::parse(&s).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            match url {
+                Some(u) if u.fragment().is_none() => Some(s),
+                _ => {
+                    return fail(
+                        "redirect_uri",
+                        format!("must be an absolute http(s) URL without a fragment, found `{s}`"),
+                    );
+                }
+            }
+        }
+        Some(other) => return fail("redirect_uri", format!("must be a string, found {other}")),
     };
     if let Some((key, _)) = obj.into_iter().next() {
         return fail(
             &key,
-            "unknown field (known: client_id, client_secret, client_metadata_url, scopes, callback_port, grant, \
-             private_key_file, signing_algorithm, enterprise, assertion, assertion_file, dpop)",
+            "unknown field (known: client_id, client_secret, client_metadata_url, scopes, callback_port, \
+             redirect_uri, grant, private_key_file, signing_algorithm, enterprise, assertion, assertion_file, dpop)",
         );
     }
     let grant = match grant.as_deref() {
@@ -365,6 +394,8 @@ pub(crate) fn parse(
         client_metadata_url,
         scopes,
         callback_port,
+        callback_port_configured,
+        redirect_uri,
         grant,
         private_key_file: private_key_file.map(|p| crate::paths::expand_home(&p)),
         signing_algorithm,

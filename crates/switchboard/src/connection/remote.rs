@@ -60,12 +60,18 @@ pub(super) async fn start(
     // client-credentials exchange. Not with a static bearer token.
     let manager = match &http.bearer_token_env_var {
         Some(_) => None,
-        None => crate::auth::connect::connection_manager(&config.name, http, &ctx.tokens).await.map_err(|e| {
-            with_url(StartFailure::new(
-                FailureKind::NeedsAuth,
-                format!("OAuth: {e}; run `switchboard auth {}`", config.name),
-            ))
-        })?,
+        None => {
+            crate::auth::connect::connection_manager(&config.name, http, &ctx.tokens).await.map_err(|e| match e {
+                // Not a login to do: the server is tried again with the usual backoff.
+                crate::auth::LoginError::Unreachable { .. } => {
+                    with_url(StartFailure::new(FailureKind::NetworkUnreachable, format!("OAuth: {e}")))
+                }
+                e => with_url(StartFailure::new(
+                    FailureKind::NeedsAuth,
+                    format!("OAuth: {e}; run `switchboard auth {}`", config.name),
+                )),
+            })?
+        }
     };
     let oauth = manager.is_some();
     let client = HttpClient::new()

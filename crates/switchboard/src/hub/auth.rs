@@ -3,6 +3,23 @@
 //! logout, and the list of stored logins (never a token).
 
 use super::Hub;
+
+/// Where a browser login comes back ([`Hub::login_comeback`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Comeback {
+    /// `http://127.0.0.1:<port>/oauth/callback`, the loopback callback.
+    Loopback {
+        /// The port (`0`: any free one).
+        port: u16,
+        /// The config named the port, or the client is pre-registered (its redirect URI is
+        /// then the loopback one it was registered with): every login, the dashboard's too,
+        /// comes back there.
+        chosen: bool,
+    },
+    /// A redirect URI registered with the authorization server (`oauth.redirect_uri`).
+    Registered(String),
+}
 use crate::auth::{Login, LoginInfo, TokenStore};
 use crate::config::{HttpConfig, OAuthGrant, TransportConfig};
 use crate::error::Error;
@@ -34,6 +51,21 @@ impl Hub {
     /// `enterprise`): then [`Hub::login_without_browser`], else [`Hub::begin_login`].
     pub fn logs_in_without_browser(&self, server: &str) -> Result<bool, Error> {
         Ok(self.http_config(server)?.oauth.grant != OAuthGrant::AuthorizationCode)
+    }
+
+    /// Where a browser login of `server` comes back, as its `oauth` block says: a redirect URI
+    /// registered with the authorization server, else the loopback callback on
+    /// `oauth.callback_port` (for a host with an address of its own, such as `serve`, only when
+    /// the port was chosen or the client is pre-registered: see [`Comeback`]).
+    pub fn login_comeback(&self, server: &str) -> Result<Comeback, Error> {
+        let oauth = self.http_config(server)?.oauth;
+        Ok(match oauth.redirect_uri {
+            Some(uri) => Comeback::Registered(uri),
+            None => Comeback::Loopback {
+                port: oauth.callback_port,
+                chosen: oauth.callback_port_configured || oauth.client_id.is_some(),
+            },
+        })
     }
 
     /// Starts a browser login for a server; the browser must come back to `redirect_uri`

@@ -33,6 +33,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 
+pub use auth::Comeback;
 pub use calls::{CallOptions, ToolOutput};
 pub use complete::Completing;
 pub use follow::ConfigWatch;

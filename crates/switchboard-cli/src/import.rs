@@ -163,8 +163,15 @@ fn report(
             let verb = if dry_run { "would add" } else { "added" };
             let line = match &p.action {
                 Action::Add => format!("{verb} {}", p.name),
-                Action::Rename { from } => {
-                    format!("{verb} {} as {} (the name is taken by another server)", safe(from), p.name)
+                Action::Rename { from, why } => {
+                    let why = match why {
+                        switchboard::config::RenameReason::Characters => {
+                            "switchboard names take letters, digits, `_`, `-` and `.`"
+                        }
+                        switchboard::config::RenameReason::TooLong => "the name is over 64 characters",
+                        _ => "the name is taken by another server",
+                    };
+                    format!("{verb} {} as {} ({why})", safe(from), p.name)
                 }
                 Action::AlreadyThere { name } => format!("{} is there already (as {name})", p.name),
                 Action::Duplicate { of } => format!("{} is the same server as in {}", p.name, shown(of)),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{TestEnv, args, fixture, node_peer, text};
 use serde_json::{Value, json};
-use switchboard::config::{self, Action, InputStore, KnownFile, LoadOptions, ServerEntry, Tool};
+use switchboard::config::{self, Action, InputStore, KnownFile, LoadOptions, RenameReason, ServerEntry, Tool};
 use switchboard::events::Event;
 use switchboard::status::ServerStatus;
 use switchboard::{CallOptions, Hub, HubOptions};
@@ -237,7 +237,12 @@ fn import_renames_collisions_skips_what_is_there_and_keeps_comments_and_inputs()
         &desktop,
         &json!({"mcpServers": {
             "github": {"url": "https://api.githubcopilot.com/mcp/", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}},
-            "ws": {"type": "ws", "url": "wss://x"}
+            "ws": {"type": "ws", "url": "wss://x"},
+            // Names switchboard cannot use as they are, and seed 000's spelling of a remote one.
+            "Jira Cloud (work)": {"command": "uvx", "args": ["jira-mcp"]},
+            "ünï/code": {"command": "uvx", "args": ["code-mcp"]},
+            "a-very-long-name-that-someone-typed-into-their-claude-desktop-config-by-hand": {"command": "uvx", "args": ["long"]},
+            "docs": {"type": "url", "url": "https://docs.example/mcp"}
         }}),
     );
     let vscode = s.home.join(".config/Code/User/mcp.json");
@@ -260,7 +265,7 @@ fn import_renames_collisions_skips_what_is_there_and_keeps_comments_and_inputs()
     let what = |tool: Tool, name: &str| {
         plan.iter()
             .find(|p| {
-                p.tool == tool && (p.name == name || matches!(&p.action, Action::Rename { from } if from == name))
+                p.tool == tool && (p.name == name || matches!(&p.action, Action::Rename { from, .. } if from == name))
             })
             .unwrap_or_else(|| panic!("{tool:?} {name}: {plan:#?}"))
     };
@@ -271,8 +276,21 @@ fn import_renames_collisions_skips_what_is_there_and_keeps_comments_and_inputs()
     assert_eq!(what(Tool::Cursor, "my tool").name, "my-tool");
     assert!(matches!(&what(Tool::ClaudeDesktop, "ws").action, Action::Skip { reason } if reason.contains("ws")));
     assert_eq!(what(Tool::Vscode, "postgres").action, Action::Add);
+    // Renamed, not dropped, each saying why.
+    let renamed = |from: &str, to: &str, why: RenameReason| {
+        let p = what(Tool::ClaudeDesktop, from);
+        assert_eq!((p.name.as_str(), &p.action), (to, &Action::Rename { from: from.into(), why }), "{plan:#?}");
+    };
+    renamed("Jira Cloud (work)", "Jira-Cloud-work", RenameReason::Characters);
+    renamed("ünï/code", "n-code", RenameReason::Characters);
+    renamed(
+        "a-very-long-name-that-someone-typed-into-their-claude-desktop-config-by-hand",
+        "a-very-long-name-that-someone-typed-into-their-claude-de",
+        RenameReason::TooLong,
+    );
+    assert_eq!(what(Tool::ClaudeDesktop, "docs").action, Action::Add, "`type: url` is a remote server");
 
-    assert_eq!(config::apply_import(&plan, &target, Some(&store)).unwrap(), 3);
+    assert_eq!(config::apply_import(&plan, &target, Some(&store)).unwrap(), 7);
     let written = std::fs::read_to_string(&target).unwrap();
     assert!(written.contains("// my own servers"), "comments kept: {written}");
     assert!(written.contains("Bearer ${GITHUB_TOKEN}"), "the reference stays one: {written}");
@@ -283,7 +301,7 @@ fn import_renames_collisions_skips_what_is_there_and_keeps_comments_and_inputs()
     options.env.insert("GITHUB_TOKEN".into(), "t".into());
     let loaded = config::load(&options);
     assert!(loaded.inputs_missing.is_empty(), "{:?}", loaded.inputs_missing);
-    for name in ["github", "github-claude-desktop", "fs", "my-tool", "postgres"] {
+    for name in ["github", "github-claude-desktop", "fs", "my-tool", "postgres", "Jira-Cloud-work", "n-code", "docs"] {
         assert!(
             matches!(loaded.servers.get(name), Some(ServerEntry::Valid(_))),
             "{name}: {:?}",
@@ -293,4 +311,39 @@ fn import_renames_collisions_skips_what_is_there_and_keeps_comments_and_inputs()
     // Importing again adds nothing.
     let again = config::plan_import(&config::scan(&files, &s.project, &Default::default()), &target, &[]);
     assert!(again.iter().all(|p| !p.writes()), "{again:#?}");
+}
+
+/// A relative `cwd` in the person's own file is taken from the workspace the host runs in (as
+/// ZCode does), so one entry serves each project; in a project's file, from that file's folder.
+#[test]
+fn a_relative_cwd_in_the_user_file_is_the_workspace_s() {
+    let s = Setup::new();
+    s.write(
+        &s.home.join("user.json"),
+        &json!({"servers": {"mine": {"command": "node", "args": ["x.js"], "cwd": "tools"}}}),
+    );
+    s.write(&s.project.join(".mcp.json"), &json!({"mcpServers": {"theirs": {"command": "node", "cwd": "tools"}}}));
+    let loaded = config::load(&s.options());
+    let cwd = |name: &str| match loaded.servers.get(name) {
+        Some(ServerEntry::Valid(c)) => match &c.transport {
+            switchboard::config::TransportConfig::Stdio(stdio) => stdio.cwd.clone(),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{name}: {other:?}"),
+    };
+    assert_eq!(cwd("mine"), Some(s.project.join("tools")));
+    assert_eq!(cwd("theirs"), Some(s.project.join("tools")));
+    // Elsewhere, the same user entry follows that workspace.
+    let other = s.project.parent().unwrap().join("other");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    let mut options = s.options();
+    options.cwd = other.clone();
+    let loaded = config::load(&options);
+    match loaded.servers.get("mine") {
+        Some(ServerEntry::Valid(c)) => match &c.transport {
+            switchboard::config::TransportConfig::Stdio(stdio) => assert_eq!(stdio.cwd, Some(other.join("tools"))),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
 }

@@ -329,9 +329,12 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
 
     let kind = match ty.as_deref() {
         Some("stdio" | "local") => Kind::Stdio,
-        Some("http" | "remote" | "streamable-http" | "streamableHttp" | "streamable_http") => Kind::Http,
+        // `url`: the spelling of seed 000's configs (a remote server by its URL).
+        Some("http" | "remote" | "url" | "streamable-http" | "streamableHttp" | "streamable_http") => Kind::Http,
         Some("sse") => Kind::Sse,
-        Some(other) => return err("type", format!("unknown type `{other}`: use stdio, local, http, remote or sse")),
+        Some(other) => {
+            return err("type", format!("unknown type `{other}`: use stdio, local, http, remote, url or sse"));
+        }
         None => match (&program, &url) {
             (Some(_), None) => Kind::Stdio,
             (None, Some(_)) => Kind::Http,
@@ -383,7 +386,14 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
             }
             let env = all_env;
             let cwd_as_written = cwd.clone();
-            let cwd = cwd.map(|c| x("cwd", &c).map(|c| base.join(c))).transpose()?;
+            // A relative `cwd` in a project's file (or a `--config` one) is taken from that
+            // file's folder; in the person's own file, from the workspace the host runs in (as
+            // ZCode does): the same entry then serves each project it is used in.
+            let cwd_base = match ctx.scope {
+                Scope::User => ctx.env.get("workspaceFolder").map(Path::new).unwrap_or(base),
+                Scope::Project | Scope::Cli => base,
+            };
+            let cwd = cwd.map(|c| x("cwd", &c).map(|c| cwd_base.join(c))).transpose()?;
             // A relative program path is taken relative to the file that names it.
             let command = if program.contains('/') && Path::new(&program).is_relative() {
                 base.join(&program).to_string_lossy().into_owned()

@@ -166,10 +166,13 @@ fn variables(v: &Value) -> Vec<String> {
 pub enum Action {
     /// Added under its own name.
     Add,
-    /// Added under another name: its own is taken by a different server.
+    /// Added under another name: its own cannot be a switchboard name, or is taken by a
+    /// different server.
     Rename {
         /// Its name in the source.
         from: String,
+        /// Why.
+        why: RenameReason,
     },
     /// The file written to has the same server already (under `name`).
     AlreadyThere {
@@ -186,6 +189,20 @@ pub enum Action {
         /// Why.
         reason: String,
     },
+}
+
+/// Why an imported server gets another name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RenameReason {
+    /// Its name has characters a switchboard name cannot have (spaces, `/`, letters beyond
+    /// ASCII...): they became `-`.
+    Characters,
+    /// Its name is over 64 characters.
+    TooLong,
+    /// Another server has the name.
+    Taken,
 }
 
 /// One found server and what becomes of it.
@@ -283,9 +300,16 @@ pub fn plan_import(found: &[Found], target: &Path, skip_files: &[PathBuf]) -> Ve
             let mut name = sanitize(&s.name);
             let mut action = action;
             if matches!(action, Action::Add) {
+                let why = if name == s.name {
+                    RenameReason::Taken
+                } else if s.name.len() > 64 && super::entry::validate_name(&s.name[..64.min(s.name.len())]).is_ok() {
+                    RenameReason::TooLong
+                } else {
+                    RenameReason::Characters
+                };
                 if name != s.name || taken.contains(&name) {
                     name = free_name(&name, f.source.tool, &taken);
-                    action = Action::Rename { from: s.name.clone() };
+                    action = Action::Rename { from: s.name.clone(), why };
                 }
                 taken.push(name.clone());
                 if let Some(obj) = entry.as_object_mut()
@@ -309,12 +333,20 @@ pub fn plan_import(found: &[Found], target: &Path, skip_files: &[PathBuf]) -> Ve
     planned
 }
 
-/// A server name switchboard takes (letters, digits, `_`, `-`, `.`; at most 64).
+/// A server name switchboard takes (letters, digits, `_`, `-`, `.`; at most 64): every run of
+/// other characters becomes one `-` (none at either end), cut to 56 (room for a suffix).
 fn sanitize(name: &str) -> String {
-    let s: String =
-        name.chars().map(|c| if c.is_ascii_alphanumeric() || "_-.".contains(c) { c } else { '-' }).collect();
-    let s: String = s.chars().take(56).collect();
-    if s.is_empty() { "server".into() } else { s }
+    let mut s = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || "_-.".contains(c) {
+            s.push(c);
+        } else if !s.ends_with('-') {
+            s.push('-');
+        }
+    }
+    let s: String = s.trim_matches('-').chars().take(56).collect();
+    let s = s.trim_end_matches('-');
+    if s.is_empty() { "server".into() } else { s.to_string() }
 }
 
 /// `name` with the tool's id after it (`github-cursor`), then a number, until it is free.

@@ -30,7 +30,7 @@ pub use edit::{
     EditError, NewServer, PolicyEdit, add_policy_rule, disable_server, enable_server, remove_server, write_server,
 };
 pub use foreign::{KnownFile, Note, SourceScope, Tool, known_files};
-pub use import::{Action, Found, FoundServer, Planned, apply_import, plan_import, scan};
+pub use import::{Action, Found, FoundServer, Planned, RenameReason, apply_import, plan_import, scan};
 pub use inputs::{InputDecl, InputStore, InputsError, MissingInput};
 pub use oauth::{AssertionSource, DEFAULT_CALLBACK_PORT, DpopMode, EnterpriseConfig, OAuthConfig, OAuthGrant};
 pub use policy::{AuditConfig, DefaultRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules};

@@ -44,7 +44,11 @@ pub(crate) fn attachable(ctx: &Ctx) -> Option<WorkspaceRecord> {
 
 /// The data folder's API token.
 fn token(ctx: &Ctx) -> Result<String> {
-    let path = ctx.paths.data_dir.join("serve-token");
+    token_in(&ctx.paths.data_dir)
+}
+
+fn token_in(data_dir: &std::path::Path) -> Result<String> {
+    let path = data_dir.join("serve-token");
     let bytes = switchboard::read_private(&path)?.ok_or_else(|| anyhow!("no token in {}", path.display()))?;
     Ok(String::from_utf8_lossy(&bytes).trim().to_string())
 }
@@ -52,23 +56,33 @@ fn token(ctx: &Ctx) -> Result<String> {
 /// The config of a hub whose one server is the workspace's running hub (its `/mcp`, with
 /// `profile` if one is asked for).
 pub(crate) fn attached_config(ctx: &Ctx, record: &WorkspaceRecord, profile: Option<&str>) -> Result<LoadedConfig> {
+    attached_config_for(&ctx.paths.data_dir, &ctx.loaded, record, profile)
+}
+
+/// [`attached_config`] from the data folder and the config the gateway would run itself.
+pub(crate) fn attached_config_for(
+    data_dir: &std::path::Path,
+    own: &LoadedConfig,
+    record: &WorkspaceRecord,
+    profile: Option<&str>,
+) -> Result<LoadedConfig> {
     let query = profile.map(|p| format!("?profile={p}")).unwrap_or_default();
     let entry = json!({
         "url": format!("{}/mcp{query}", record.url),
         "transport": "streamable-http",
-        "headers": {"Authorization": format!("Bearer {}", token(ctx)?)},
+        "headers": {"Authorization": format!("Bearer {}", token_in(data_dir)?)},
         // The running hub keeps each server's own timeouts; this one only bounds a call.
         "tool_timeout_ms": u64::try_from(config::MAX_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
         "keep_alive": true,
     });
-    let source = workspace::record_path(&ctx.paths.data_dir, &ctx.loaded.project_root);
+    let source = workspace::record_path(data_dir, &own.project_root);
     let (entry, diagnostics) = config::parse_server(UPSTREAM, &entry, Scope::User, &source, &Default::default());
     if let Some(d) = diagnostics.first() {
         bail!("attaching to {}: {d}", record.url);
     }
     let mut loaded = LoadedConfig::default();
-    loaded.project_root = ctx.loaded.project_root.clone();
-    loaded.secrets = ctx.loaded.secrets.clone();
+    loaded.project_root = own.project_root.clone();
+    loaded.secrets = own.secrets.clone();
     loaded.servers.insert(UPSTREAM.to_string(), entry);
     Ok(loaded)
 }

@@ -69,7 +69,7 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         && let Some(record) = crate::daemon::attachable(ctx)
         && (args.require.is_empty() || record.kind != "gateway")
     {
-        return attached(ctx, &args, &record, tool_search).await;
+        return attached(ctx, &args, &record, tool_search, names).await;
     }
     for d in ctx.loaded.diagnostics.iter().filter(|d| d.severity == switchboard::config::Severity::Error) {
         note!("config: {}", switchboard::text::for_terminal(&d.to_string()));
@@ -186,12 +186,14 @@ impl Args {
 
 /// A stdio gateway whose one upstream is the workspace's running hub: transparent (its tool
 /// names are that hub's), elicitation, sampling and roots relayed both ways; the hub keeps the
-/// servers, their sessions and tokens, and applies the policy.
+/// servers, their sessions and tokens, and applies the policy. When that hub goes away the
+/// gateway carries on by itself (see [`follow_the_hub`]).
 async fn attached(
     ctx: &Ctx,
     args: &Args,
     record: &switchboard::workspace::WorkspaceRecord,
     tool_search: ToolSearch,
+    names: Names,
 ) -> Result<u8> {
     if !args.require.is_empty() {
         crate::daemon::require_remote(ctx, record, &args.require).await?;
@@ -216,26 +218,115 @@ async fn attached(
     // Search over the workspace hub's tools happens here, on this client's view of them.
     let options = GatewayOptions::new().names(Names::Bare).tool_search(tool_search);
     let gateway = Gateway::new(hub.clone(), options, Some(relay));
-    // The hub gone: said on stderr (which agents show in their MCP logs), with what to do.
-    let mut events = hub.subscribe();
-    let (kind, pid, url) = (record.kind.clone(), record.pid, record.url.clone());
-    tokio::spawn(async move {
-        while let Ok(event) = events.recv().await {
-            if let switchboard::events::Event::StatusChanged { status, .. } = &event
-                && matches!(status.state(), "disconnected" | "failed")
-            {
-                note!(
-                    "switchboard gateway: the workspace's {kind} (pid {pid}) at {url} is gone ({}): calls fail until it is \
-                     back; restart this MCP server (it then starts its own servers, or uses a new daemon)",
-                    status.summary()
-                );
-            }
-        }
-    });
+    gateway.say_server_as(crate::daemon::UPSTREAM, &hub_name(record));
+    let follower = tokio::spawn(follow_the_hub(
+        hub.clone(),
+        gateway.clone(),
+        Following {
+            own: ctx.loaded.clone(),
+            data_dir: ctx.paths.data_dir.clone(),
+            profile: args.profile.clone(),
+            names,
+            record: record.clone(),
+        },
+    ));
     let mut stop = crate::signals::Stop::listen();
     let code = serve_stdio(&gateway, &mut stop).await;
+    follower.abort();
     close(&hub, &mut stop).await;
     Ok(code)
+}
+
+/// How an attached gateway's upstream is named in what its client reads.
+fn hub_name(record: &switchboard::workspace::WorkspaceRecord) -> String {
+    format!("the workspace's {} (pid {}) at {}", record.kind, record.pid, record.url)
+}
+
+/// What an attached gateway needs to carry on without the hub it used.
+struct Following {
+    /// The config it would run by itself.
+    own: switchboard::config::LoadedConfig,
+    data_dir: std::path::PathBuf,
+    profile: Option<String>,
+    names: Names,
+    /// The hub in use.
+    record: switchboard::workspace::WorkspaceRecord,
+}
+
+/// How often the hub's process is looked at.
+const HUB_CHECK: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Watches the hub an attached gateway uses (its process, and its connection's status). When
+/// it is gone, the gateway goes on without the agent doing anything: attached to another hub
+/// of the same workspace and config if one runs, else with its own servers (the config it
+/// would have run without a hub, names as the hub gave them). Calls in flight on the old hub
+/// fail saying so; the next call is served; the lists changed are told with `list_changed`.
+async fn follow_the_hub(hub: Hub, gateway: Gateway, mut f: Following) {
+    use switchboard::workspace::{self, Lookup};
+    let key = workspace::config_key(&f.own);
+    let mut events = hub.subscribe();
+    let mut tick = tokio::time::interval(HUB_CHECK);
+    // While the hub is not connected its lists are not to be told as gone: they come back
+    // (it reconnects, another hub, this gateway's own servers) and are told then if changed.
+    let mut held = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            event = events.recv() => match event {
+                Ok(switchboard::events::Event::StatusChanged { server, .. }) if server == crate::daemon::UPSTREAM => {}
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(_) => return,
+            },
+        }
+        let connected = hub.status(crate::daemon::UPSTREAM).is_some_and(|s| s.state() == "connected");
+        if connected {
+            held = None;
+        } else if held.is_none() {
+            held = Some(gateway.hold_list_changes());
+        }
+        if process_alive(f.record.pid) {
+            continue;
+        }
+        match workspace::find(&f.data_dir, &f.own.project_root, &key) {
+            Lookup::Live(record) if record.pid != f.record.pid => {
+                let loaded = crate::daemon::attached_config_for(&f.data_dir, &f.own, &record, f.profile.as_deref());
+                match loaded {
+                    Ok(loaded) => {
+                        note!(
+                            "switchboard gateway: {} is gone; attached to {}",
+                            hub_name(&f.record),
+                            hub_name(&record)
+                        );
+                        hub.reload(&loaded).await;
+                        gateway.say_server_as(crate::daemon::UPSTREAM, &hub_name(&record));
+                        f.record = record;
+                        continue;
+                    }
+                    Err(e) => note!("switchboard gateway: attaching to {}: {e}", hub_name(&record)),
+                }
+            }
+            _ => {}
+        }
+        note!(
+            "switchboard gateway: {} is gone; this gateway now runs the workspace's servers itself",
+            hub_name(&f.record)
+        );
+        // Told once the servers are up (within the first start's bound): not at all when the
+        // lists end up as the hub had them.
+        let held = held.take().unwrap_or_else(|| gateway.hold_list_changes());
+        gateway.set_names(f.names);
+        hub.reload(&f.own).await;
+        let _ = tokio::time::timeout(switchboard_gateway::START_WAIT, hub.started(|_| true)).await;
+        drop(held);
+        return;
+    }
+}
+
+/// Whether process `pid` still runs (a zombie counts as gone).
+fn process_alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // The state follows the command's closing parenthesis: `Z` is a zombie, `X` dead.
+    !matches!(stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()), Some('Z' | 'X') | None)
 }
 
 /// Serves MCP on stdin/stdout until stdin closes (exit code 0) or a signal (128 + it).

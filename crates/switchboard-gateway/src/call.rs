@@ -47,6 +47,8 @@ pub(crate) enum Outcome {
 pub(crate) enum Work {
     Tool {
         name: String,
+        /// The name the client called it by (its errors say that one, never the catalog's).
+        exposed: String,
         arguments: Option<rmcp::model::JsonObject>,
         caller: switchboard::policy::Caller,
         /// Answers the client gave with its first request (SEP-2322), for the upstream.
@@ -69,6 +71,7 @@ type ProgressTarget = Arc<Mutex<Option<(Peer<RoleServer>, ProgressToken)>>>;
 
 /// A call waiting for a 2026-07-28 client's answers.
 pub(crate) struct Parked {
+    names: Option<(String, String)>,
     call: Guarded,
     asks: mpsc::UnboundedReceiver<Ask>,
     pending: Vec<(String, Ask)>,
@@ -140,6 +143,8 @@ impl Drop for Guarded {
 
 /// A running call.
 struct Running {
+    /// The tool's catalog name and the one the client used.
+    names: Option<(String, String)>,
     call: Guarded,
     asks: mpsc::UnboundedReceiver<Ask>,
     guard: Option<CallGuard>,
@@ -226,6 +231,10 @@ fn start(
     let server = match &work {
         Work::Tool { name, .. } => shared.hub.catalog().tool(name).map(|e| e.server.clone()).unwrap_or_default(),
         Work::Prompt { server, .. } | Work::Resource { server, .. } => server.clone(),
+    };
+    let names = match &work {
+        Work::Tool { name, exposed, .. } if name != exposed => Some((name.clone(), exposed.clone())),
+        _ => None,
     };
     let cancel = CancellationToken::new();
     let mut options = CallOptions::new().cancel(cancel.clone());
@@ -330,7 +339,7 @@ fn start(
     });
     let armed = CancelOnDrop(Some(cancel.clone()));
     let call = Guarded { fut: Some(call), cancel: cancel.clone(), armed: true };
-    Running { call, asks, guard, cancel, progress, forwarder, armed }
+    Running { names, call, asks, guard, cancel, progress, forwarder, armed }
 }
 
 fn resume(
@@ -369,6 +378,7 @@ fn resume(
     *unpoisoned(&parked.progress) = target;
     let armed = CancelOnDrop(Some(parked.cancel.clone()));
     Running {
+        names: parked.names,
         call: parked.call,
         asks: parked.asks,
         guard: parked.guard,
@@ -387,7 +397,7 @@ async fn drive(shared: &Arc<Shared>, mut running: Running, ctx: &RequestContext<
                 if let Some(f) = &running.forwarder {
                     f.flush().await;
                 }
-                return finish(shared, done);
+                return finish(shared, done, running.names.as_ref());
             }
             Some(ask) = running.asks.recv() => {
                 if modern(ctx) {
@@ -517,6 +527,7 @@ async fn park(
         .abort_handle()
     };
     let parked = Parked {
+        names: running.names,
         call: running.call,
         asks: running.asks,
         pending,
@@ -530,7 +541,18 @@ async fn park(
     Ok(InputRequiredResult::new(Some(requests), Some(state)))
 }
 
-fn finish(shared: &Shared, outcome: Outcome) -> Result<Done, McpError> {
+/// What the hub says of a call, as the client knows it: the tool by the name the client called
+/// it by (the catalog's name, `mcp__workspace-hub__mcp__everything__get-sum` for an attached
+/// gateway, is never shown), servers as the gateway says them.
+fn said(shared: &Shared, text: String, names: Option<&(String, String)>) -> String {
+    let text = match names {
+        Some((catalog, exposed)) => text.replace(&format!("`{catalog}`"), &format!("`{exposed}`")),
+        None => text,
+    };
+    shared.said(text)
+}
+
+fn finish(shared: &Shared, outcome: Outcome, names: Option<&(String, String)>) -> Result<Done, McpError> {
     // A 2026-07-28 client needs `resultType` (the upstream may be of an earlier revision);
     // rmcp takes it off again for clients of earlier revisions.
     let complete = Some(ResultType::COMPLETE);
@@ -558,11 +580,15 @@ fn finish(shared: &Shared, outcome: Outcome) -> Result<Done, McpError> {
         // Switchboard's own refusal (the policy, the input schema) is a result the model reads,
         // not a protocol error: it can correct the call or tell the person.
         Outcome::Tool(Err(e @ (switchboard::Error::Denied { .. } | switchboard::Error::InvalidArguments { .. }))) => {
-            let mut result = CallToolResult::error(vec![ContentBlock::text(e.to_string())]);
+            let mut result = CallToolResult::error(vec![ContentBlock::text(said(shared, e.to_string(), names))]);
             result.result_type = complete;
             Ok(Done::Tool(result))
         }
-        Outcome::Tool(Err(e)) | Outcome::Prompt(Err(e)) | Outcome::Resource(Err(e)) => Err(error(e)),
+        Outcome::Tool(Err(e)) | Outcome::Prompt(Err(e)) | Outcome::Resource(Err(e)) => {
+            let mut e = error(e);
+            e.message = said(shared, e.message.into_owned(), names).into();
+            Err(e)
+        }
     }
 }
 

@@ -128,6 +128,12 @@ pub(crate) struct Shared {
     state_keys: std::collections::hash_map::RandomState,
     /// The token counter for `--tool-search auto:N`, loaded on first need (`None`: it failed).
     tokens: std::sync::OnceLock<Option<switchboard::catalog::tokens::TokenCounter>>,
+    /// The names in use now (`options.names` until [`Gateway::set_names`]).
+    names: Mutex<Names>,
+    /// How a server's name is said to clients ([`Gateway::say_server_as`]).
+    aliases: Mutex<Vec<(String, String)>>,
+    /// List changes are held while this is above zero ([`Gateway::hold_list_changes`]).
+    held: std::sync::atomic::AtomicUsize,
 }
 
 /// The gateway: shared by every downstream session of one hub.
@@ -142,6 +148,28 @@ impl std::fmt::Debug for Gateway {
     }
 }
 
+/// Holds `list_changed` notifications while it lives ([`Gateway::hold_list_changes`]).
+pub struct ListChangesHeld {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for ListChangesHeld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListChangesHeld").finish_non_exhaustive()
+    }
+}
+
+impl Drop for ListChangesHeld {
+    fn drop(&mut self) {
+        if self.shared.held.fetch_sub(1, Ordering::AcqRel) == 1
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            let shared = self.shared.clone();
+            rt.spawn(async move { pump::list_changed(&shared).await });
+        }
+    }
+}
+
 /// A profile a client asked for that the config does not define.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownProfile(pub String);
@@ -153,7 +181,7 @@ impl Gateway {
     pub fn new(hub: Hub, options: GatewayOptions, relay: Option<Arc<Relay>>) -> Gateway {
         let shared = Arc::new(Shared {
             hub,
-            options,
+            options: options.clone(),
             relay,
             sessions: Mutex::default(),
             next_session: AtomicU64::new(1),
@@ -163,6 +191,9 @@ impl Gateway {
             parked: Mutex::default(),
             state_keys: std::collections::hash_map::RandomState::new(),
             tokens: std::sync::OnceLock::new(),
+            names: Mutex::new(options.names),
+            aliases: Mutex::default(),
+            held: std::sync::atomic::AtomicUsize::new(0),
         });
         pump::start(&shared);
         Gateway { shared }
@@ -190,6 +221,29 @@ impl Gateway {
     /// Number of downstream sessions known now.
     pub fn sessions(&self) -> usize {
         self.shared.sessions().len()
+    }
+
+    /// Names tools and prompts another way from now on (an attached gateway that starts its
+    /// own servers names them as the hub it was attached to did): views are made again, and
+    /// sessions are told of the lists that changed.
+    pub fn set_names(&self, names: Names) {
+        *self.shared.names.lock().unwrap_or_else(PoisonError::into_inner) = names;
+    }
+
+    /// Holds `list_changed` notifications until the guard is dropped, then tells sessions of
+    /// the lists that differ from what they saw: servers replaced as one (an attached gateway
+    /// starting its own) are told once, and not at all when the lists end up as they were.
+    pub fn hold_list_changes(&self) -> ListChangesHeld {
+        self.shared.held.fetch_add(1, Ordering::AcqRel);
+        ListChangesHeld { shared: self.shared.clone() }
+    }
+
+    /// Says `server` as `shown` in what clients read (errors): an attached gateway's one
+    /// upstream is the workspace's hub, not a server the client knows.
+    pub fn say_server_as(&self, server: &str, shown: &str) {
+        let mut aliases = self.shared.aliases.lock().unwrap_or_else(PoisonError::into_inner);
+        aliases.retain(|(s, _)| s != server);
+        aliases.push((server.to_string(), shown.to_string()));
     }
 }
 
@@ -240,17 +294,30 @@ impl Shared {
         Ok(f)
     }
 
+    /// The names in use now.
+    fn names(&self) -> Names {
+        *self.names.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What clients read of the hub's words: servers said as [`Gateway::say_server_as`] asks.
+    fn said(&self, text: String) -> String {
+        let aliases = self.aliases.lock().unwrap_or_else(PoisonError::into_inner);
+        aliases.iter().fold(text, |t, (server, shown)| t.replace(&format!("server `{server}`"), shown))
+    }
+
     /// The view of the current catalog for a profile.
     fn view(&self, profile: Option<&str>) -> Result<Arc<view::View>, UnknownProfile> {
         let filter = self.filter(profile)?;
         let catalog = self.hub.catalog();
+        let names = self.names();
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
         let cached = views.entry(profile.map(str::to_string)).or_default();
         // Rebuilt only when the catalog changed (not on every call: this is every call's path).
-        if !cached.catalog.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) {
+        if !cached.catalog.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) || cached.names != names {
             let repair = self.transparent_server().is_none();
-            cached.view = Arc::new(view::View::build(&catalog, &filter, self.options.names, repair));
+            cached.view = Arc::new(view::View::build(&catalog, &filter, names, repair));
             cached.catalog = Some(catalog);
+            cached.names = names;
         }
         Ok(cached.view.clone())
     }
@@ -289,7 +356,7 @@ impl Shared {
     /// The one upstream the gateway stands for transparently (`--names bare` and a scope of
     /// exactly one configured server), if so.
     fn transparent_server(&self) -> Option<String> {
-        if self.options.names != Names::Bare {
+        if self.names() != Names::Bare {
             return None;
         }
         let filter = self.filter(None).ok()?;

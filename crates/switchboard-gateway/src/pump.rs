@@ -80,7 +80,11 @@ fn rank(level: LoggingLevel) -> u8 {
 
 /// Tells each session which of the lists it saw have changed since (a session that never
 /// listed has nothing to be told: its first list is current).
-async fn list_changed(shared: &Shared) {
+pub(crate) async fn list_changed(shared: &Shared) {
+    // Held while the gateway's servers change over as one (told once it is done).
+    if shared.held.load(std::sync::atomic::Ordering::Acquire) > 0 {
+        return;
+    }
     let sessions: Vec<(u64, Option<String>, Arc<crate::view::View>)> =
         shared.sessions().iter().filter_map(|(id, s)| Some((*id, s.profile.clone(), s.seen.clone()?))).collect();
     for (id, profile, seen) in sessions {

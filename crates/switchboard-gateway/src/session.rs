@@ -90,21 +90,23 @@ impl Session {
     /// starting or reconnecting (a call waits only for its own server, in the hub).
     async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         let profile = self.register(ctx)?;
-        let view = self.shared.view(profile.as_deref()).map_err(profile_error)?;
-        if let Some(s) = self.shared.sessions().get_mut(&self.id) {
-            s.seen = Some(view.clone());
-        }
-        Ok(view)
+        self.shared.view(profile.as_deref()).map_err(profile_error)
     }
 
     /// The view for a list: the session's first list waits (within [`START_WAIT`]) for the
     /// servers it can see that are still on their first start, so it is complete when they
     /// start quickly; those that take longer are told with `list_changed` when they arrive.
+    /// What a session listed is what later changes are told against (a call made meanwhile,
+    /// whatever the catalog then, changes nothing the client saw).
     async fn list_view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         if !self.listed.swap(true, Ordering::AcqRel) {
             self.wait_started(ctx, self.first_deadline()).await;
         }
-        self.view(ctx).await
+        let view = self.view(ctx).await?;
+        if let Some(s) = self.shared.sessions().get_mut(&self.id) {
+            s.seen = Some(view.clone());
+        }
+        Ok(view)
     }
 
     /// Waits for the servers this client sees to finish their first start, until `deadline`.
@@ -360,6 +362,7 @@ impl ServerHandler for Session {
             }
             None => Some(Work::Tool {
                 name: self.resolve(&name, &ctx).await?,
+                exposed: name.clone(),
                 arguments,
                 caller: switchboard::policy::Caller::Gateway {
                     client: ctx.peer.peer_info().map_or_else(|| "unknown".to_string(), |i| i.client_info.name.clone()),

@@ -220,7 +220,11 @@ impl View {
     pub(crate) fn changes(&self, older: &View) -> (bool, bool, bool) {
         let tools = !self.tools.iter().map(|t| &t.tool).eq(older.tools.iter().map(|t| &t.tool));
         let prompts = !self.prompts.iter().map(|p| &p.prompt).eq(older.prompts.iter().map(|p| &p.prompt));
-        let resources = self.resources != older.resources || self.templates != older.templates;
+        // The servers' status resource is the gateway's own, listed by each gateway in a chain
+        // (an attached one shows its hub's): not a change of the servers' lists.
+        let ours = |r: &&Resource| r.uri != crate::session::SERVERS_URI;
+        let resources = !self.resources.iter().filter(ours).eq(older.resources.iter().filter(ours))
+            || self.templates != older.templates;
         (tools, prompts, resources)
     }
 
@@ -291,6 +295,8 @@ pub fn unrewrite(uri: &str) -> Option<(&str, &str)> {
 #[derive(Debug, Default)]
 pub(crate) struct Cached {
     pub(crate) catalog: Option<Arc<Catalog>>,
+    /// The names it was built with.
+    pub(crate) names: Names,
     pub(crate) view: Arc<View>,
 }
 

@@ -1,8 +1,10 @@
 //! One set of servers per workspace: `switchboard daemon start` runs `serve` for the project;
 //! two stdio gateways of the project share its one server process (counted through `/proc`),
 //! a gateway of another folder starts its own, `--no-attach` does too; `--require` fails fast;
-//! the daemon killed, an attached gateway's call fails with a clear message instead of hanging,
-//! and the next gateway starts its own servers; `daemon stop` ends the daemon and its servers.
+//! the daemon killed (SIGKILL) under attached gateways, a call in flight fails saying so, each
+//! gateway carries on with servers of its own (the next call succeeds, same names, no list
+//! change told), and the next gateway starts its own servers; `daemon stop` ends the daemon and
+//! its servers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -92,6 +94,11 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
     let names: Vec<String> = a.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
     assert!(names.contains(&"mcp__fx__echo".to_string()), "the same names as a gateway of its own: {names:?}");
     assert_eq!(pids_with_arg(&home.marker), fx, "shared, not started again");
+    // Errors name the tool as the client knows it, never by the attached gateway's upstream.
+    let bad = a.call_tool(CallToolRequestParams::new("mcp__fx__echo")).await.unwrap();
+    let said = serde_json::to_string(&bad.content).unwrap();
+    assert!(bad.is_error == Some(true) && said.contains("`mcp__fx__echo`"), "{said}");
+    assert!(!said.contains("workspace-hub"), "{said}");
 
     // The CLI's commands of the workspace use its servers too, a person's call as theirs.
     let list = sb(&home, home.path(), &["list", "--json"]);
@@ -173,20 +180,42 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // The daemon killed: its servers end with it; an attached gateway says so instead of hanging.
+    // The daemon killed (SIGKILL) under two attached gateways, one with a call in flight: its
+    // servers end with it; the call in flight fails saying what happened; each gateway carries
+    // on with servers of its own, without its client doing anything: the next call succeeds,
+    // under the same names, and no list change is told (the lists are as they were).
+    let before: Vec<String> = a.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    let slow = CallToolRequestParams::new("mcp__fx__slow")
+        .with_arguments(json!({"ms": 500, "steps": 20}).as_object().cloned().unwrap());
+    let in_flight = tokio::spawn({
+        let peer = b.peer().clone();
+        async move { peer.call_tool(slow).await }
+    });
+    tokio::time::sleep(Duration::from_millis(700)).await;
     // SAFETY: kill(2) on a pid this test read from the daemon's record.
     assert_eq!(unsafe { libc::kill(daemon, libc::SIGKILL) }, 0);
-    assert!(wait_gone(&home.marker, Duration::from_secs(15)).is_empty(), "the daemon's servers ended with it");
-    let err = echo(&a, "after").await.unwrap_err();
-    assert!(err.contains("not connected") || err.contains("refused") || err.contains("workspace"), "{err}");
+    let killed = std::time::Instant::now();
+    while switchboard_testkit::alive(fx[0]) {
+        assert!(killed.elapsed() < Duration::from_secs(15), "the daemon's server outlived it");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let failed = tokio::time::timeout(Duration::from_secs(30), in_flight).await.expect("the call in flight hung");
+    let err = format!("{:?}", failed.unwrap());
+    assert!(err.contains("the workspace's serve (pid") && err.contains("closed the connection"), "{err}");
+    assert!(echo(&a, "after").await.unwrap().contains("after"), "the next call is served");
+    assert!(echo(&b, "after too").await.unwrap().contains("after too"));
+    let after: Vec<String> = a.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(before, after, "the same tools under the same names");
+    let own = wait_exactly(&home.marker, 2, Duration::from_secs(15));
+    assert!(!own.contains(&fx[0]), "each gateway runs a server of its own now: {own:?}");
     // A new gateway finds the record stale and starts its own servers.
     let e = client(&home, home.path(), &[]).await;
     assert!(echo(&e, "on its own").await.unwrap().contains("on its own"));
-    assert_eq!(pids_with_arg(&home.marker).len(), 1);
+    assert_eq!(pids_with_arg(&home.marker).len(), 3);
     e.cancel().await.unwrap();
     let _ = a.cancel().await;
     let _ = b.cancel().await;
-    wait_gone(&home.marker, Duration::from_secs(10));
+    assert!(wait_gone(&home.marker, Duration::from_secs(15)).is_empty(), "the gateways' own servers ended with them");
 
     // `daemon stop` ends a daemon and its servers.
     assert!(sb(&home, home.path(), &["daemon", "start"]).status.success());

@@ -38,7 +38,20 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr> {
         .map_err(|_| anyhow!("`--http {s}`: expected PORT or ADDR:PORT (e.g. 7342, 127.0.0.1:0, [::1]:7342)"))
 }
 
+/// Whether this process must not serve: a switchboard with the same config started it (it
+/// would start itself without end; see `switchboard::chain`). Said on stderr, which the hub
+/// above shows in the server's status.
+pub(crate) fn refuses_to_serve(ctx: &Ctx) -> Option<u8> {
+    let chain = switchboard::chain::Chain::inherited(&switchboard::config::host_env());
+    let why = switchboard::chain::refusal(&chain, &switchboard::workspace::config_key(&ctx.loaded))?;
+    note!("{why}");
+    Some(u8::try_from(switchboard::chain::REFUSED_EXIT).unwrap_or(1))
+}
+
 pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
+    if let Some(code) = refuses_to_serve(ctx) {
+        return Ok(code);
+    }
     let tool_search: ToolSearch =
         args.tool_search.parse().map_err(|e: String| anyhow!("`--tool-search {}`: {e}", args.tool_search))?;
     let names = match args.names.as_str() {

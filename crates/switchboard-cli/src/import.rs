@@ -99,6 +99,67 @@ pub(crate) struct ImportArgs {
     pub(crate) json: bool,
 }
 
+/// The addresses switchboard answers MCP at on this machine, each with how that is known: the
+/// running `serve` (its `serve.json`), the running hubs of workspaces (their records), and the
+/// addresses README gives (`serve`'s default port, `gateway --http 7342`).
+fn own_addresses(ctx: &Ctx) -> Vec<(reqwest::Url, String)> {
+    let data = &ctx.paths.data_dir;
+    let mut own = Vec::new();
+    let mut add = |url: &str, how: String| {
+        if let Ok(u) = reqwest::Url::parse(&format!("{}/mcp", url.trim_end_matches('/'))) {
+            own.push((u, how));
+        }
+    };
+    let read = |p: &Path| -> Option<serde_json::Value> {
+        serde_json::from_slice(&switchboard::read_private(p).ok().flatten()?).ok()
+    };
+    if let Some(url) = read(&data.join("serve.json")).and_then(|v| v["url"].as_str().map(str::to_string)) {
+        add(&url, format!("the address of the running `switchboard serve` ({})", data.join("serve.json").display()));
+    }
+    for entry in std::fs::read_dir(data.join("workspaces")).into_iter().flatten().flatten() {
+        if let Some(record) = read(&entry.path())
+            && let Some(url) = record["url"].as_str()
+        {
+            add(url, format!("the address of a running switchboard of a workspace ({})", entry.path().display()));
+        }
+    }
+    let serve_default = switchboard_server::DEFAULT_PORT;
+    add(
+        &format!("http://127.0.0.1:{serve_default}"),
+        format!("`switchboard serve`'s default address (port {serve_default})"),
+    );
+    add("http://127.0.0.1:7342", "the address README gives `switchboard gateway --http 7342`".into());
+    own
+}
+
+/// Whether two MCP URLs are the same endpoint (loopback names alike, the query aside).
+fn same_endpoint(a: &reqwest::Url, b: &reqwest::Url) -> bool {
+    let loopback = |u: &reqwest::Url| {
+        let host = u.host_str().unwrap_or_default().trim_matches(|c| c == '[' || c == ']');
+        host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    };
+    let host = loopback(a) && loopback(b) || a.host_str() == b.host_str();
+    host && a.port_or_known_default() == b.port_or_known_default() && a.path().trim_end_matches('/') == b.path()
+}
+
+/// Leaves out the entries that are switchboard itself (its command was left out by the scan;
+/// here its addresses): imported, switchboard would start itself, or serve itself.
+fn leave_out_switchboard(ctx: &Ctx, found: &mut [Found]) {
+    let own = own_addresses(ctx);
+    for server in found.iter_mut().flat_map(|f| f.servers.iter_mut()) {
+        let Some(url) = server.entry.get("url").and_then(|u| u.as_str()).and_then(|u| reqwest::Url::parse(u).ok())
+        else {
+            continue;
+        };
+        if server.problem.is_none()
+            && let Some((_, how)) = own.iter().find(|(o, _)| same_endpoint(&url, o))
+        {
+            server.problem =
+                Some(format!("this is switchboard itself ({how}): imported, switchboard would serve itself"));
+        }
+    }
+}
+
 /// `switchboard import`.
 pub(crate) fn import(ctx: &Ctx, args: &ImportArgs) -> Result<u8> {
     let tools: Vec<Tool> = if args.from == "all" {
@@ -113,7 +174,8 @@ pub(crate) fn import(ctx: &Ctx, args: &ImportArgs) -> Result<u8> {
     };
     let files: Vec<KnownFile> =
         known(ctx).into_iter().filter(|f| tools.contains(&f.tool) && f.scope == scope).collect();
-    let found = config::scan(&files, &ctx.loaded.project_root, &ctx.options.env);
+    let mut found = config::scan(&files, &ctx.loaded.project_root, &ctx.options.env);
+    leave_out_switchboard(ctx, &mut found);
     let target = match scope {
         SourceScope::Project => crate::manage::project_file(&ctx.loaded.project_root),
         _ => ctx.paths.config_file.clone(),

@@ -22,6 +22,9 @@ pub struct Listen {
 }
 
 pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
+    if let Some(code) = crate::gateway::refuses_to_serve(ctx) {
+        return Ok(code);
+    }
     // Signals are ours from the start: one while the servers start (their trees may already
     // run) stops the server as soon as it is up, instead of killing this process unannounced.
     let mut stop = crate::signals::Stop::listen();

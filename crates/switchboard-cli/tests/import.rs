@@ -218,3 +218,58 @@ fn an_input_is_asked_once_on_a_terminal_and_kept_at_0600() {
     let v = json_of(sb(&home, &home).args(["inputs", "--json"]));
     assert_eq!(v["missing"][0]["input"]["id"], "token", "{v:#}");
 }
+
+/// README's `claude mcp add switchboard -- switchboard gateway` followed, and a Codex entry
+/// and the HTTP gateway's address beside it: `import` leaves switchboard itself out, saying how
+/// it knows, and takes the rest.
+#[test]
+fn import_leaves_switchboard_itself_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    write(
+        &home.join(".claude.json"),
+        &serde_json::to_string_pretty(&json!({"mcpServers": {
+            "switchboard": {"type": "stdio", "command": "switchboard", "args": ["gateway"]},
+            "switchboard-http": {"type": "http", "url": "http://localhost:7342/mcp"},
+            "docs": fx("docs"),
+        }}))
+        .unwrap(),
+    );
+    write(
+        &home.join(".codex/config.toml"),
+        "[mcp_servers.switchboard-codex]\ncommand = \"/opt/bin/switchboard\"\nargs = [\"gateway\"]\n",
+    );
+    // The running serve's address is known from its record too.
+    write(
+        &home.join("sb/data/serve.json"),
+        &json!({"url": "http://127.0.0.1:41234", "port": 41234, "pid": 1}).to_string(),
+    );
+    write(
+        &home.join(".cursor/mcp.json"),
+        &json!({"mcpServers": {"sb-serve": {"url": "http://127.0.0.1:41234/mcp?profile=reader"}}}).to_string(),
+    );
+    let plan = json_of(sb(&home, &home).args(["import", "--dry-run", "--json"]));
+    let of = |name: &str| {
+        plan["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: {plan:#}"))
+    };
+    for (name, how) in [
+        ("switchboard", "its command is `switchboard`"),
+        ("switchboard-codex", "its command is `/opt/bin/switchboard`"),
+        ("switchboard-http", "switchboard gateway --http 7342"),
+        ("sb-serve", "the running `switchboard serve`"),
+    ] {
+        let s = of(name);
+        assert_eq!(s["action"], "skip", "{name}: {s:#}");
+        let reason = s["reason"].as_str().unwrap();
+        assert!(reason.contains("switchboard itself") && reason.contains(how), "{name}: {reason}");
+    }
+    assert_eq!(of("docs")["action"], "add");
+    let (out, _, _) = run(sb(&home, &home).args(["import", "--dry-run"]));
+    assert!(out.contains("skipped switchboard: this is switchboard itself"), "{out}");
+}

@@ -13,6 +13,8 @@
 //!   error at once (rmcp routes answers by id: one of the two would never come, and its POST
 //!   would stay open with only keep-alive comments). The id is free again when the first
 //!   request's response ends (or its client goes away).
+//! - A request from a switchboard whose chain holds this hub's config already is answered 508
+//!   Loop Detected (`switchboard::chain`): switchboard is not its own upstream.
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -48,6 +50,8 @@ pub struct HttpFront {
     sessions: Arc<Sessions>,
     in_flight: InFlight,
     max_body: usize,
+    /// The hub's config id: a request that passed through it already is refused.
+    config_id: Arc<str>,
 }
 
 impl std::fmt::Debug for HttpFront {
@@ -57,8 +61,14 @@ impl std::fmt::Debug for HttpFront {
 }
 
 impl HttpFront {
-    pub(crate) fn new(primed: Inner, plain: Inner, sessions: Arc<Sessions>, max_body: usize) -> HttpFront {
-        HttpFront { primed, plain, sessions, in_flight: Arc::default(), max_body }
+    pub(crate) fn new(
+        primed: Inner,
+        plain: Inner,
+        sessions: Arc<Sessions>,
+        max_body: usize,
+        config_id: &str,
+    ) -> HttpFront {
+        HttpFront { primed, plain, sessions, in_flight: Arc::default(), max_body, config_id: config_id.into() }
     }
 
     /// The HTTP sessions kept now (clients of 2025-11-25 and earlier).
@@ -83,6 +93,15 @@ impl HttpFront {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display + Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        // A switchboard whose hub reads this one's config, asking it: a loop (`switchboard::chain`).
+        let chain = request.headers().get(switchboard::chain::CHAIN_HEADER).and_then(|v| v.to_str().ok());
+        let refused =
+            chain.and_then(|c| switchboard::chain::refusal(&switchboard::chain::Chain::parse(c), &self.config_id));
+        if let Some(why) = refused {
+            tracing::warn!("{why}");
+            let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": why}});
+            return json_response(http::StatusCode::LOOP_DETECTED, &body);
+        }
         let header_version =
             request.headers().get("mcp-protocol-version").and_then(|v| v.to_str().ok()).map(str::to_string);
         if request.method() != http::Method::POST {

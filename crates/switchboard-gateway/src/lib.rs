@@ -461,5 +461,5 @@ pub fn http_service(
         rmcp::transport::StreamableHttpService::new(move || Ok(gateway.session()), sessions.clone(), config)
     };
     let plain = service(config.clone().with_sse_retry(None));
-    http::HttpFront::new(service(config), plain, sessions, max_body)
+    http::HttpFront::new(service(config), plain, sessions, max_body, gateway.hub().config_id())
 }

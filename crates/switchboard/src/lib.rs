@@ -25,6 +25,7 @@
 
 pub mod auth;
 pub mod catalog;
+pub mod chain;
 pub mod config;
 pub mod connection;
 mod deadline;

@@ -112,6 +112,15 @@ pub fn scan(files: &[KnownFile], project_root: &Path, env: &HashMap<String, Stri
 /// Why `entry` cannot be a switchboard server, if it cannot. Variables need not be set yet:
 /// each one it names counts as set.
 fn check(name: &str, entry: &Value, path: &Path, env: &HashMap<String, String>) -> Option<String> {
+    // switchboard itself (README's `claude mcp add switchboard -- switchboard gateway` followed
+    // in that tool): imported, every gateway would start another.
+    if let Some(command) = entry.get("command").and_then(Value::as_str)
+        && crate::chain::runs_switchboard(command)
+    {
+        return Some(format!(
+            "this is switchboard itself (its command is `{command}`): imported, switchboard would start itself without end"
+        ));
+    }
     let mut vars = env.clone();
     for var in variables(entry) {
         vars.entry(var).or_insert_with(|| "x".into());

@@ -80,6 +80,8 @@ pub(crate) struct ConnectCtx {
     pub tokens: crate::auth::TokenStore,
     /// Notifications a second taken from one server (0: all).
     pub notification_rate: u32,
+    /// The configs the connection passed through ([`crate::chain`]), for the server.
+    pub chain: String,
 }
 
 /// What the server said about itself.

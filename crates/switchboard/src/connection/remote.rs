@@ -45,7 +45,12 @@ pub(super) async fn start(
     deadline: Instant,
 ) -> Result<(RunningService<RoleClient, Handler>, Option<HttpSession>), StartFailure> {
     let url = http.url_as_written.as_str();
-    let headers = headers(http, &ctx.host_env)?;
+    let mut headers = headers(http, &ctx.host_env)?;
+    if !ctx.chain.is_empty()
+        && let Ok(value) = HeaderValue::from_str(&ctx.chain)
+    {
+        headers.insert(HeaderName::from_static(crate::chain::CHAIN_HEADER), value);
+    }
     let timeout = || {
         StartFailure::new(
             FailureKind::StartupTimeout,
@@ -283,6 +288,13 @@ fn last_attempt(e: &Init) -> &Init {
 /// A failed handshake, classified (the message does not repeat the URL).
 fn classify(e: &Init) -> StartFailure {
     let e = last_attempt(e);
+    // A switchboard that refused to be its own upstream (508 Loop Detected): the config is to
+    // change, trying again cannot help.
+    let said = e.to_string();
+    if let Some(at) = said.find("switchboard refuses to") {
+        let why = said[at..].split(['"', '}']).next().unwrap_or_default();
+        return StartFailure::new(FailureKind::ConfigInvalid, format!("is switchboard itself: {why}"));
+    }
     if let Init::TransportError { error, .. } = e
         && let Some(sse) = error.error.downcast_ref::<SseError>()
     {

@@ -28,6 +28,7 @@ pub(super) async fn start(
         default_cwd: &ctx.project_root,
         host_env: &ctx.host_env,
         marker: &ctx.marker,
+        chain: &ctx.chain,
         shutdown: process::Shutdown { grace: config.shutdown_grace },
         record: ctx.record.as_ref(),
     };
@@ -64,6 +65,14 @@ pub(super) async fn start(
             // Otherwise most handshake failures are a process that died: report its exit.
             let exit = if answered { None } else { tree.exited_within(Duration::from_millis(500)).await };
             match exit {
+                // A switchboard that refused to be its own upstream: the config is to change.
+                Some(info)
+                    if info.code == Some(crate::chain::REFUSED_EXIT)
+                        && crate::chain::is_refusal(&tree.stderr.lines()) =>
+                {
+                    let why = tree.stderr.lines().into_iter().find(|l| l.contains("switchboard refuses to"));
+                    (FailureKind::ConfigInvalid, format!("`{}`: {}", stdio.command_shown(), why.unwrap_or_default()))
+                }
                 Some(info) => {
                     (FailureKind::ProcessExited, format!("`{}` exited during start-up ({info})", stdio.command_shown()))
                 }

@@ -47,6 +47,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         tokens: crate::auth::TokenStore::in_dir(&inner.options.paths.data_dir),
         roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),
         roots_source: inner.options.roots_source.clone(),
+        chain: inner.chain.clone(),
     };
     match Connection::start(&config, &ctx).await {
         Ok((conn, changes, lists)) => {

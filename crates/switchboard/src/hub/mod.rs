@@ -224,6 +224,10 @@ pub(crate) struct Inner {
     spill_dir: Arc<std::path::Path>,
     /// Policy, approvals and the audit log.
     gate: approve::Gate,
+    /// The chain this hub passes on to its servers (see [`crate::chain`]).
+    chain: String,
+    /// Its config's id in chains ([`crate::workspace::config_key`]).
+    config_id: String,
 }
 
 /// The host runtime: start it with a loaded config, then read statuses and the catalog, call
@@ -284,7 +288,12 @@ impl Hub {
         let record = crate::process::record::Record::new(&options.paths.data_dir, &id);
         let spill_dir = Arc::from(options.paths.data_dir.join("results"));
         let gate = approve::Gate::new(config, &options.paths.data_dir);
+        // Its servers learn which configs the connection passed through, itself included.
+        let config_id = crate::workspace::config_key(config);
+        let chain = crate::chain::Chain::inherited(&options.host_env).with(&config_id).to_value();
         let inner = Arc::new(Inner {
+            chain,
+            config_id,
             gate,
             spill_dir,
             host_env: Arc::new(options.host_env.clone()),
@@ -351,6 +360,12 @@ impl Hub {
     /// Whether some server `wanted` names is still in its first attempt to connect.
     pub fn starting(&self, wanted: impl Fn(&str) -> bool) -> bool {
         self.inner.all_slots().iter().any(|s| wanted(&s.name) && !s.started())
+    }
+
+    /// The id of the config this hub was started with, as [`crate::chain`] passes it on: a
+    /// gateway over this hub refuses a request that passed through it already.
+    pub fn config_id(&self) -> &str {
+        &self.inner.config_id
     }
 
     /// Every server with its status, by name.

@@ -169,6 +169,8 @@ pub struct SpawnCtx<'a> {
     pub host_env: &'a HashMap<String, String>,
     /// The value of [`MARKER_VAR`] in the child's environment.
     pub marker: &'a str,
+    /// The value of [`crate::chain::CHAIN_VAR`] in it (empty: none).
+    pub chain: &'a str,
     /// How the tree is ended.
     pub shutdown: Shutdown,
     /// Where running supervisors are recorded.
@@ -200,6 +202,9 @@ fn widen_pipe(stdout: &tokio::process::ChildStdout) {
 pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnError> {
     let mut env = child_env(config, ctx.host_env);
     env.insert(MARKER_VAR.to_string(), ctx.marker.to_string());
+    if !ctx.chain.is_empty() {
+        env.insert(crate::chain::CHAIN_VAR.to_string(), ctx.chain.to_string());
+    }
     let cwd = config.cwd.clone().unwrap_or_else(|| ctx.default_cwd.to_path_buf());
     if !cwd.is_dir() {
         let shown = config.cwd_shown().unwrap_or_else(|| cwd.display().to_string());

@@ -334,19 +334,28 @@ fn main() {
                 t.conc.push(c);
             }
         }
-        println!("\n| front | path | sequential calls/s (spread) | ratio | 64 in flight calls/s (spread) | ratio |");
-        println!("|---|---|--:|--:|--:|--:|");
+        println!(
+            "\n| front | path | sequential calls/s (spread) | of direct | of floor | 64 in flight calls/s (spread) | of direct | of floor |"
+        );
+        println!("|---|---|--:|--:|--:|--:|--:|--:|");
         for front in ["stdio", "http"].into_iter().filter(|f| wants(f)) {
             let base = targets.iter().find(|t| t.front == front).map(|t| (median(&t.seq), median(&t.conc))).unwrap();
+            let floor = targets
+                .iter()
+                .find(|t| t.front == front && t.name.contains("floor"))
+                .map(|t| (median(&t.seq), median(&t.conc)))
+                .unwrap_or(base);
             for t in targets.iter().filter(|t| t.front == front) {
                 let (s, c) = (median(&t.seq), median(&t.conc));
                 println!(
-                    "| {front} | {} | {s:.0} ({}) | {:.2} | {c:.0} ({}) | {:.2} |",
+                    "| {front} | {} | {s:.0} ({}) | {:.2} | {:.2} | {c:.0} ({}) | {:.2} | {:.2} |",
                     t.name,
                     spread(&t.seq),
                     s / base.0,
+                    s / floor.0,
                     spread(&t.conc),
-                    c / base.1
+                    c / base.1,
+                    c / floor.1
                 );
             }
         }

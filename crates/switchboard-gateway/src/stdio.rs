@@ -201,6 +201,9 @@ impl rmcp::transport::Transport<RoleServer> for Front {
             queued.fetch_add(1, Ordering::Relaxed);
             let written = async {
                 let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+                // Written from here: the message itself is let go (a big result is held once
+                // while a slow client reads it, not twice).
+                drop(item);
                 bytes.push(b'\n');
                 let mut out = out.lock().await;
                 out.write_all(&bytes).await?;

@@ -506,7 +506,19 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(commands::run(cli, secrets));
+    // The command runs as a task of the runtime, on its worker threads: left on this thread
+    // (the future `block_on` drives), every connection `serve` or `gateway --http` accepted
+    // here was handed to a worker, a thread switch per connection (a futex and a context
+    // switch per call of an HTTP client that opens a connection per request, as rmcp's does).
+    let code = runtime.block_on(async move {
+        match tokio::spawn(commands::run(cli, secrets)).await {
+            Ok(code) => code,
+            Err(e) => {
+                note!("error: {e}");
+                1
+            }
+        }
+    });
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     std::process::ExitCode::from(code)
 }

@@ -277,16 +277,6 @@ fn over_http_a_request_whose_id_is_in_flight_is_refused() {
     drop(gateway);
 }
 
-/// Resident memory of `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 /// A client that opens sessions without end (before: 5,000 took 380 MB, given back only after
 /// five idle minutes): at most `MAX_SESSIONS` are kept, the least recently used one gives way
 /// (its client is told 404, as for any session the server forgot), and the newest works.
@@ -324,13 +314,13 @@ fn sessions_are_capped_and_the_least_recently_used_gives_way() {
     let pid = gateway.id();
     let first = open();
     assert_eq!(list(&first), 200);
-    let before = rss_kib(pid);
+    let before = switchboard_testkit::rss_kib(pid);
     let total = switchboard_gateway::MAX_SESSIONS * 2;
     let mut last = String::new();
     for _ in 0..total {
         last = open();
     }
-    let after = rss_kib(pid);
+    let after = switchboard_testkit::rss_kib(pid);
     assert_eq!(list(&first), 404, "the least recently used session is closed at the cap");
     assert_eq!(list(&last), 200);
     println!("{total} sessions opened: rss {before} KiB before, {after} KiB after");

@@ -126,16 +126,6 @@ fn a_request_whose_id_is_in_flight_is_refused_and_the_first_still_answered() {
     assert!(again["result"].is_object(), "{again}");
 }
 
-/// Resident memory of `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 /// 10,000 pipelined calls whose answers are not read (before: the gateway grew from 23 to
 /// 354 MB): the writer meets a full pipe, the gateway stays small, and once the answers are
 /// read every call has one.
@@ -145,7 +135,7 @@ fn a_client_that_does_not_read_meets_a_full_pipe() {
     let home = Home::new(false);
     let (gateway, mut stdin, mut stdout) = gateway(&home);
     let pid = gateway.id();
-    let before = rss_kib(pid);
+    let before = switchboard_testkit::rss_kib(pid);
     let writer = std::thread::spawn(move || {
         for i in 0..CALLS {
             let call = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
@@ -161,7 +151,7 @@ fn a_client_that_does_not_read_meets_a_full_pipe() {
     // Nothing read for a while: the writer is stopped by the pipe.
     std::thread::sleep(Duration::from_secs(3));
     assert!(!writer.is_finished(), "all {CALLS} requests were taken with no answer read");
-    let held = rss_kib(pid);
+    let held = switchboard_testkit::rss_kib(pid);
     let mut answered = 0;
     while answered < CALLS {
         let a = answer(&mut stdout);

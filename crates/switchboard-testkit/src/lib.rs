@@ -351,6 +351,16 @@ pub fn peak_rss_kb(cmd: &mut Command) -> (Option<i32>, u64) {
     (code, u64::try_from(usage.ru_maxrss).unwrap_or(0))
 }
 
+/// The resident memory of a running process, in KiB (`VmRSS`; 0 if it is gone).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Whether a process is alive (zombies count as dead).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -173,15 +173,22 @@ fn main() {
             }
         };
         let (mut attached, mut own, mut agent) = (Vec::new(), Vec::new(), Vec::new());
+        let mut direct_tools = 0;
         for _ in 0..ROUNDS {
             attached.push(time_to_tools(sb(&bin, home.path(), &["gateway"]), want).await);
             own.push(time_to_tools(sb(&bin, home.path(), &["gateway", "--no-attach"]), want).await);
+            // The count may differ from the hub's: a server can list more tools to a client
+            // that declares more capabilities (the hub's declares roots, sampling and
+            // elicitation; this bare client none), so it is printed, not asserted.
             let (took, n) = direct(&list).await;
-            assert_eq!(n, want, "the servers' own lists");
+            direct_tools = n;
             agent.push(took);
         }
         drop(daemon);
-        println!("\ntime to tools ({} servers from npm, {want} tools; {ROUNDS} rounds)", list.len());
+        println!(
+            "\ntime to tools ({} servers from npm, {want} tools through switchboard, {direct_tools} to the bare client; {ROUNDS} rounds)",
+            list.len()
+        );
         println!("| way | median | spread |");
         println!("|---|--:|--:|");
         for (name, v) in [

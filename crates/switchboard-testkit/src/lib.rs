@@ -141,8 +141,26 @@ pub fn wait_listening(port: u16, what: &str, limit: Duration) {
 }
 
 /// A free loopback port (free when asked; tests bind it soon after).
+///
+/// Taken below Linux's ephemeral range (32768 and up), never twice in one process: a port the
+/// kernel hands out for `:0` can be handed out again to another test of the same binary, or
+/// become the local end of an outgoing connection (even one to itself: a connect to a port
+/// nobody listens on yet can meet itself and "succeed"), before the peer that was meant to
+/// have it binds it.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    // Test binaries that run side by side start at different places.
+    static NEXT: OnceLock<AtomicU32> = OnceLock::new();
+    let next = NEXT.get_or_init(|| AtomicU32::new(std::process::id().wrapping_mul(2_654_435_761) % SPAN));
+    for _ in 0..SPAN {
+        let port = (LOW + next.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {LOW}..{}", LOW + SPAN)
 }
 
 /// A peer server process, killed when dropped.
@@ -158,15 +176,26 @@ impl Drop for Peer {
 /// Runs `tests/peers/<script>` of the workspace with the `mcp` Python and `args`, and waits
 /// until it listens on `port`.
 pub fn python_script(script: &str, args: &[String], port: u16) -> Peer {
+    // Its stderr goes to a file, so that a peer that exits names why.
+    let log = std::env::temp_dir().join(format!("switchboard-peer-{}-{port}.log", std::process::id()));
     let child = Command::new(python())
         .arg(workspace().join("tests/peers").join(script))
         .args(args)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let peer = Peer(child);
-    wait_listening(port, script, Duration::from_secs(60));
+    let mut peer = Peer(child);
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = peer.0.try_wait() {
+            let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = stderr.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect();
+            panic!("{script} exited ({status}) before it listened on {port}:\n{}", tail.join("\n"));
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{script} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     peer
 }
 

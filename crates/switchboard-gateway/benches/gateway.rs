@@ -15,6 +15,10 @@
 //!   → echo over stdio; and the peer gateways that install from npm and PyPI in front of the
 //!   same echo over stdio: `mcp-proxy` (PyPI), `supergateway` and `mcp-hub` (npm).
 //!
+//! Each row also gives the CPU time the process in the middle (proxy or gateway) spent per call,
+//! read from `/proc`: a figure the scheduler's noise does not move, for telling whether a change
+//! made the hop cheaper.
+//!
 //! Then the gateway's resident memory with 20 upstreams and 50 HTTP sessions open.
 //!
 //! `SWITCHBOARD_BENCH_FRONT=stdio` (or `http`) measures only that front's own rows (no peers,
@@ -123,13 +127,31 @@ struct Target {
     client: Client,
     tool: String,
     _procs: Vec<Killed>,
+    /// The process in the middle (a proxy or gateway), whose CPU time per call is reported.
+    pid: Option<u32>,
     seq: Vec<f64>,
     conc: Vec<f64>,
+    /// (CPU seconds, calls) of `pid`, sequentially and in flight, over all rounds.
+    cpu: [(f64, f64); 2],
 }
 
-async fn stdio_client(cmd: Command) -> Client {
+/// CPU time (user and system) `pid` has used, in seconds.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command (which may hold spaces) and its closing parenthesis.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks(11) + ticks(12)) / hz
+}
+
+async fn stdio_client(cmd: Command) -> (Client, Option<u32>) {
     let cmd = tokio::process::Command::from(cmd);
-    ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap()
+    let child = TokioChildProcess::new(cmd).unwrap();
+    let pid = child.id();
+    (().serve(child).await.unwrap(), pid)
 }
 
 async fn http_client(url: &str) -> Client {
@@ -144,12 +166,19 @@ async fn echo_tool(client: &Client) -> String {
 
 async fn target(name: &'static str, front: &'static str, client: Client, procs: Vec<Killed>) -> Target {
     let tool = echo_tool(&client).await;
-    Target { name, front, client, tool, _procs: procs, seq: Vec::new(), conc: Vec::new() }
+    let pid = procs.first().map(|p| p.0.id());
+    Target { name, front, client, tool, _procs: procs, pid, seq: Vec::new(), conc: Vec::new(), cpu: [(0.0, 0.0); 2] }
+}
+
+/// A target over stdio: the client's child is the process in the middle.
+async fn stdio_target(name: &'static str, cmd: Command) -> Target {
+    let (client, pid) = stdio_client(cmd).await;
+    Target { pid, ..target(name, "stdio", client, vec![]).await }
 }
 
 /// Calls/s over `window`, `in_flight` at a time (batches of that many; the last batch in the
-/// window is waited for and counted).
-async fn rate(client: &Client, tool: &str, window: Duration, in_flight: usize) -> f64 {
+/// window is waited for and counted), and the calls made.
+async fn rate(client: &Client, tool: &str, window: Duration, in_flight: usize) -> (f64, usize) {
     let call = |i: usize| {
         let args = serde_json::json!({"text": format!("hello {i}")}).as_object().cloned().unwrap();
         client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
@@ -163,7 +192,13 @@ async fn rate(client: &Client, tool: &str, window: Duration, in_flight: usize) -
         }
         done += in_flight;
     }
-    done as f64 / start.elapsed().as_secs_f64()
+    (done as f64 / start.elapsed().as_secs_f64(), done)
+}
+
+/// The middle process's CPU µs per call (sequential / in flight), where there is one.
+fn per_call(t: &Target) -> String {
+    let us = |(secs, calls): (f64, f64)| if calls > 0.0 { format!("{:.0}", secs * 1e6 / calls) } else { "—".into() };
+    if t.name.starts_with("direct") { "—".into() } else { format!("{} / {}", us(t.cpu[0]), us(t.cpu[1])) }
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -282,17 +317,14 @@ fn main() {
         if wants("stdio") {
             let mut echo_stdio = on_cpu1(&echo);
             echo_stdio.arg("stdio");
-            targets.push(target("direct (A)", "stdio", stdio_client(echo_stdio).await, vec![]).await);
+            targets.push(stdio_target("direct (A)", echo_stdio).await);
             let mut echo_stdio = on_cpu1(&echo);
             echo_stdio.arg("stdio");
-            targets.push(target("direct (A/A)", "stdio", stdio_client(echo_stdio).await, vec![]).await);
+            targets.push(stdio_target("direct (A/A)", echo_stdio).await);
             let mut proxy = on_cpu1(&bare_proxy);
             proxy.arg(&echo).arg("stdio");
-            targets.push(target("bare rmcp proxy (floor)", "stdio", stdio_client(proxy).await, vec![]).await);
-            targets.push(
-                target("switchboard gateway", "stdio", stdio_client(switchboard(&bin, dir.path(), &one)).await, vec![])
-                    .await,
-            );
+            targets.push(stdio_target("bare rmcp proxy (floor)", proxy).await);
+            targets.push(stdio_target("switchboard gateway", switchboard(&bin, dir.path(), &one)).await);
         }
         if wants("http") {
             let port = free_port();
@@ -328,16 +360,21 @@ fn main() {
         }
         for _ in 0..ROUNDS {
             for t in &mut targets {
-                let s = rate(&t.client, &t.tool, WINDOW, 1).await;
-                let c = rate(&t.client, &t.tool, WINDOW, IN_FLIGHT).await;
-                t.seq.push(s);
-                t.conc.push(c);
+                for (mode, in_flight) in [1, IN_FLIGHT].into_iter().enumerate() {
+                    let before = t.pid.map(cpu_secs);
+                    let (r, calls) = rate(&t.client, &t.tool, WINDOW, in_flight).await;
+                    if let (Some(pid), Some(before)) = (t.pid, before) {
+                        t.cpu[mode].0 += cpu_secs(pid) - before;
+                        t.cpu[mode].1 += calls as f64;
+                    }
+                    if mode == 0 { t.seq.push(r) } else { t.conc.push(r) }
+                }
             }
         }
         println!(
-            "\n| front | path | sequential calls/s (spread) | of direct | of floor | 64 in flight calls/s (spread) | of direct | of floor |"
+            "\n| front | path | sequential calls/s (spread) | of direct | of floor | 64 in flight calls/s (spread) | of direct | of floor | CPU µs/call of the middle process, seq / 64 |"
         );
-        println!("|---|---|--:|--:|--:|--:|--:|--:|");
+        println!("|---|---|--:|--:|--:|--:|--:|--:|--:|");
         for front in ["stdio", "http"].into_iter().filter(|f| wants(f)) {
             let base = targets.iter().find(|t| t.front == front).map(|t| (median(&t.seq), median(&t.conc))).unwrap();
             let floor = targets
@@ -348,14 +385,15 @@ fn main() {
             for t in targets.iter().filter(|t| t.front == front) {
                 let (s, c) = (median(&t.seq), median(&t.conc));
                 println!(
-                    "| {front} | {} | {s:.0} ({}) | {:.2} | {:.2} | {c:.0} ({}) | {:.2} | {:.2} |",
+                    "| {front} | {} | {s:.0} ({}) | {:.2} | {:.2} | {c:.0} ({}) | {:.2} | {:.2} | {} |",
                     t.name,
                     spread(&t.seq),
                     s / base.0,
                     s / floor.0,
                     spread(&t.conc),
                     c / base.1,
-                    c / floor.1
+                    c / floor.1,
+                    per_call(t)
                 );
             }
         }

@@ -78,35 +78,37 @@ pub(crate) struct Parked {
     guard: Option<CallGuard>,
     cancel: CancellationToken,
     progress: ProgressTarget,
-    forwarder: Option<Forwarder>,
+    /// Drops the call's progress while nobody can be told (no client request is waiting).
+    drain: Option<Drain>,
     expiry: Option<tokio::task::AbortHandle>,
 }
 
-/// How long a call's result waits for the progress before it to be sent.
-const FLUSH_BOUND: Duration = Duration::from_secs(5);
-
-/// Sends a call's progress on, with the downstream's token.
-struct Forwarder {
-    task: JoinHandle<()>,
-    flush: mpsc::UnboundedSender<oneshot::Sender<()>>,
+/// Takes a parked call's progress off its queue and drops it, until the call is resumed and
+/// the queue is given back.
+struct Drain {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<ProgressQueue>,
 }
 
-impl Forwarder {
-    /// Sends what is queued (the progress that came before the result), bounded. The bound is
-    /// long: a progress notification is held up only by the client's own stream, which the
-    /// result must go through after it anyway (200 ms lost the last step on a loaded machine:
-    /// the result overtook it, and the client dropped it as late).
-    async fn flush(&self) {
-        let (ack, done) = oneshot::channel();
-        if self.flush.send(ack).is_ok() {
-            let _ = tokio::time::timeout(FLUSH_BOUND, done).await;
-        }
+type ProgressQueue = mpsc::UnboundedReceiver<switchboard::Progress>;
+
+impl Drain {
+    fn start(mut queue: ProgressQueue) -> Self {
+        let (stop, mut stopped) = oneshot::channel();
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => return queue,
+                    p = queue.recv() => if p.is_none() { return queue },
+                }
+            }
+        });
+        Self { stop, task }
     }
-}
 
-impl Drop for Forwarder {
-    fn drop(&mut self) {
-        self.task.abort();
+    async fn finish(self) -> Option<ProgressQueue> {
+        let _ = self.stop.send(());
+        self.task.await.ok()
     }
 }
 
@@ -150,8 +152,10 @@ struct Running {
     guard: Option<CallGuard>,
     cancel: CancellationToken,
     progress: ProgressTarget,
-    /// Sends progress on (none when no one can want it).
-    forwarder: Option<Forwarder>,
+    /// The call's progress, sent on by the task that waits for the call (none when no one can
+    /// want it): no task of its own, so a call costs no second task and no hand-over before
+    /// its result.
+    queue: Option<ProgressQueue>,
     armed: CancelOnDrop,
 }
 
@@ -188,7 +192,7 @@ pub(crate) async fn run(
     let running = match request_state {
         // Resuming: answer what was asked, point progress at this request.
         Some(state) => match shared.parked_remove(state) {
-            Some(parked) => resume(parked, responses, target),
+            Some(parked) => resume(parked, responses, target).await,
             None => {
                 return Err(McpError::invalid_params(
                     "unknown or expired requestState (a parked call waits 10 minutes for its answers)",
@@ -248,42 +252,10 @@ fn start(
     // (a 2026-07-28 call can come back with a new token); otherwise none is routed at all.
     let wanted = target.is_some() || resumable;
     let progress: ProgressTarget = Arc::new(Mutex::new(target));
-    let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::Progress>();
-    if wanted {
+    let queue = if wanted {
+        let (tx, rx) = mpsc::unbounded_channel::<switchboard::Progress>();
         options = options.progress(tx);
-    }
-    let forwarder = if wanted {
-        let to = progress.clone();
-        let (flush, mut flushes) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
-        let forward = move |p: switchboard::Progress| {
-            let target = unpoisoned(&to).clone();
-            async move {
-                let Some((peer, token)) = target else { return };
-                let mut param = ProgressNotificationParam::new(token, p.progress);
-                param.total = p.total;
-                param.message = p.message;
-                let _ = peer.notify_progress(param).await;
-            }
-        };
-        let forwarder = tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    biased;
-                    p = rx.recv() => match p {
-                        Some(p) => forward(p).await,
-                        None => return,
-                    },
-                    // The call ended: what came before its result is sent, then the call goes on.
-                    Some(ack) = flushes.recv() => {
-                        while let Ok(p) = rx.try_recv() {
-                            forward(p).await;
-                        }
-                        let _ = ack.send(());
-                    }
-                }
-            }
-        });
-        Some(Forwarder { task: forwarder, flush })
+        Some(rx)
     } else {
         None
     };
@@ -339,10 +311,34 @@ fn start(
     });
     let armed = CancelOnDrop(Some(cancel.clone()));
     let call = Guarded { fut: Some(call), cancel: cancel.clone(), armed: true };
-    Running { names, call, asks, guard, cancel, progress, forwarder, armed }
+    Running { names, call, asks, guard, cancel, progress, queue, armed }
 }
 
-fn resume(
+/// Sends one progress notification to where the call's progress goes now.
+async fn forward(progress: &ProgressTarget, p: switchboard::Progress) {
+    let target = unpoisoned(progress).clone();
+    let Some((peer, token)) = target else { return };
+    let mut param = ProgressNotificationParam::new(token, p.progress);
+    param.total = p.total;
+    param.message = p.message;
+    let _ = peer.notify_progress(param).await;
+}
+
+/// The next progress of the call, or never (no queue, or its sender gone).
+async fn next_progress(queue: &mut Option<ProgressQueue>) -> switchboard::Progress {
+    match queue {
+        Some(q) => match q.recv().await {
+            Some(p) => p,
+            None => {
+                *queue = None;
+                std::future::pending().await
+            }
+        },
+        None => std::future::pending().await,
+    }
+}
+
+async fn resume(
     mut parked: Parked,
     responses: Option<&rmcp::model::InputResponses>,
     target: Option<(Peer<RoleServer>, ProgressToken)>,
@@ -376,6 +372,10 @@ fn resume(
         }
     }
     *unpoisoned(&parked.progress) = target;
+    let queue = match parked.drain.take() {
+        Some(drain) => drain.finish().await,
+        None => None,
+    };
     let armed = CancelOnDrop(Some(parked.cancel.clone()));
     Running {
         names: parked.names,
@@ -384,7 +384,7 @@ fn resume(
         guard: parked.guard,
         cancel: parked.cancel,
         progress: parked.progress,
-        forwarder: parked.forwarder,
+        queue,
         armed,
     }
 }
@@ -392,10 +392,15 @@ fn resume(
 async fn drive(shared: &Arc<Shared>, mut running: Running, ctx: &RequestContext<RoleServer>) -> Result<Done, McpError> {
     loop {
         tokio::select! {
+            // Progress first: what the upstream sent before its result reaches the client
+            // before the result.
+            biased;
+            p = next_progress(&mut running.queue) => forward(&running.progress, p).await,
             done = running.call.wait() => {
-                // Progress sent before the result goes first.
-                if let Some(f) = &running.forwarder {
-                    f.flush().await;
+                if let Some(q) = &mut running.queue {
+                    while let Ok(p) = q.try_recv() {
+                        forward(&running.progress, p).await;
+                    }
                 }
                 return finish(shared, done, running.names.as_ref());
             }
@@ -534,7 +539,7 @@ async fn park(
         guard: running.guard.take(),
         cancel: running.cancel.clone(),
         progress: running.progress.clone(),
-        forwarder: running.forwarder,
+        drain: running.queue.take().map(Drain::start),
         expiry: Some(expiry),
     };
     shared.park(state.clone(), parked);

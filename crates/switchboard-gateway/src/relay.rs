@@ -197,7 +197,12 @@ impl Relay {
         let mut st = self.state();
         st.calls.insert(call, (server.to_string(), tx.clone()));
         if let Some(known) = st.sessions.get_mut(&session) {
-            known.servers.insert(server.to_string(), call);
+            match known.servers.get_mut(server) {
+                Some(last) => *last = call,
+                None => {
+                    known.servers.insert(server.to_string(), call);
+                }
+            }
             known.last = call;
         }
         drop(st);

@@ -329,15 +329,15 @@ impl ServerHandler for Session {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let (mut name, mut arguments) = (request.name.to_string(), request.arguments.clone());
+        let (mut name, mut arguments) = (request.name.to_string(), request.arguments.take());
         // Off (the default), a call's path is as it was: no second look at the view.
         if request.request_state.is_none() && self.shared.options.tool_search != crate::ToolSearch::Off {
             let view = self.view(&ctx).await?;
             if self.shared.defers(&view) {
-                let args = request.arguments.clone().unwrap_or_default();
+                let args = arguments.clone().unwrap_or_default();
                 match name.as_str() {
                     crate::search::SEARCH_TOOLS => {
                         let catalog = self.shared.hub.catalog();
@@ -348,7 +348,7 @@ impl ServerHandler for Session {
                     }
                     // The same call as a direct one from here on.
                     crate::search::CALL_TOOL => {
-                        (name, arguments) = crate::search::call_target(request.arguments.as_ref())
+                        (name, arguments) = crate::search::call_target(arguments.as_ref())
                             .map_err(|e| McpError::invalid_params(e, None))?;
                     }
                     _ => {}

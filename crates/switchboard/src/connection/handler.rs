@@ -64,6 +64,9 @@ struct RouterState {
     /// Finished requests' routes, oldest first: each is dropped once its grace is over (at a
     /// later registration, so pruning costs one clock reading, not a scan of every route).
     retired: VecDeque<(Instant, ProgressToken)>,
+    /// A sweeper is running: it prunes every [`ROUTE_GRACE`] while routes are retired, so a
+    /// caller's channel closes soon after its request ended even when no other request follows.
+    sweeping: bool,
 }
 
 /// Where one request's progress goes: its activity clock (progress resets the idle timeout),
@@ -157,6 +160,38 @@ impl ProgressRouter {
             route.retired_at = Some(now);
             st.retired.push_back((now, token.clone()));
         }
+    }
+
+    /// [`retire`](Self::retire), and the route is dropped (closing the caller's channel: it
+    /// knows then that no more progress comes) within about two [`ROUTE_GRACE`]s even if no
+    /// request follows. One sweeper task per router does it for every route retired meanwhile,
+    /// not a timer per request.
+    pub(crate) fn retire_then_close(self: &Arc<Self>, token: &ProgressToken) {
+        self.retire(token);
+        let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if st.sweeping || st.retired.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // No runtime to sweep on: the route goes now (late progress is lost).
+            st.routes.remove(token);
+            return;
+        };
+        st.sweeping = true;
+        drop(st);
+        let router = Arc::downgrade(self);
+        runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(ROUTE_GRACE).await;
+                let Some(router) = router.upgrade() else { return };
+                let mut st = router.inner.lock().unwrap_or_else(PoisonError::into_inner);
+                st.prune();
+                if st.retired.is_empty() {
+                    st.sweeping = false;
+                    return;
+                }
+            }
+        });
     }
 
     pub(crate) fn dispatch(&self, param: ProgressNotificationParam) {
@@ -488,6 +523,30 @@ mod tests {
         assert!(rx1.try_recv().is_err(), "nothing reaches a pruned route");
         let st = router.inner.lock().unwrap_or_else(PoisonError::into_inner);
         assert!(!st.routes.contains_key(&token(1)) && st.retired.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_route_retired_to_close_closes_its_channel_with_no_request_after_it() {
+        let router = Arc::new(ProgressRouter::default());
+        let token = |n: i64| ProgressToken(rmcp::model::NumberOrString::Number(n));
+        let mut channels = Vec::new();
+        for n in 0..3 {
+            let (tx, rx) = mpsc::unbounded_channel();
+            router.register(token(n), Activity::unwatched(), Some(tx), None);
+            router.retire_then_close(&token(n));
+            channels.push(rx);
+        }
+        // Late progress still arrives within the grace; then each channel ends (one sweeper).
+        router.dispatch(progress(&token(2), 7.0));
+        let mut last = channels.pop().unwrap_or_else(|| unreachable!());
+        assert_eq!(last.recv().await.map(|p| p.progress), Some(7.0));
+        channels.push(last);
+        for mut rx in channels {
+            let end = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+            assert!(matches!(end, Ok(None)), "the channel closes: {end:?}");
+        }
+        let st = router.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(st.routes.is_empty() && st.retired.is_empty() && !st.sweeping);
     }
 
     #[test]

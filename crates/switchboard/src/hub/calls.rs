@@ -273,14 +273,17 @@ impl Hub {
         let publish = self.inner.publish_progress(&entry.server, &entry.name);
         let mut state_only = 0;
         let mut round = 0;
-        let meta = options.client_capabilities.as_ref().map(|asked| self.request_capabilities(asked));
         if conn.is_stateless() {
             params.input_responses = options.input_responses.clone();
         }
         let raw = loop {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let progress = ProgressTo { caller: options.progress.clone(), publish: publish.clone() };
-            let meta = meta.clone().filter(|_| conn.is_stateless());
+            // Only a 2026-07-28 upstream reads the client's capabilities from `_meta`.
+            let meta = match &options.client_capabilities {
+                Some(asked) if conn.is_stateless() => Some(self.request_capabilities(asked)),
+                _ => None,
+            };
             let sent =
                 send(&self.inner, &slot, &conn, request, limits, progress, options.cancel.clone(), &what, meta).await;
             let result = match sent {

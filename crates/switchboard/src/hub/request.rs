@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Inner, Slot, retry};
-use crate::connection::handler::{Progress, Publish, ROUTE_GRACE};
+use crate::connection::handler::{Progress, Publish};
 use crate::connection::{Connection, describe_error};
 use crate::deadline::Expired;
 use crate::error::Error;
@@ -137,11 +137,7 @@ async fn send_once(
     if routed {
         // A progress notification sent just before the response may still be in the
         // handler's hands: keep the route a moment, then close the caller's channel.
-        let router = conn.progress.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(ROUTE_GRACE).await;
-            router.unregister(&token);
-        });
+        conn.progress.retire_then_close(&token);
     } else if published {
         // Only the event stream takes it: no channel to close, so no timer either.
         conn.progress.retire(&token);

@@ -26,8 +26,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
 use std::time::{Duration, Instant};
+use switchboard_testkit::{Peer, cpu_secs, free_port, rss_kib, wait_listening, workspace};
 
 use futures::future::join_all;
 use rmcp::ServiceExt;
@@ -42,10 +44,6 @@ const IN_FLIGHT: usize = 64;
 const ROUNDS: usize = 3;
 
 type Client = RunningService<RoleClient, ()>;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn build() -> (PathBuf, PathBuf, PathBuf) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -64,11 +62,11 @@ fn build() -> (PathBuf, PathBuf, PathBuf) {
             "--example",
             "bare_proxy",
         ])
-        .current_dir(root())
+        .current_dir(workspace())
         .status()
         .unwrap();
     assert!(ok.success());
-    let release = root().join("target/release");
+    let release = workspace().join("target/release");
     (release.join("switchboard"), release.join("examples/echo"), release.join("examples/bare_proxy"))
 }
 
@@ -100,24 +98,9 @@ fn pin_self_to_cpu0() {
     pin(0);
 }
 
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
+/// Waits until something listens on `port`.
 fn wait_port(port: u16) {
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(60), "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_listening(port, "a bench target", Duration::from_secs(60));
 }
 
 /// One way of reaching the echo tool.
@@ -126,25 +109,13 @@ struct Target {
     front: &'static str,
     client: Client,
     tool: String,
-    _procs: Vec<Killed>,
+    _procs: Vec<Peer>,
     /// The process in the middle (a proxy or gateway), whose CPU time per call is reported.
     pid: Option<u32>,
     seq: Vec<f64>,
     conc: Vec<f64>,
     /// (CPU seconds, calls) of `pid`, sequentially and in flight, over all rounds.
     cpu: [(f64, f64); 2],
-}
-
-/// CPU time (user and system) `pid` has used, in seconds.
-fn cpu_secs(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command (which may hold spaces) and its closing parenthesis.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // SAFETY: sysconf reads a constant.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (ticks(11) + ticks(12)) / hz
 }
 
 async fn stdio_client(cmd: Command) -> (Client, Option<u32>) {
@@ -164,7 +135,7 @@ async fn echo_tool(client: &Client) -> String {
     tools.iter().map(|t| t.name.to_string()).find(|n| n.ends_with("echo")).expect("an echo tool")
 }
 
-async fn target(name: &'static str, front: &'static str, client: Client, procs: Vec<Killed>) -> Target {
+async fn target(name: &'static str, front: &'static str, client: Client, procs: Vec<Peer>) -> Target {
     let tool = echo_tool(&client).await;
     let pid = procs.first().map(|p| p.0.id());
     Target { name, front, client, tool, _procs: procs, pid, seq: Vec::new(), conc: Vec::new(), cpu: [(0.0, 0.0); 2] }
@@ -236,7 +207,7 @@ fn switchboard(bin: &Path, home: &Path, config: &Path) -> Command {
 }
 
 /// `switchboard gateway --http` on a free port (no token: loopback, a benchmark).
-fn http_gateway(bin: &Path, home: &Path, config: &Path) -> (Killed, String) {
+fn http_gateway(bin: &Path, home: &Path, config: &Path) -> (Peer, String) {
     let port = free_port();
     let child = switchboard(bin, home, config)
         .args(["--http", &format!("127.0.0.1:{port}"), "--no-auth"])
@@ -245,14 +216,14 @@ fn http_gateway(bin: &Path, home: &Path, config: &Path) -> (Killed, String) {
         .spawn()
         .unwrap();
     wait_port(port);
-    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
+    (Peer(child), format!("http://127.0.0.1:{port}/mcp"))
 }
 
 async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
     let mut out = Vec::new();
     let py = switchboard_testkit::python_venv("bench-mcp-proxy", &["mcp-proxy==0.13.0"]);
     let node = switchboard_testkit::npm_folder("bench-gateways", &["supergateway@4.0.0", "mcp-hub@4.2.1"]);
-    let spawn = |mut c: Command| Killed(c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    let spawn = |mut c: Command| Peer(c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
 
     let port = free_port();
     let mut c = on_cpu1(&py.join("bin/mcp-proxy"));
@@ -297,13 +268,6 @@ async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
     out
 }
 
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
-}
-
 fn main() {
     pin_self_to_cpu0();
     let (bin, echo, bare_proxy) = build();
@@ -329,14 +293,14 @@ fn main() {
         if wants("http") {
             let port = free_port();
             let direct_http =
-                Killed(on_cpu1(&echo).args(["http", &port.to_string()]).stdout(Stdio::null()).spawn().unwrap());
+                Peer(on_cpu1(&echo).args(["http", &port.to_string()]).stdout(Stdio::null()).spawn().unwrap());
             wait_port(port);
             targets.push(
                 target("direct", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![direct_http])
                     .await,
             );
             let port = free_port();
-            let proxy = Killed(
+            let proxy = Peer(
                 on_cpu1(&bare_proxy)
                     .args(["--http", &port.to_string()])
                     .arg(&echo)
@@ -417,7 +381,7 @@ fn main() {
         }
         println!(
             "\ngateway RSS with 20 upstreams and 50 HTTP sessions: {:.1} MB (the upstreams are processes of their own)",
-            rss_kb(gw.0.id()) as f64 / 1024.0
+            rss_kib(gw.0.id()) as f64 / 1024.0
         );
         drop(sessions);
         drop(gw);

@@ -36,19 +36,15 @@ const PACKAGES: &[&str] = &[
     "@playwright/mcp@0.0.83",
 ];
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn build() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = Command::new(cargo)
         .args(["build", "-q", "--release", "-p", "switchboard-cli"])
-        .current_dir(root())
+        .current_dir(switchboard_testkit::workspace())
         .status()
         .unwrap();
     assert!(ok.success());
-    root().join("target/release/switchboard")
+    switchboard_testkit::workspace().join("target/release/switchboard")
 }
 
 /// The ten servers, as `(name, command, args, env)`.

@@ -190,12 +190,15 @@ pub fn python_script(script: &str, args: &[String], port: u16) -> Peer {
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Ok(Some(status)) = peer.0.try_wait() {
             let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+            let _ = std::fs::remove_file(&log);
             let tail: Vec<&str> = stderr.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect();
             panic!("{script} exited ({status}) before it listened on {port}:\n{}", tail.join("\n"));
         }
         assert!(started.elapsed() < Duration::from_secs(60), "{script} did not listen on {port}");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Listening: its stderr is no longer read (the open file goes on taking it, unnamed).
+    let _ = std::fs::remove_file(&log);
     peer
 }
 
@@ -388,6 +391,18 @@ pub fn rss_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
+}
+
+/// The CPU time (user and system) a running process has used, in seconds (0 if it is gone).
+pub fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command (which may hold spaces) and its closing parenthesis.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // SAFETY: sysconf only reads a setting.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks(11) + ticks(12)) / hz.max(1.0)
 }
 
 /// Whether a process is alive (zombies count as dead).

@@ -277,7 +277,7 @@ const HUB_CHECK: std::time::Duration = std::time::Duration::from_millis(200);
 async fn follow_the_hub(hub: Hub, gateway: Gateway, mut f: Following) {
     use switchboard::workspace::{self, Lookup};
     let key = workspace::config_key(&f.own);
-    let mut events = hub.subscribe();
+    let mut events = hub.subscribe_changes();
     let mut tick = tokio::time::interval(HUB_CHECK);
     // While the hub is not connected its lists are not to be told as gone: they come back
     // (it reconnects, another hub, this gateway's own servers) and are told then if changed.

@@ -192,7 +192,8 @@ pub(crate) async fn run(
     let running = match request_state {
         // Resuming: answer what was asked, point progress at this request.
         Some(state) => match shared.parked_remove(state) {
-            Some(parked) => resume(parked, responses, target).await,
+            // Boxed, as are the other rare paths below: the request's future stays small.
+            Some(parked) => Box::pin(resume(parked, responses, target)).await,
             None => {
                 return Err(McpError::invalid_params(
                     "unknown or expired requestState (a parked call waits 10 minutes for its answers)",
@@ -406,9 +407,9 @@ async fn drive(shared: &Arc<Shared>, mut running: Running, ctx: &RequestContext<
             }
             Some(ask) = running.asks.recv() => {
                 if modern(ctx) {
-                    return park(shared, running, ask, ctx).await.map(Done::Input);
+                    return Box::pin(park(shared, running, ask, ctx)).await.map(Done::Input);
                 }
-                ask_now(ask, ctx).await;
+                Box::pin(ask_now(ask, ctx)).await;
             }
             () = ctx.ct.cancelled() => {
                 running.cancel.cancel();

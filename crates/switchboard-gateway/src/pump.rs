@@ -17,7 +17,7 @@ const DEBOUNCE: Duration = Duration::from_millis(50);
 
 pub(crate) fn start(shared: &Arc<Shared>) {
     let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
-    let mut events = shared.hub.subscribe();
+    let mut events = shared.hub.subscribe_changes();
     let weak: Weak<Shared> = Arc::downgrade(shared);
     rt.spawn(async move {
         loop {

@@ -1,5 +1,6 @@
 //! One downstream session: the rmcp `ServerHandler` the gateway serves.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -255,8 +256,11 @@ impl Session {
 /// the hub, a request to another server does not wait at all.
 pub const START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-impl ServerHandler for Session {
-    async fn initialize(
+/// The requests' work, each boxed by [`ServerHandler`]'s methods below: rmcp runs every request
+/// as a task of its own sized by the largest of these futures (about 11 KB unboxed, moved and
+/// copied several times per request); boxed, the task holds a pointer.
+impl Session {
+    async fn handle_initialize(
         &self,
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
@@ -266,41 +270,12 @@ impl ServerHandler for Session {
         self.negotiate_initialize(&request)
     }
 
-    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+    async fn handle_discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
         self.settle(&context).await;
         Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
     }
 
-    fn get_info(&self) -> ServerConfig {
-        if let Some(server) = self.shared.transparent_server()
-            && let Some(info) = self.shared.hub.server_peer_info(&server)
-        {
-            let mut config = ServerConfig::new(info.capabilities.clone());
-            if let Some(implementation) = info.server_info.clone() {
-                config = config.with_server_info(implementation);
-            }
-            config.instructions = info.instructions.clone();
-            return config;
-        }
-        let capabilities = ServerCapabilities::builder()
-            .enable_logging()
-            .enable_completions()
-            .enable_prompts()
-            .enable_prompts_list_changed()
-            .enable_resources()
-            .enable_resources_list_changed()
-            .enable_resources_subscribe()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .build();
-        ServerConfig::new(capabilities)
-            .with_server_info(
-                Implementation::new("switchboard", env!("CARGO_PKG_VERSION")).with_title("switchboard gateway"),
-            )
-            .with_instructions(self.instructions())
-    }
-
-    async fn list_tools(
+    async fn handle_list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
@@ -327,7 +302,7 @@ impl ServerHandler for Session {
         Ok(result)
     }
 
-    async fn call_tool(
+    async fn handle_call_tool(
         &self,
         mut request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
@@ -382,7 +357,7 @@ impl ServerHandler for Session {
         }
     }
 
-    async fn list_prompts(
+    async fn handle_list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
@@ -395,7 +370,7 @@ impl ServerHandler for Session {
         Ok(result)
     }
 
-    async fn get_prompt(
+    async fn handle_get_prompt(
         &self,
         request: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
@@ -416,7 +391,7 @@ impl ServerHandler for Session {
         }
     }
 
-    async fn list_resources(
+    async fn handle_list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
@@ -436,7 +411,7 @@ impl ServerHandler for Session {
         Ok(result)
     }
 
-    async fn list_resource_templates(
+    async fn handle_list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
@@ -449,7 +424,7 @@ impl ServerHandler for Session {
         Ok(result)
     }
 
-    async fn read_resource(
+    async fn handle_read_resource(
         &self,
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
@@ -483,7 +458,7 @@ impl ServerHandler for Session {
     }
 
     #[allow(deprecated)]
-    async fn subscribe(
+    async fn handle_subscribe(
         &self,
         request: SubscribeRequestParams,
         ctx: RequestContext<RoleServer>,
@@ -495,7 +470,7 @@ impl ServerHandler for Session {
     }
 
     #[allow(deprecated)]
-    async fn unsubscribe(
+    async fn handle_unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
         ctx: RequestContext<RoleServer>,
@@ -510,7 +485,7 @@ impl ServerHandler for Session {
         Ok(())
     }
 
-    async fn complete(
+    async fn handle_complete(
         &self,
         mut request: CompleteRequestParams,
         ctx: RequestContext<RoleServer>,
@@ -542,19 +517,7 @@ impl ServerHandler for Session {
         Ok(result)
     }
 
-    async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.register(&ctx)?;
-        if let Some(s) = self.shared.sessions().get_mut(&self.id) {
-            s.level = Some(request.level);
-        }
-        Ok(())
-    }
-
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(requested.clone())
-    }
-
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+    async fn handle_listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let ctx = context.request_context();
         self.register(ctx)?;
         let sink = context.sink().clone();
@@ -586,6 +549,150 @@ impl ServerHandler for Session {
             }
         }
         Ok(())
+    }
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        if let Some(server) = self.shared.transparent_server()
+            && let Some(info) = self.shared.hub.server_peer_info(&server)
+        {
+            let mut config = ServerConfig::new(info.capabilities.clone());
+            if let Some(implementation) = info.server_info.clone() {
+                config = config.with_server_info(implementation);
+            }
+            config.instructions = info.instructions.clone();
+            return config;
+        }
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(
+                Implementation::new("switchboard", env!("CARGO_PKG_VERSION")).with_title("switchboard gateway"),
+            )
+            .with_instructions(self.instructions())
+    }
+
+    async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.register(&ctx)?;
+        if let Some(s) = self.shared.sessions().get_mut(&self.id) {
+            s.level = Some(request.level);
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<InitializeResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_initialize(request, context))
+    }
+
+    fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<DiscoverResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_discover(context))
+    }
+
+    fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_list_tools(_request, ctx))
+    }
+
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + '_ {
+        Box::pin(self.handle_call_tool(request, ctx))
+    }
+
+    fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListPromptsResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_list_prompts(_request, ctx))
+    }
+
+    fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + Send + '_ {
+        Box::pin(self.handle_get_prompt(request, ctx))
+    }
+
+    fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_list_resources(_request, ctx))
+    }
+
+    fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_list_resource_templates(_request, ctx))
+    }
+
+    fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + Send + '_ {
+        Box::pin(self.handle_read_resource(request, ctx))
+    }
+
+    #[allow(deprecated)]
+    fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(self.handle_subscribe(request, ctx))
+    }
+
+    #[allow(deprecated)]
+    fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(self.handle_unsubscribe(request, ctx))
+    }
+
+    fn complete(
+        &self,
+        request: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CompleteResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_complete(request, ctx))
+    }
+
+    fn listen(&self, context: SubscriptionContext) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(self.handle_listen(context))
     }
 }
 

@@ -111,3 +111,92 @@ pub enum Event {
         scope: Option<String>,
     },
 }
+
+impl Event {
+    /// An event of one tool call ([`Event::ToolCalled`], [`Event::Progress`]): as many as
+    /// calls, where every other kind is a change of state.
+    pub fn is_per_call(&self) -> bool {
+        matches!(self, Event::ToolCalled(_) | Event::Progress { .. })
+    }
+}
+
+/// How many events a subscriber may fall behind before it loses the oldest.
+const CAPACITY: usize = 1024;
+
+/// The hub's events, on two channels: every event, and the changes of state alone (no
+/// [per-call](Event::is_per_call) events). A subscriber that wants only changes (the gateway,
+/// which tells its clients of list changes and logs) then costs a tool call nothing: the hub
+/// builds a call's events only while someone takes every event.
+#[derive(Clone, Debug)]
+pub(crate) struct EventBus {
+    all: tokio::sync::broadcast::Sender<Event>,
+    changes: tokio::sync::broadcast::Sender<Event>,
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self { all: tokio::sync::broadcast::channel(CAPACITY).0, changes: tokio::sync::broadcast::channel(CAPACITY).0 }
+    }
+}
+
+impl EventBus {
+    /// Publishes `event` to those it is for (none listening is not an error).
+    pub(crate) fn send(&self, event: Event) {
+        if !event.is_per_call() && self.changes.receiver_count() > 0 {
+            let _ = self.changes.send(event.clone());
+        }
+        let _ = self.all.send(event);
+    }
+
+    /// Whether anyone takes per-call events (else the hub does not build them).
+    pub(crate) fn wants_calls(&self) -> bool {
+        self.all.receiver_count() > 0
+    }
+
+    /// Every event from now on.
+    pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
+        self.all.subscribe()
+    }
+
+    /// The changes of state from now on (no per-call events).
+    pub(crate) fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<Event> {
+        self.changes.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subscriber_to_changes_gets_no_call_events_and_does_not_make_them_wanted() {
+        let bus = EventBus::default();
+        let mut changes = bus.subscribe_changes();
+        assert!(!bus.wants_calls(), "a changes-only subscriber does not ask for per-call events");
+        bus.send(Event::Progress {
+            server: "s".into(),
+            tool: "t".into(),
+            call: 1,
+            progress: 1.0,
+            total: None,
+            message: None,
+        });
+        bus.send(Event::ServerRemoved { server: "s".into() });
+        assert!(matches!(changes.try_recv(), Ok(Event::ServerRemoved { .. })));
+        assert!(changes.try_recv().is_err());
+        let mut all = bus.subscribe();
+        assert!(bus.wants_calls());
+        bus.send(Event::Progress {
+            server: "s".into(),
+            tool: "t".into(),
+            call: 2,
+            progress: 1.0,
+            total: None,
+            message: None,
+        });
+        bus.send(Event::ServerRemoved { server: "s".into() });
+        assert!(matches!(all.try_recv(), Ok(Event::Progress { call: 2, .. })));
+        assert!(matches!(all.try_recv(), Ok(Event::ServerRemoved { .. })));
+        assert!(matches!(changes.try_recv(), Ok(Event::ServerRemoved { .. })));
+    }
+}

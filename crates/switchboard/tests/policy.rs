@@ -125,8 +125,10 @@ async fn every_answer_of_an_approver_and_always_is_asked_again_after_a_rug_pull(
     // The first connection's own CatalogChanged may come after `ready` (status first, then
     // the catalog event): wait for the event that carries the new definition.
     let described = || hub.catalog().tool("mcp__f__echo").and_then(|t| t.tool.description.clone()).unwrap_or_default();
-    wait_event(&mut events, |e| matches!(e, Event::CatalogChanged { .. }) && described().contains("sends it to a server"))
-        .await;
+    wait_event(&mut events, |e| {
+        matches!(e, Event::CatalogChanged { .. }) && described().contains("sends it to a server")
+    })
+    .await;
     hub.call_tool("mcp__f__echo", echo("7"), CallOptions::new()).await.unwrap();
     let seen = approver.seen();
     assert_eq!(seen.len(), 1);

@@ -22,7 +22,7 @@ use rmcp::model::{
     RootsCapabilities, SamplingCapability, UrlElicitationCapability,
 };
 use rmcp::service::{ClientLifecycleMode, NotificationContext, RequestContext, RoleClient};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 use crate::deadline::Activity;
 use crate::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
@@ -85,7 +85,7 @@ struct Route {
 /// A tool call whose progress is also published as [`Event::Progress`].
 #[derive(Debug, Clone)]
 pub(crate) struct Publish {
-    pub(crate) events: broadcast::Sender<Event>,
+    pub(crate) events: crate::events::EventBus,
     pub(crate) server: String,
     pub(crate) tool: String,
     pub(crate) call: u64,
@@ -95,7 +95,7 @@ impl Route {
     fn deliver(&self, progress: Progress) {
         self.activity.touch();
         if let Some(p) = &self.publish {
-            let _ = p.events.send(Event::Progress {
+            p.events.send(Event::Progress {
                 server: p.server.clone(),
                 tool: p.tool.clone(),
                 call: p.call,
@@ -236,7 +236,7 @@ pub(crate) struct Handler {
     pub(crate) server: String,
     pub(crate) changes: mpsc::UnboundedSender<ListChange>,
     pub(crate) progress: Arc<ProgressRouter>,
-    pub(crate) events: broadcast::Sender<Event>,
+    pub(crate) events: crate::events::EventBus,
     /// Who answers `elicitation/create`, if anyone.
     pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
     /// Who answers `sampling/createMessage`, if anyone.
@@ -260,7 +260,7 @@ impl Handler {
             let rate = self.flood.lock().unwrap_or_else(PoisonError::into_inner).rate();
             let reason = format!("notifications beyond {rate} a second: {n} dropped");
             tracing::warn!(server = %self.server, "{reason}");
-            let _ = self.events.send(Event::Dropped { server: self.server.clone(), reason });
+            self.events.send(Event::Dropped { server: self.server.clone(), reason });
         }
         taken
     }
@@ -440,7 +440,7 @@ impl ClientHandler for Handler {
         _ctx: NotificationContext<RoleClient>,
     ) {
         if self.admit() {
-            let _ = self.events.send(Event::ResourceUpdated { server: self.server.clone(), uri: params.uri });
+            self.events.send(Event::ResourceUpdated { server: self.server.clone(), uri: params.uri });
         }
     }
 
@@ -462,12 +462,7 @@ impl ClientHandler for Handler {
         let level =
             serde_json::to_value(params.level).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         tracing::debug!(server = %self.server, level = %level, "server log: {}", params.data);
-        let _ = self.events.send(Event::Log {
-            server: self.server.clone(),
-            level,
-            logger: params.logger,
-            data: params.data,
-        });
+        self.events.send(Event::Log { server: self.server.clone(), level, logger: params.logger, data: params.data });
     }
 }
 

@@ -195,7 +195,7 @@ fn deliver(handler: &Handler, notification: ServerNotification) {
         ServerNotification::ResourceListChangedNotification(_) => ListChange::Resources,
         ServerNotification::PromptListChangedNotification(_) => ListChange::Prompts,
         ServerNotification::ResourceUpdatedNotification(n) => {
-            let _ = handler.events.send(Event::ResourceUpdated { server: handler.server.clone(), uri: n.params.uri });
+            handler.events.send(Event::ResourceUpdated { server: handler.server.clone(), uri: n.params.uri });
             return;
         }
         _ => return,

@@ -20,11 +20,10 @@ use std::time::Duration;
 
 use rmcp::model::{ClientRequest, PingRequest, ProtocolVersion};
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 use crate::catalog::ServerLists;
 use crate::config::{ServerConfig, TransportConfig};
-use crate::events::Event;
 use crate::process::ProcessTree;
 use crate::status::FailureKind;
 use handler::{Handler, ListChange, ProgressRouter};
@@ -69,7 +68,7 @@ async fn end_with(tree: Option<Arc<ProcessTree>>, kind: FailureKind, message: St
 pub(crate) struct ConnectCtx {
     pub project_root: PathBuf,
     pub host_env: Arc<HashMap<String, String>>,
-    pub events: broadcast::Sender<Event>,
+    pub events: crate::events::EventBus,
     pub marker: String,
     pub trees: Arc<crate::process::Trees>,
     pub record: Option<Arc<crate::process::record::Record>>,

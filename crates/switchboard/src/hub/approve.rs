@@ -115,7 +115,7 @@ impl Hub {
         let caller = options.caller.clone();
         let passed = self.admit(entry, slot, &mut arguments, &options).await;
         let audit = self.inner.gate.audit.as_ref();
-        let watched = self.inner.events.receiver_count() > 0;
+        let watched = self.inner.events.wants_calls();
         if audit.is_none() && !watched {
             return match passed {
                 Ok(_) => call(arguments, options).await,
@@ -162,7 +162,7 @@ impl Hub {
             arguments: kept,
         };
         if watched {
-            let _ = self.inner.events.send(crate::events::Event::ToolCalled(Box::new(record.clone())));
+            self.inner.events.send(crate::events::Event::ToolCalled(Box::new(record.clone())));
         }
         if let Some(audit) = audit {
             audit.record(record);

@@ -301,7 +301,7 @@ impl Hub {
                         && c.contains("insufficient_scope")
                     {
                         self.remember_refusal(&slot.name, c).await;
-                        let _ = self.inner.events.send(Event::AuthNeeded {
+                        self.inner.events.send(Event::AuthNeeded {
                             server: slot.name.clone(),
                             reason: format!("the server refused `{}` for want of a scope", entry.tool.name),
                             scope: crate::auth::challenge_scope(c),

@@ -152,7 +152,7 @@ impl Hub {
                     for d in &rejected {
                         tracing::warn!("config not reloaded: {d}");
                     }
-                    let _ = hub.inner.events.send(Event::ConfigRejected { diagnostics: rejected });
+                    hub.inner.events.send(Event::ConfigRejected { diagnostics: rejected });
                     continue;
                 }
                 // An `include` added, an env file named: followed from now on.
@@ -171,8 +171,7 @@ impl Hub {
                         report.updated.len()
                     );
                 }
-                let _ = hub
-                    .inner
+                hub.inner
                     .events
                     .send(Event::ConfigReloaded { report: Box::new(report), diagnostics: loaded.diagnostics.clone() });
             }

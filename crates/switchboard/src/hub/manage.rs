@@ -25,7 +25,7 @@ impl Hub {
             }
             slots.insert(name.clone(), slot.clone());
         }
-        let _ = self.inner.events.send(Event::StatusChanged { server: name.clone(), status: status.clone() });
+        self.inner.events.send(Event::StatusChanged { server: name.clone(), status: status.clone() });
         if matches!(status, ServerStatus::Connecting) {
             let _ = connect(&self.inner, &slot).await;
         }
@@ -47,7 +47,7 @@ impl Hub {
             conn.close().await;
         }
         self.inner.rebuild_catalog();
-        let _ = self.inner.events.send(Event::ServerRemoved { server: name.to_string() });
+        self.inner.events.send(Event::ServerRemoved { server: name.to_string() });
         self.inner.changed.send_modify(|n| *n += 1);
         Ok(())
     }

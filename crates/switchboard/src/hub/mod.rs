@@ -210,7 +210,7 @@ pub(crate) struct Inner {
     rebuild: Mutex<()>,
     /// Deadlines of every request in flight.
     watchdog: Watchdog,
-    events: broadcast::Sender<Event>,
+    events: crate::events::EventBus,
     changed: watch::Sender<u64>,
     trees: Arc<crate::process::Trees>,
     /// Where this hub's running supervisors are recorded.
@@ -255,7 +255,7 @@ impl Hub {
         if let Err(e) = &trust {
             tracing::warn!("{e}; project servers stay untrusted");
         }
-        let (events, _) = broadcast::channel(1024);
+        let events = crate::events::EventBus::default();
         let (changed, _) = watch::channel(0);
         let mut slots = BTreeMap::new();
         for (name, entry) in &config.servers {
@@ -407,6 +407,13 @@ impl Hub {
         self.inner.events.subscribe()
     }
 
+    /// Changes of state from now on: every event but those of single tool calls
+    /// ([`Event::is_per_call`]). While only such subscribers listen, the hub builds no
+    /// per-call events at all.
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe_changes()
+    }
+
     /// The user's config file and the data folder this hub uses.
     pub fn paths(&self) -> &Paths {
         &self.inner.options.paths
@@ -543,9 +550,9 @@ impl Inner {
             }),
             _ => None,
         };
-        let _ = self.events.send(Event::StatusChanged { server: slot.name.clone(), status });
+        self.events.send(Event::StatusChanged { server: slot.name.clone(), status });
         if let Some(auth) = auth {
-            let _ = self.events.send(auth);
+            self.events.send(auth);
         }
         self.changed.send_modify(|n| *n += 1);
     }
@@ -553,7 +560,7 @@ impl Inner {
     /// How a tool call's progress is published as [`Event::Progress`]: only while anyone
     /// listens to the hub's events.
     pub(crate) fn publish_progress(&self, server: &str, tool: &str) -> Option<Publish> {
-        (self.events.receiver_count() > 0).then(|| Publish {
+        self.events.wants_calls().then(|| Publish {
             events: self.events.clone(),
             server: server.to_string(),
             tool: tool.to_string(),
@@ -574,7 +581,7 @@ impl Inner {
         let lists = slot.state().lists.clone();
         let filter = slot.filter();
         let tools = lists.tools.iter().filter(|t| filter.allows(&t.name)).count();
-        let _ = self.events.send(Event::CatalogChanged {
+        self.events.send(Event::CatalogChanged {
             server: slot.name.clone(),
             tools,
             resources: lists.resources.len(),

@@ -26,7 +26,7 @@ use rmcp::model::{ErrorCode, ErrorData};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout};
-use tokio::sync::{Mutex, broadcast, watch};
+use tokio::sync::{Mutex, watch};
 
 use crate::events::Event;
 
@@ -42,7 +42,7 @@ pub struct StdioTransport {
     lines: Lines<ChildStdout>,
     max: usize,
     writer: Arc<Mutex<Option<ChildStdin>>>,
-    events: broadcast::Sender<Event>,
+    events: crate::events::EventBus,
     closed: watch::Sender<bool>,
     dropped: RateNote,
     flood: crate::connection::flood::Flood,
@@ -58,12 +58,12 @@ pub struct StdioTransport {
 
 impl StdioTransport {
     /// The transport over a spawned server's pipes.
-    pub fn new(
+    pub(crate) fn new(
         server: &str,
         stdout: ChildStdout,
         stdin: ChildStdin,
         max_message_bytes: usize,
-        events: broadcast::Sender<Event>,
+        events: crate::events::EventBus,
     ) -> StdioTransport {
         StdioTransport {
             server: server.into(),
@@ -105,7 +105,7 @@ impl StdioTransport {
         if let Some(count) = self.dropped.note() {
             let reason =
                 if count > 1 { format!("{why} (and {} more in the last second)", count - 1) } else { why.clone() };
-            let _ = self.events.send(Event::Dropped { server: self.server.to_string(), reason });
+            self.events.send(Event::Dropped { server: self.server.to_string(), reason });
         }
         let id = id?;
         let error =
@@ -162,7 +162,7 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
                         if let Some(n) = note {
                             let reason = format!("notifications beyond {} a second: {n} dropped", self.flood.rate());
                             tracing::warn!(server = %self.server, "{reason}");
-                            let _ = self.events.send(Event::Dropped { server: self.server.to_string(), reason });
+                            self.events.send(Event::Dropped { server: self.server.to_string(), reason });
                         }
                         if taken
                             && let Some(router) = &self.progress

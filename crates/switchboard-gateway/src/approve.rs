@@ -10,17 +10,17 @@ use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 use switchboard::elicitation::{ElicitationAnswer, ElicitationRequest};
 use switchboard::policy::{Approval, ApprovalRequest, Approver, BoxFuture};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::relay::Ask;
 
 /// Asks through one call's question channel.
 pub(crate) struct AskClient {
-    asks: mpsc::UnboundedSender<Ask>,
+    asks: crate::relay::AskSender,
 }
 
 impl AskClient {
-    pub(crate) fn new(asks: mpsc::UnboundedSender<Ask>) -> Self {
+    pub(crate) fn new(asks: crate::relay::AskSender) -> Self {
         AskClient { asks }
     }
 }
@@ -67,7 +67,7 @@ impl Approver for AskClient {
         Box::pin(async move {
             let question = ElicitationRequest::new(request.server.clone(), message(&request), decision_schema());
             let (reply, answer) = oneshot::channel();
-            if self.asks.send(Ask::Elicit { request: question, reply }).is_err() {
+            if self.asks.send(Box::new(Ask::Elicit { request: question, reply })).is_err() {
                 return Approval::Deny;
             }
             match answer.await {

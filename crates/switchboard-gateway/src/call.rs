@@ -73,7 +73,7 @@ type ProgressTarget = Arc<Mutex<Option<(Peer<RoleServer>, ProgressToken)>>>;
 pub(crate) struct Parked {
     names: Option<(String, String)>,
     call: Guarded,
-    asks: mpsc::UnboundedReceiver<Ask>,
+    asks: crate::relay::AskReceiver,
     pending: Vec<(String, Ask)>,
     guard: Option<CallGuard>,
     cancel: CancellationToken,
@@ -148,7 +148,7 @@ struct Running {
     /// The tool's catalog name and the one the client used.
     names: Option<(String, String)>,
     call: Guarded,
-    asks: mpsc::UnboundedReceiver<Ask>,
+    asks: crate::relay::AskReceiver,
     guard: Option<CallGuard>,
     cancel: CancellationToken,
     progress: ProgressTarget,
@@ -407,9 +407,9 @@ async fn drive(shared: &Arc<Shared>, mut running: Running, ctx: &RequestContext<
             }
             Some(ask) = running.asks.recv() => {
                 if modern(ctx) {
-                    return Box::pin(park(shared, running, ask, ctx)).await.map(Done::Input);
+                    return Box::pin(park(shared, running, *ask, ctx)).await.map(Done::Input);
                 }
-                Box::pin(ask_now(ask, ctx)).await;
+                Box::pin(ask_now(*ask, ctx)).await;
             }
             () = ctx.ct.cancelled() => {
                 running.cancel.cancel();
@@ -468,7 +468,7 @@ async fn park(
     // Questions asked together (the hub answers an upstream's round at once) go in one round.
     tokio::time::sleep(Duration::from_millis(10)).await;
     while let Ok(more) = running.asks.try_recv() {
-        asks.push(more);
+        asks.push(*more);
     }
     // Without the capability a question needs, a 2026-07-28 client gets -32021 naming it (the
     // upstream's question is declined and the call cancelled).

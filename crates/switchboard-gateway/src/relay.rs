@@ -36,6 +36,12 @@ pub(crate) struct SessionPeer {
     pub peer: Peer<RoleServer>,
 }
 
+/// Where a call's questions go, boxed: a channel takes room for 32 of its items when it is
+/// made (11.5 KB of `Ask`s, for every call), and a call is rarely asked anything.
+pub(crate) type AskSender = mpsc::UnboundedSender<Box<Ask>>;
+/// What a call reads its questions from.
+pub(crate) type AskReceiver = mpsc::UnboundedReceiver<Box<Ask>>;
+
 /// A question from an upstream, for the call that caused it.
 pub(crate) enum Ask {
     Elicit {
@@ -82,7 +88,7 @@ impl Ask {
 #[derive(Default)]
 struct State {
     /// Calls in flight: call number → (server, where its questions go).
-    calls: BTreeMap<u64, (String, mpsc::UnboundedSender<Ask>)>,
+    calls: BTreeMap<u64, (String, AskSender)>,
     /// Sessions known, by id.
     sessions: BTreeMap<u64, Known>,
 }
@@ -187,11 +193,7 @@ impl Relay {
     /// Registers a call on `server` made by `session`; its questions arrive on the receiver
     /// until the guard drops. The sender is the call's own (the gateway's approver asks
     /// through it).
-    pub(crate) fn call_started(
-        self: &Arc<Self>,
-        server: &str,
-        session: u64,
-    ) -> (CallGuard, mpsc::UnboundedSender<Ask>, mpsc::UnboundedReceiver<Ask>) {
+    pub(crate) fn call_started(self: &Arc<Self>, server: &str, session: u64) -> (CallGuard, AskSender, AskReceiver) {
         let call = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
         let mut st = self.state();
@@ -210,7 +212,7 @@ impl Relay {
     }
 
     /// The most recent call in flight on `server`.
-    fn call_for(&self, server: &str) -> Option<mpsc::UnboundedSender<Ask>> {
+    fn call_for(&self, server: &str) -> Option<AskSender> {
         let st = self.state();
         st.calls.values().rev().find(|(srv, tx)| srv == server && !tx.is_closed()).map(|(_, tx)| tx.clone())
     }
@@ -274,7 +276,7 @@ impl Elicitor for Relay {
         Box::pin(async move {
             if let Some(call) = self.call_for(&request.server) {
                 let (reply, answer) = oneshot::channel();
-                if call.send(Ask::Elicit { request, reply }).is_ok() {
+                if call.send(Box::new(Ask::Elicit { request, reply })).is_ok() {
                     return answer.await.unwrap_or(ElicitationAnswer::Cancel);
                 }
                 return ElicitationAnswer::Cancel;
@@ -302,7 +304,7 @@ impl Sampler for Relay {
         Box::pin(async move {
             if let Some(call) = self.call_for(&request.server) {
                 let (reply, answer) = oneshot::channel();
-                call.send(Ask::Sample { request, reply }).map_err(|_| "the call ended".to_string())?;
+                call.send(Box::new(Ask::Sample { request, reply })).map_err(|_| "the call ended".to_string())?;
                 return answer.await.map_err(|_| "the call ended".to_string())?;
             }
             if let Some(session) = self.recent_session(&request.server, Need::Sampling) {
@@ -336,7 +338,7 @@ impl RootsSource for Relay {
             let empty = || ListRootsResult::new(Vec::new());
             if let Some(call) = self.call_for(&server) {
                 let (reply, answer) = oneshot::channel();
-                if call.send(Ask::Roots { input_key, reply }).is_ok() {
+                if call.send(Box::new(Ask::Roots { input_key, reply })).is_ok() {
                     return Some(answer.await.unwrap_or_else(|_| empty()));
                 }
                 return Some(empty());

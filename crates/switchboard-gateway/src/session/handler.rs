@@ -1,0 +1,163 @@
+//! [`Session`] as rmcp's `ServerHandler`: what the gateway says of itself, and each request's
+//! work (in the parent module) boxed, so that the task rmcp spawns per request holds a pointer
+//! instead of the largest handler's future (about 11 KB, moved and copied several times per
+//! request).
+
+use std::future::Future;
+
+use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+
+use super::Session;
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        if let Some(server) = self.shared.transparent_server()
+            && let Some(info) = self.shared.hub.server_peer_info(&server)
+        {
+            let mut config = ServerConfig::new(info.capabilities.clone());
+            if let Some(implementation) = info.server_info.clone() {
+                config = config.with_server_info(implementation);
+            }
+            config.instructions = info.instructions.clone();
+            return config;
+        }
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(
+                Implementation::new("switchboard", env!("CARGO_PKG_VERSION")).with_title("switchboard gateway"),
+            )
+            .with_instructions(self.instructions())
+    }
+
+    async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.register(&ctx)?;
+        if let Some(s) = self.shared.sessions().get_mut(&self.id) {
+            s.level = Some(request.level);
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<InitializeResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_initialize(request, context))
+    }
+
+    fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<DiscoverResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_discover(context))
+    }
+
+    fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_list_tools(_request, ctx))
+    }
+
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + '_ {
+        Box::pin(self.handle_call_tool(request, ctx))
+    }
+
+    fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListPromptsResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_list_prompts(_request, ctx))
+    }
+
+    fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + Send + '_ {
+        Box::pin(self.handle_get_prompt(request, ctx))
+    }
+
+    fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_list_resources(_request, ctx))
+    }
+
+    fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_list_resource_templates(_request, ctx))
+    }
+
+    fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + Send + '_ {
+        Box::pin(self.handle_read_resource(request, ctx))
+    }
+
+    #[allow(deprecated)]
+    fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(self.handle_subscribe(request, ctx))
+    }
+
+    #[allow(deprecated)]
+    fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(self.handle_unsubscribe(request, ctx))
+    }
+
+    fn complete(
+        &self,
+        request: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CompleteResult, McpError>> + Send + '_ {
+        Box::pin(self.handle_complete(request, ctx))
+    }
+
+    fn listen(&self, context: SubscriptionContext) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(self.handle_listen(context))
+    }
+}

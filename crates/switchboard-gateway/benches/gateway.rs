@@ -8,8 +8,9 @@
 //!
 //! - stdio front: client → echo over stdio (twice: the A/A row shows the noise), client →
 //!   `examples/bare_proxy.rs` → echo (rmcp's server and client back to back with nothing in
-//!   between: the floor for any gateway built on rmcp), and client → `switchboard gateway` over
-//!   stdio → echo over stdio.
+//!   between: the floor for any gateway built on rmcp), client → `examples/hub_proxy.rs` → echo
+//!   (the same server with switchboard's hub as its client: the hub's share of the gateway's
+//!   cost), and client → `switchboard gateway` over stdio → echo over stdio.
 //! - HTTP front: client → echo serving Streamable HTTP itself, client → the bare proxy serving
 //!   Streamable HTTP → echo over stdio (the floor again), client → `switchboard gateway --http`
 //!   → echo over stdio; and the peer gateways that install from npm and PyPI in front of the
@@ -22,7 +23,11 @@
 //! Then the gateway's resident memory with 20 upstreams and 50 HTTP sessions open.
 //!
 //! `SWITCHBOARD_BENCH_FRONT=stdio` (or `http`) measures only that front's own rows (no peers,
-//! no memory row): for profiling the gateway while it runs.
+//! no memory row): for profiling the gateway while it runs. With `CARGO_TARGET_DIR` set, the
+//! programs are built and taken from there: a second tree built without LTO
+//! (`CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+//! CARGO_PROFILE_RELEASE_INCREMENTAL=true`) rebuilds in a minute or two instead of ten, for
+//! trying a change (its figures are for comparing rows of one run, not for README).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -45,7 +50,7 @@ const ROUNDS: usize = 3;
 
 type Client = RunningService<RoleClient, ()>;
 
-fn build() -> (PathBuf, PathBuf, PathBuf) {
+fn build() -> (PathBuf, PathBuf, PathBuf, PathBuf) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = Command::new(cargo)
         .args([
@@ -61,13 +66,18 @@ fn build() -> (PathBuf, PathBuf, PathBuf) {
             "echo",
             "--example",
             "bare_proxy",
+            "--example",
+            "hub_proxy",
         ])
         .current_dir(workspace())
         .status()
         .unwrap();
     assert!(ok.success());
-    let release = workspace().join("target/release");
-    (release.join("switchboard"), release.join("examples/echo"), release.join("examples/bare_proxy"))
+    // Where cargo put them: `CARGO_TARGET_DIR` when set (a second tree for a quicker profile).
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace().join("target"), PathBuf::from);
+    let release = target.join("release");
+    let examples = release.join("examples");
+    (release.join("switchboard"), examples.join("echo"), examples.join("bare_proxy"), examples.join("hub_proxy"))
 }
 
 /// `program` pinned to CPU 1, the servers' CPU (children inherit it).
@@ -206,6 +216,16 @@ fn switchboard(bin: &Path, home: &Path, config: &Path) -> Command {
     c
 }
 
+/// `examples/hub_proxy.rs` serving `config`'s servers, with the same home as the gateway.
+fn embedded(program: &Path, home: &Path, config: &Path) -> Command {
+    let mut c = on_cpu1(program);
+    c.env("SWITCHBOARD_CONFIG", home.join("user.json"))
+        .env("SWITCHBOARD_DATA_DIR", home.join("data-hub"))
+        .env_remove("RUST_LOG")
+        .arg(config);
+    c
+}
+
 /// `switchboard gateway --http` on a free port (no token: loopback, a benchmark).
 fn http_gateway(bin: &Path, home: &Path, config: &Path) -> (Peer, String) {
     let port = free_port();
@@ -270,7 +290,7 @@ async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
 
 fn main() {
     pin_self_to_cpu0();
-    let (bin, echo, bare_proxy) = build();
+    let (bin, echo, bare_proxy, hub_proxy) = build();
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let only = std::env::var("SWITCHBOARD_BENCH_FRONT").ok();
@@ -288,6 +308,7 @@ fn main() {
             let mut proxy = on_cpu1(&bare_proxy);
             proxy.arg(&echo).arg("stdio");
             targets.push(stdio_target("bare rmcp proxy (floor)", proxy).await);
+            targets.push(stdio_target("the hub alone (hub_proxy)", embedded(&hub_proxy, dir.path(), &one)).await);
             targets.push(stdio_target("switchboard gateway", switchboard(&bin, dir.path(), &one)).await);
         }
         if wants("http") {

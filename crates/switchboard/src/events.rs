@@ -1,7 +1,9 @@
 //! Events the hub publishes: status changes, catalog changes, resource updates, server log
-//! messages, tool calls' progress, servers that need a login.
-//! Subscribe with [`crate::Hub::subscribe`]; a slow subscriber loses old events, never
-//! blocks the hub.
+//! messages, tool calls' progress and audit lines, servers that need a login.
+//! Subscribe with [`crate::Hub::subscribe`] for every event, or with
+//! [`crate::Hub::subscribe_changes`] for the changes of state alone (no
+//! [per-call](Event::is_per_call) events; while only such subscribers listen, the hub builds
+//! none). A slow subscriber loses old events, never blocks the hub.
 
 use serde::Serialize;
 

@@ -187,3 +187,25 @@ async fn server_pid(hub: &switchboard::Hub, server: &str) -> i32 {
     }
     panic!("{server} has no process: {:?}", hub.status(server));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_waiting_for_its_server_to_come_back_is_cancelled_by_its_caller_at_once() {
+    let env = TestEnv::new();
+    // Every start takes 3 s: after the hang-up, the next call waits for the new process.
+    let entry = fixture_server(&["--init-delay-ms", "3000"]);
+    let hub = env.hub_with(&json!({"servers": {"f": entry}}), env.options().reconnect(quick())).await;
+    hub.call_tool("mcp__f__hangup", None, CallOptions::new()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let token = tokio_util::sync::CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let asked = Instant::now();
+    let out = hub.call_tool("mcp__f__echo", args(json!({"text": "x"})), CallOptions::new().cancel(token)).await;
+    assert_eq!(out.unwrap_err(), switchboard::Error::Cancelled);
+    // Not the end of the 3 s start: the cancellation itself ended the wait.
+    assert!(asked.elapsed() < Duration::from_millis(2000), "took {:?}", asked.elapsed());
+    hub.shutdown().await;
+}

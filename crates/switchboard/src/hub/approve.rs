@@ -137,10 +137,11 @@ impl Hub {
                 (result, p, outcome)
             }
             Err((e, p)) => {
-                let outcome = if matches!(e, Error::InvalidArguments { .. }) {
-                    Outcome::InvalidArguments
-                } else {
-                    Outcome::Denied
+                let outcome = match e {
+                    Error::InvalidArguments { .. } => Outcome::InvalidArguments,
+                    // Cancelled while the approver was being asked.
+                    Error::Cancelled => Outcome::Cancelled,
+                    _ => Outcome::Denied,
                 };
                 (Err(e), p, outcome)
             }

@@ -260,7 +260,8 @@ impl Hub {
             .or(slot.config().map(|c| c.tool_timeout))
             .unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT)
             .min(crate::config::MAX_TIMEOUT);
-        let mut conn = ensure_connected(&self.inner, &slot, timeout).await?;
+        let cancel = options.cancel.as_ref();
+        let mut conn = connected_unless_cancelled(&self.inner, &slot, timeout, cancel).await?;
         let mut resent = false;
         let max_total =
             options.max_total.unwrap_or(self.inner.options.max_call_time).max(timeout).min(crate::config::MAX_TIMEOUT);
@@ -305,7 +306,7 @@ impl Hub {
                     resent = true;
                     tracing::info!(server = %slot.name, "`{what}` was not sent (the connection was closed): reconnecting to send it again ({error})");
                     super::health::drop_connection(&slot, &conn).await;
-                    conn = ensure_connected(&self.inner, &slot, timeout).await?;
+                    conn = connected_unless_cancelled(&self.inner, &slot, timeout, cancel).await?;
                     continue;
                 }
                 Err(Failure { error: e, .. }) => {
@@ -570,11 +571,30 @@ async fn next_round(
 /// next attempt is due within [`retry::WAIT_FOR_DUE`], at most `wait` in all; one that went away
 /// is connected now when no timer will (a short-lived host, or no attempt scheduled); anything
 /// else fails at once, saying why and when the next attempt is.
+/// [`ensure_connected`], given up when the caller cancels (a call waiting for its server to
+/// come back is cancelled like one in flight).
+async fn connected_unless_cancelled(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    wait: Duration,
+    cancel: Option<&CancellationToken>,
+) -> Result<Arc<Connection>, Error> {
+    let Some(token) = cancel else { return ensure_connected(inner, slot, wait).await };
+    tokio::select! {
+        biased;
+        conn = ensure_connected(inner, slot, wait) => conn,
+        () = token.cancelled() => Err(Error::Cancelled),
+    }
+}
+
 pub(super) async fn ensure_connected(
     inner: &Arc<Inner>,
     slot: &Arc<Slot>,
     wait: Duration,
 ) -> Result<Arc<Connection>, Error> {
+    if let Some(conn) = slot.state().conn.as_ref().filter(|c| !c.is_closed()) {
+        return Ok(conn.clone());
+    }
     let deadline = tokio::time::Instant::now() + wait;
     let mut changed = inner.changed.subscribe();
     loop {

@@ -1,13 +1,12 @@
 //! One `tools/call` through the gateway, in the client's era.
 //!
-//! The hub's call is polled by the request's own task, which waits for it and for the
-//! questions its upstream asks meanwhile ([`Ask`], from the [`Relay`](crate::Relay)). A client
-//! of an earlier revision is asked at once, from this task, so the question rides the call's
-//! own response stream; its call is never parked (`drive_inline`). A 2026-07-28 client takes
-//! no server-to-client requests: the call is parked under a fresh `requestState` and the
-//! client gets an `input_required` result listing the questions; when it calls again with that
-//! state and its `inputResponses`, the answers go to the upstream, which was waiting all along,
-//! and the same call goes on. (An upstream's own
+//! The hub's call runs as its own task; the handler task waits for it and for the questions
+//! its upstream asks meanwhile ([`Ask`], from the [`Relay`](crate::Relay)). A client of an
+//! earlier revision is asked at once, from this task, so the question rides the call's own
+//! response stream. A 2026-07-28 client takes no server-to-client requests: the call is
+//! parked under a fresh `requestState` and the client gets an `input_required` result listing
+//! the questions; when it calls again with that state and its `inputResponses`, the answers go
+//! to the upstream, which was waiting all along, and the same call goes on. (An upstream's own
 //! `input_required` rounds reach a legacy client as ordinary requests the same way: the hub
 //! answers them through the relay.) A parked call nobody resumes within [`PARK_TTL`] is
 //! cancelled upstream.
@@ -144,10 +143,11 @@ impl Drop for Guarded {
     }
 }
 
-/// What a call has besides the hub's future: made before it starts.
-struct Setup {
+/// A running call.
+struct Running {
     /// The tool's catalog name and the one the client used.
     names: Option<(String, String)>,
+    call: Guarded,
     asks: crate::relay::AskReceiver,
     guard: Option<CallGuard>,
     cancel: CancellationToken,
@@ -156,13 +156,6 @@ struct Setup {
     /// want it): no task of its own, so a call costs no second task and no hand-over before
     /// its result.
     queue: Option<ProgressQueue>,
-}
-
-/// A call that can be parked (a 2026-07-28 client's): its future is boxed, so it can outlive
-/// the request.
-struct Running {
-    setup: Setup,
-    call: Guarded,
     armed: CancelOnDrop,
 }
 
@@ -210,21 +203,9 @@ pub(crate) async fn run(
         },
         None => match work {
             Some(work) => {
-                let caps = ctx.client_capabilities();
-                let can_elicit = caps.as_ref().is_some_and(|c| c.elicitation.is_some())
+                let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some())
                     || ctx.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
-                let resumable = modern(&ctx);
-                let (setup, call) = start(shared, session, work, target, caps, resumable, can_elicit);
-                // Boxed in either case: the hub's future is several kilobytes, and a future is
-                // copied whole each time it is made and moved into the one above it (run, the
-                // session's handler, rmcp's task): a pointer costs one allocation instead.
-                if !resumable {
-                    // A client of an earlier revision: the call is never parked (`drive_inline`).
-                    return drive_inline(shared, setup, Box::pin(call), &ctx).await;
-                }
-                let call = Guarded { fut: Some(Box::pin(call)), cancel: setup.cancel.clone(), armed: true };
-                let armed = CancelOnDrop(Some(setup.cancel.clone()));
-                Running { setup, call, armed }
+                start(shared, session, work, target, ctx.client_capabilities(), modern(&ctx), can_elicit)
             }
             None => return Err(McpError::invalid_params("nothing to run", None)),
         },
@@ -251,7 +232,7 @@ fn start(
     caps: Option<rmcp::model::ClientCapabilities>,
     resumable: bool,
     can_elicit: bool,
-) -> (Setup, impl Future<Output = Outcome> + Send + 'static) {
+) -> Running {
     let server = match &work {
         Work::Tool { name, .. } => shared.hub.catalog().tool(name).map(|e| e.server.clone()).unwrap_or_default(),
         Work::Prompt { server, .. } | Work::Resource { server, .. } => server.clone(),
@@ -285,7 +266,7 @@ fn start(
             (Some(guard), tx, asks)
         }
         None => {
-            let (tx, rx) = crate::relay::ask_channel();
+            let (tx, rx) = mpsc::unbounded_channel();
             (None, tx, rx)
         }
     };
@@ -303,7 +284,7 @@ fn start(
         }
     }
     let hub = shared.hub.clone();
-    let call = async move {
+    let call = Box::pin(async move {
         match work {
             Work::Tool { name, arguments, .. } => {
                 let formatted = !options.raw_only;
@@ -328,8 +309,10 @@ fn start(
                 }))
             }
         }
-    };
-    (Setup { names, asks, guard, cancel, progress, queue }, call)
+    });
+    let armed = CancelOnDrop(Some(cancel.clone()));
+    let call = Guarded { fut: Some(call), cancel: cancel.clone(), armed: true };
+    Running { names, call, asks, guard, cancel, progress, queue, armed }
 }
 
 /// Sends one progress notification to where the call's progress goes now.
@@ -395,76 +378,41 @@ async fn resume(
         None => None,
     };
     let armed = CancelOnDrop(Some(parked.cancel.clone()));
-    let setup = Setup {
+    Running {
         names: parked.names,
+        call: parked.call,
         asks: parked.asks,
         guard: parked.guard,
         cancel: parked.cancel,
         progress: parked.progress,
         queue,
-    };
-    Running { setup, call: parked.call, armed }
-}
-
-/// Waits for a call that cannot be parked (its client is of an earlier revision), polling the
-/// hub's future from the request's own task (no second task, no guard to hand it over). A
-/// question from its upstream is asked at once on the call's own stream; the client's
-/// cancellation cancels the call upstream (the hub tells the server) and the call is waited
-/// for, so its end is recorded like any other.
-async fn drive_inline(
-    shared: &Arc<Shared>,
-    mut setup: Setup,
-    mut call: Pin<Box<impl Future<Output = Outcome>>>,
-    ctx: &RequestContext<RoleServer>,
-) -> Result<Done, McpError> {
-    loop {
-        tokio::select! {
-            biased;
-            p = next_progress(&mut setup.queue) => forward(&setup.progress, p).await,
-            done = call.as_mut() => {
-                if let Some(q) = &mut setup.queue {
-                    while let Ok(p) = q.try_recv() {
-                        forward(&setup.progress, p).await;
-                    }
-                }
-                return finish(shared, done, setup.names.as_ref());
-            }
-            ask = setup.asks.recv() => {
-                if setup.cancel.is_cancelled() {
-                    ask.refuse("the call was cancelled");
-                } else {
-                    Box::pin(ask_now(*ask, ctx)).await;
-                }
-            }
-            () = ctx.ct.cancelled(), if !setup.cancel.is_cancelled() => setup.cancel.cancel(),
-        }
+        armed,
     }
 }
 
 async fn drive(shared: &Arc<Shared>, mut running: Running, ctx: &RequestContext<RoleServer>) -> Result<Done, McpError> {
     loop {
-        let setup = &mut running.setup;
         tokio::select! {
             // Progress first: what the upstream sent before its result reaches the client
             // before the result.
             biased;
-            p = next_progress(&mut setup.queue) => forward(&setup.progress, p).await,
+            p = next_progress(&mut running.queue) => forward(&running.progress, p).await,
             done = running.call.wait() => {
-                if let Some(q) = &mut setup.queue {
+                if let Some(q) = &mut running.queue {
                     while let Ok(p) = q.try_recv() {
-                        forward(&setup.progress, p).await;
+                        forward(&running.progress, p).await;
                     }
                 }
-                return finish(shared, done, setup.names.as_ref());
+                return finish(shared, done, running.names.as_ref());
             }
-            ask = setup.asks.recv() => {
+            Some(ask) = running.asks.recv() => {
                 if modern(ctx) {
                     return Box::pin(park(shared, running, *ask, ctx)).await.map(Done::Input);
                 }
                 Box::pin(ask_now(*ask, ctx)).await;
             }
             () = ctx.ct.cancelled() => {
-                setup.cancel.cancel();
+                running.cancel.cancel();
                 return Err(McpError::internal_error("the call was cancelled", None));
             }
         }
@@ -519,7 +467,7 @@ async fn park(
     let mut asks = vec![first];
     // Questions asked together (the hub answers an upstream's round at once) go in one round.
     tokio::time::sleep(Duration::from_millis(10)).await;
-    while let Some(more) = running.setup.asks.try_recv() {
+    while let Ok(more) = running.asks.try_recv() {
         asks.push(*more);
     }
     // Without the capability a question needs, a 2026-07-28 client gets -32021 naming it (the
@@ -541,7 +489,7 @@ async fn park(
         for ask in asks {
             ask.refuse("the client did not declare the capability");
         }
-        running.setup.cancel.cancel();
+        running.cancel.cancel();
         return Err(McpError::missing_required_client_capability(needed));
     }
     let mut requests = BTreeMap::new();
@@ -570,7 +518,7 @@ async fn park(
             None => ask.refuse("the client did not declare the capability"),
         }
     }
-    *unpoisoned(&running.setup.progress) = None;
+    *unpoisoned(&running.progress) = None;
     running.armed.0 = None;
     let state = shared.new_request_state();
     let expiry = {
@@ -584,16 +532,15 @@ async fn park(
         })
         .abort_handle()
     };
-    let Running { setup, call, .. } = running;
     let parked = Parked {
-        names: setup.names,
-        call,
-        asks: setup.asks,
+        names: running.names,
+        call: running.call,
+        asks: running.asks,
         pending,
-        guard: setup.guard,
-        cancel: setup.cancel,
-        progress: setup.progress,
-        drain: setup.queue.map(Drain::start),
+        guard: running.guard.take(),
+        cancel: running.cancel.clone(),
+        progress: running.progress.clone(),
+        drain: running.queue.take().map(Drain::start),
         expiry: Some(expiry),
     };
     shared.park(state.clone(), parked);

@@ -223,6 +223,11 @@ pub(crate) enum Done {
 
 /// `caps`: the client's capabilities, passed on to a 2026-07-28 upstream so it asks only for
 /// what this client can answer.
+///
+/// What a call holds is made for its kind alone, and moved, not copied: the boxed future is
+/// the hub's call of that kind and nothing else (a tool call's box is not as large as a
+/// resource read's), and the relay, the progress route and the approver exist only where
+/// they can be used.
 #[allow(clippy::too_many_arguments)]
 fn start(
     shared: &Arc<Shared>,
@@ -233,14 +238,6 @@ fn start(
     resumable: bool,
     can_elicit: bool,
 ) -> Running {
-    let server = match &work {
-        Work::Tool { name, .. } => shared.hub.catalog().tool(name).map(|e| e.server.clone()).unwrap_or_default(),
-        Work::Prompt { server, .. } | Work::Resource { server, .. } => server.clone(),
-    };
-    let names = match &work {
-        Work::Tool { name, exposed, .. } if name != exposed => Some((name.clone(), exposed.clone())),
-        _ => None,
-    };
     let cancel = CancellationToken::new();
     let mut options = CallOptions::new().cancel(cancel.clone());
     if !shared.options.model_results {
@@ -260,6 +257,10 @@ fn start(
     } else {
         None
     };
+    let server = match &work {
+        Work::Tool { name, .. } => shared.hub.catalog().tool(name).map(|e| e.server.clone()).unwrap_or_default(),
+        Work::Prompt { server, .. } | Work::Resource { server, .. } => server.clone(),
+    };
     let (guard, ask_tx, asks) = match &shared.relay {
         Some(relay) => {
             let (guard, tx, asks) = relay.call_started(&server, session);
@@ -270,35 +271,40 @@ fn start(
             (None, tx, rx)
         }
     };
-    // A call the policy asks about is put to the client that made it, as an elicitation on
-    // this call (an `input_required` round for a 2026-07-28 client). A client that cannot
-    // elicit gets the hub's approver (the dashboard's queue in `serve`), or none: the call is
-    // then denied, naming the rule and `switchboard allow`.
-    if let Work::Tool { caller, answers, .. } = &work {
-        options = options.caller(caller.clone());
-        if let Some(answers) = answers {
-            options = options.input_responses(answers.clone());
-        }
-        if can_elicit {
-            options = options.approver(Arc::new(crate::approve::AskClient::new(ask_tx)));
-        }
-    }
     let hub = shared.hub.clone();
-    let call = Box::pin(async move {
-        match work {
-            Work::Tool { name, arguments, .. } => {
-                let formatted = !options.raw_only;
-                let out = hub.call_tool(&name, arguments, options).await;
+    let (names, call): (_, Pin<Box<dyn Future<Output = Outcome> + Send>>) = match work {
+        Work::Tool { name, exposed, arguments, caller, answers } => {
+            options = options.caller(caller);
+            if let Some(answers) = answers {
+                options = options.input_responses(answers);
+            }
+            // A call the policy asks about is put to the client that made it, as an
+            // elicitation on this call (an `input_required` round for a 2026-07-28 client). A
+            // client that cannot elicit gets the hub's approver (the dashboard's queue in
+            // `serve`), or none: the call is then denied, naming the rule and `switchboard allow`.
+            if can_elicit {
+                options = options.approver(Arc::new(crate::approve::AskClient::new(ask_tx)));
+            }
+            let names = (name != exposed).then(|| (name.clone(), exposed));
+            let call: Pin<Box<dyn Future<Output = Outcome> + Send>> = if options.raw_only {
+                Box::pin(async move { Outcome::Tool(hub.call_tool(&name, arguments, options).await) })
+            } else {
                 // The model's form is made here, off the session's path for a big result.
-                Outcome::Tool(match out {
-                    Ok(out) if formatted => out.formatted().await,
-                    other => other,
+                Box::pin(async move {
+                    Outcome::Tool(match hub.call_tool(&name, arguments, options).await {
+                        Ok(out) => out.formatted().await,
+                        Err(e) => Err(e),
+                    })
                 })
-            }
-            Work::Prompt { server, name, arguments } => {
-                Outcome::Prompt(hub.get_prompt(&server, &name, arguments).await)
-            }
-            Work::Resource { server, uri, exposed } => {
+            };
+            (names, call)
+        }
+        Work::Prompt { server, name, arguments } => {
+            (None, Box::pin(async move { Outcome::Prompt(hub.get_prompt(&server, &name, arguments).await) }))
+        }
+        Work::Resource { server, uri, exposed } => (
+            None,
+            Box::pin(async move {
                 Outcome::Resource(hub.read_resource(&server, &uri).await.map(|mut r| {
                     if exposed != uri {
                         for c in &mut r.contents {
@@ -307,9 +313,9 @@ fn start(
                     }
                     r
                 }))
-            }
-        }
-    });
+            }),
+        ),
+    };
     let armed = CancelOnDrop(Some(cancel.clone()));
     let call = Guarded { fut: Some(call), cancel: cancel.clone(), armed: true };
     Running { names, call, asks, guard, cancel, progress, queue, armed }

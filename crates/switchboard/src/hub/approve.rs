@@ -104,7 +104,7 @@ impl Hub {
         entry: &ToolEntry,
         slot: &Arc<Slot>,
         mut arguments: Option<JsonObject>,
-        options: CallOptions,
+        mut options: CallOptions,
         call: F,
     ) -> Result<ToolOutput, Error>
     where
@@ -112,8 +112,10 @@ impl Hub {
         Fut: std::future::Future<Output = Result<ToolOutput, Error>>,
     {
         let (time, started) = (SystemTime::now(), Instant::now());
-        let caller = options.caller.clone();
         let passed = self.admit(entry, slot, &mut arguments, &options).await;
+        // Past the gate the call no longer needs to know who made it: the audit line takes the
+        // caller as it is (no copy of its strings per call).
+        let caller = std::mem::take(&mut options.caller);
         let audit = self.inner.gate.audit.as_ref();
         let watched = self.inner.events.wants_calls();
         if audit.is_none() && !watched {

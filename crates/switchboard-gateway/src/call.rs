@@ -226,8 +226,8 @@ pub(crate) enum Done {
 ///
 /// What a call holds is made for its kind alone, and moved, not copied: the boxed future is
 /// the hub's call of that kind and nothing else (a tool call's box is not as large as a
-/// resource read's), and the relay, the progress route and the approver exist only where
-/// they can be used.
+/// resource read's); the progress queue and the approver exist only where they can be used
+/// (the relay registration is made for every call: any upstream may ask).
 #[allow(clippy::too_many_arguments)]
 fn start(
     shared: &Arc<Shared>,

@@ -567,10 +567,6 @@ async fn next_round(
         .map_err(|e| Error::Protocol { server: slot.name.clone(), message: format!("{what}: {e}") })
 }
 
-/// The slot's live connection. A server being connected is waited for, and so is one whose
-/// next attempt is due within [`retry::WAIT_FOR_DUE`], at most `wait` in all; one that went away
-/// is connected now when no timer will (a short-lived host, or no attempt scheduled); anything
-/// else fails at once, saying why and when the next attempt is.
 /// [`ensure_connected`], given up when the caller cancels (a call waiting for its server to
 /// come back is cancelled like one in flight).
 async fn connected_unless_cancelled(
@@ -587,6 +583,10 @@ async fn connected_unless_cancelled(
     }
 }
 
+/// The slot's live connection. A server being connected is waited for, and so is one whose
+/// next attempt is due within [`retry::WAIT_FOR_DUE`], at most `wait` in all; one that went away
+/// is connected now when no timer will (a short-lived host, or no attempt scheduled); anything
+/// else fails at once, saying why and when the next attempt is.
 pub(super) async fn ensure_connected(
     inner: &Arc<Inner>,
     slot: &Arc<Slot>,

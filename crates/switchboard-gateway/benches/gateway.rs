@@ -4,13 +4,15 @@
 //! The client is a bare rmcp client on a current-thread runtime, pinned to CPU 0; every server,
 //! gateway and upstream runs pinned to CPU 1 (set before exec, inherited by their children).
 //! The upstream is `examples/echo.rs` (one tool, nothing else). Rows, each measured sequentially
-//! and with 64 calls in flight, in interleaved rounds (medians, and the spread over rounds):
+//! and with 64 calls in flight, in interleaved rounds, each starting at another row (medians, and
+//! the spread over rounds):
 //!
 //! - stdio front: client → echo over stdio (twice: the A/A row shows the noise), client →
 //!   `examples/bare_proxy.rs` → echo (rmcp's server and client back to back with nothing in
 //!   between: the floor for any gateway built on rmcp), client → `examples/hub_proxy.rs` → echo
 //!   (the same server with switchboard's hub as its client: the hub's share of the gateway's
-//!   cost), and client → `switchboard gateway` over stdio → echo over stdio.
+//!   cost), and client → `switchboard gateway` over stdio → echo over stdio (twice: its own A/A
+//!   row, for telling a change of a few µs from the noise).
 //! - HTTP front: client → echo serving Streamable HTTP itself, client → the bare proxy serving
 //!   Streamable HTTP → echo over stdio (the floor again), client → `switchboard gateway --http`
 //!   → echo over stdio; and the peer gateways that install from npm and PyPI in front of the
@@ -310,6 +312,7 @@ fn main() {
             targets.push(stdio_target("bare rmcp proxy (floor)", proxy).await);
             targets.push(stdio_target("the hub alone (hub_proxy)", embedded(&hub_proxy, dir.path(), &one)).await);
             targets.push(stdio_target("switchboard gateway", switchboard(&bin, dir.path(), &one)).await);
+            targets.push(stdio_target("switchboard gateway (A/A)", switchboard(&bin, dir.path(), &one)).await);
         }
         if wants("http") {
             let port = free_port();
@@ -343,8 +346,14 @@ fn main() {
         for t in &targets {
             rate(&t.client, &t.tool, Duration::from_millis(300), 1).await; // warm up
         }
-        for _ in 0..ROUNDS {
-            for t in &mut targets {
+        // Each round starts at another row: a row measured just after another one runs while
+        // that one's leftovers (its last answers, its log's flush) still take CPU 1, and always
+        // measuring the same rows last made them about 6 % slower (a second floor row at the
+        // end of a stdio run, 2026-12-03: 50 against 47 µs per call at 64 in flight).
+        let rows = targets.len();
+        for round in 0..ROUNDS {
+            for i in 0..rows {
+                let t = &mut targets[(i + round * rows / ROUNDS) % rows];
                 for (mode, in_flight) in [1, IN_FLIGHT].into_iter().enumerate() {
                     let before = t.pid.map(cpu_secs);
                     let (r, calls) = rate(&t.client, &t.tool, WINDOW, in_flight).await;

@@ -63,10 +63,12 @@ fn a_config_that_starts_switchboard_gateway_is_refused_not_followed() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(4));
-    // switchboard processes of this home (the tests run side by side).
+    // switchboard processes of this home (the tests run side by side), but not the fixture's
+    // supervisor: forked from the gateway, it carries the gateway's arguments and executable.
     let ours = |p: &i32| {
         std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e == cli().canonicalize().unwrap())
             && std::fs::read_link(format!("/proc/{p}/cwd")).is_ok_and(|d| d == home.path().canonicalize().unwrap())
+            && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() != "sb-supervisor")
     };
     let gateways = || pids_with_arg("gateway").into_iter().filter(ours);
     assert_eq!(gateways().count(), 1, "one gateway, not a chain of them");

@@ -1,7 +1,7 @@
 //! `switchboard serve`: the hub with every configured server, over HTTP, until SIGINT,
 //! SIGTERM, SIGHUP or SIGQUIT, which end every stream and call, then close every server (and
-//! their process trees) before the process ends; a second signal stops waiting for them
-//! (their supervisors finish the job).
+//! their process trees) before the process ends, with 128 + the first signal's number; a second
+//! signal stops waiting for them (their supervisors finish the job).
 
 use std::net::IpAddr;
 
@@ -101,27 +101,35 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     out!("  API: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());
     out!("  OpenAPI: http://{}/api/openapi.json", bound.addr);
     out!("  MCP (every server as one): http://{}/mcp, with the same token", bound.addr);
-    let (signals_tx, mut signals) = tokio::sync::watch::channel(0u32);
+    // How many signals have arrived, and the first one's number (the exit code says which).
+    let (signals_tx, mut signals) = tokio::sync::watch::channel((0u32, 0i32));
     tokio::spawn(async move {
         loop {
-            stop.next().await;
-            signals_tx.send_modify(|n| *n += 1);
+            let number = stop.next().await;
+            signals_tx.send_modify(|(n, first)| {
+                if *n == 0 {
+                    *first = number;
+                }
+                *n += 1;
+            });
         }
     });
     let first = {
         let mut signals = signals.clone();
         async move {
-            let _ = signals.wait_for(|n| *n >= 1).await;
+            let _ = signals.wait_for(|(n, _)| *n >= 1).await;
         }
     };
     let served = bound.serve(first).await;
     note!("stopping: closing every server");
     tokio::select! {
         () = hub.shutdown() => {}
-        _ = signals.wait_for(|n| *n >= 2) => note!("stopped waiting for the servers: their supervisors end them"),
+        _ = signals.wait_for(|(n, _)| *n >= 2) => note!("stopped waiting for the servers: their supervisors end them"),
     }
     served?;
-    Ok(0)
+    // `serve` ends only on a signal (or an error above): 128 + its number, as every command.
+    let (_, signal) = *signals.borrow();
+    Ok(if signal == 0 { 0 } else { crate::signals::exit_code(signal) })
 }
 
 /// `switchboard dashboard`: a fresh login link from the running server (its address in

@@ -440,7 +440,7 @@ fn serve_answers_with_the_token_and_sigterm_ends_every_server() {
     assert!(!servers.is_empty(), "no server process under serve");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     let status = child.wait().unwrap();
-    assert!(status.success(), "{status:?}");
+    assert_eq!(status.code(), Some(128 + 15), "as README says of every command: {status:?}");
     for pid in servers {
         let gone = (0..50).any(|_| {
             let dead = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err()

@@ -110,7 +110,7 @@ fn sigkill_during_list_or_a_call_leaves_no_process() {
 #[test]
 fn serve_killed_or_terminated_leaves_no_process() {
     let home = tempfile::tempdir().unwrap();
-    for sig in [Signal::SIGKILL, Signal::SIGTERM, Signal::SIGINT] {
+    for sig in [Signal::SIGKILL, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGQUIT] {
         for (kind, n) in KINDS {
             let marker = unique_marker(kind);
             let cfg = config(home.path(), kind, &marker, &[]);
@@ -118,7 +118,8 @@ fn serve_killed_or_terminated_leaves_no_process() {
             signal(&child, sig);
             let status = child.wait().unwrap();
             if sig != Signal::SIGKILL {
-                assert!(status.success(), "serve after {sig}: {status:?}");
+                // Caught, the servers closed, and 128 + the signal, as README says.
+                assert_eq!(status.code(), Some(128 + sig as i32), "serve after {sig}: {status:?}");
             }
             assert_all_gone(&marker, &format!("{sig} of serve ({kind})"));
         }
@@ -218,7 +219,7 @@ fn serve_stops_within_two_seconds_of_sigterm_with_a_stream_a_call_and_a_question
     signal(&child, Signal::SIGTERM);
     let status = child.wait().unwrap();
     let took = stopped.elapsed();
-    assert!(status.success(), "{status:?}");
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
     assert!(took < Duration::from_secs(2), "serve took {took:?} to stop");
     let events = events.join().unwrap();
     assert!(events.contains("event: shutdown"), "the event stream got no last event: {events}");

@@ -319,6 +319,7 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     if servers.is_empty() {
         out!("No MCP servers configured.");
         crate::import::hint(ctx)?;
+        out!("\nAdd a server: switchboard add NAME -- COMMAND ARGS...   or   switchboard add NAME --url URL");
     } else {
         let mut t = table(&["SERVER", "SCOPE", "STATUS", "TOOLS", "DETAIL"]);
         for s in &servers {
@@ -352,7 +353,6 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     if servers.iter().any(|s| matches!(s.status, ServerStatus::Failed { .. })) {
         out!("\n`switchboard get <server>` shows why a server failed.");
     }
-    out!("\nAdd a server: switchboard add NAME -- COMMAND ARGS...   or   switchboard add NAME --url URL");
     // A config file with errors (printed above) is a failure, though every server is listed.
     Ok(u8::from(ctx.loaded.has_errors()))
 }

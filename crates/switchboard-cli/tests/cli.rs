@@ -43,6 +43,10 @@ fn list_get_tools_and_call_with_the_demo_config() {
     assert_eq!(v["servers"][0]["name"], "demo");
     assert_eq!(v["servers"][0]["status"]["state"], "connected");
     assert_eq!(v["servers"][0]["status"]["counts"]["tools"], 14);
+    // The table, without the hint for adding a first server (that is for an empty list).
+    let out = sb(home.path(), home.path()).args(["--config", cfg.to_str().unwrap(), "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("demo") && !text.contains("Add a server"), "{text}");
 
     let (v, _) = json_out(sb(home.path(), home.path()).args([
         "--config",

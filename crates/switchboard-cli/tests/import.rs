@@ -120,6 +120,7 @@ fn every_tools_servers_are_found_imported_once_and_started() {
     let (out, err, code) = run(sb(&home, &project).arg("list"));
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("No MCP servers configured") && out.contains("switchboard import"), "{out}");
+    assert!(out.contains("Add a server: switchboard add NAME"), "{out}");
     assert!(out.contains("Cursor") && out.contains("Codex"), "{out}");
 
     let sources = json_of(sb(&home, &project).args(["config", "sources", "--json"]));

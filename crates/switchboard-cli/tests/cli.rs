@@ -65,6 +65,12 @@ fn list_get_tools_and_call_with_the_demo_config() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hello");
     assert!(out.status.success());
+    // Text, then the structured content, said as such.
+    let out = sb(home.path(), home.path())
+        .args(["--config", cfg.to_str().unwrap(), "call", "mcp__demo__add", "--arg", "a=2", "--arg", "b=3"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "5\nStructured content: {\"sum\":5.0}");
     let out =
         sb(home.path(), home.path()).args(["--config", cfg.to_str().unwrap(), "call", "demo/fail"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "a tool error exits non-zero");

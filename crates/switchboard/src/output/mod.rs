@@ -2,7 +2,8 @@
 //!
 //! As ZCode does: text is kept; images become data URLs; audio is replaced by a one-line note
 //! with its MIME type; embedded resources are serialised; non-empty `structuredContent` is
-//! appended; `isError` results are prefixed `MCP tool returned an error:`. On top of that a
+//! appended after [`STRUCTURED_LABEL`], unless a text block already is it (serialised, as the
+//! spec asks servers to send it too); `isError` results are prefixed `MCP tool returned an error:`. On top of that a
 //! budget: past [`ResultBudget::text_bytes`] of text the result is cut with a note, and an image
 //! over [`ResultBudget::image_bytes`] of base64 is not inlined; in both cases the full content
 //! is written to a file under the data folder whose path the note gives.
@@ -21,6 +22,8 @@ pub use spill::clean_spills;
 
 /// Prefix of the text of a result with `isError: true`.
 pub const ERROR_PREFIX: &str = "MCP tool returned an error:";
+/// What introduces a result's `structuredContent` in its model form.
+pub const STRUCTURED_LABEL: &str = "Structured content:";
 
 /// Limits on what goes to the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,9 +181,25 @@ fn format_views<'a>(
     let mut pieces: Vec<Piece<'a>> = Vec::new();
     let mut truncated = false;
     let mut spilled = Vec::new();
+    let structured = match structured {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(o)) if o.is_empty() => None,
+        Some(v) => Some(v),
+    };
+    // Whether a text block already is the structured content, serialised (as the spec asks
+    // servers to send it, for clients that read only text).
+    let mut echoed = false;
     for view in views {
         match view {
-            View::Text(text) => pieces.push(Piece::Text(Cow::Borrowed(text))),
+            View::Text(text) => {
+                if let Some(v) = structured
+                    && !echoed
+                    && text.trim_start().starts_with(['{', '['])
+                {
+                    echoed = serde_json::from_str::<Value>(text).is_ok_and(|t| &t == v);
+                }
+                pieces.push(Piece::Text(Cow::Borrowed(text)))
+            }
             View::Image { mime, data } if data.len() <= budget.image_bytes => {
                 pieces.push(Piece::Image(ModelBlock::Image {
                     mime_type: mime.to_string(),
@@ -214,10 +233,11 @@ fn format_views<'a>(
             View::Json(json) => pieces.push(Piece::Text(Cow::Owned(json))),
         }
     }
-    match structured {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(o)) if o.is_empty() => {}
-        Some(v) => pieces.push(Piece::Text(Cow::Owned(serde_json::to_string(v).unwrap_or_default()))),
+    if let Some(v) = structured
+        && !echoed
+    {
+        let json = serde_json::to_string(v).unwrap_or_default();
+        pieces.push(Piece::Text(Cow::Owned(format!("{STRUCTURED_LABEL} {json}"))));
     }
     if is_error {
         match pieces.iter_mut().find_map(|p| match p {
@@ -352,8 +372,21 @@ mod tests {
             ModelBlock::Image { mime_type: "image/png".into(), data_url: "data:image/png;base64,iVBO".into() }
         );
         assert_eq!(r.blocks[2], ModelBlock::Text { text: "[Audio content (audio/wav) omitted]".into() });
-        assert!(r.text().contains("\"uri\":\"x://y\"") && r.text().ends_with("{\"n\":1}"));
+        assert!(r.text().contains("\"uri\":\"x://y\"") && r.text().ends_with("Structured content: {\"n\":1}"));
         assert!(!r.truncated && !r.is_error);
+    }
+
+    /// Structured content is labelled, and left out where a text block already carries it.
+    #[test]
+    fn structured_content_is_labelled_or_not_repeated() {
+        let echoed = json!({"content": [{"type": "text", "text": "{ \"n\": 1, \"m\": [2] }"}],
+            "structuredContent": {"m": [2], "n": 1}});
+        let r = format_result(&echoed, ResultBudget::default(), None);
+        assert_eq!(r.blocks.len(), 1, "{r:?}");
+        assert!(!r.text().contains(STRUCTURED_LABEL));
+        let other = json!({"content": [{"type": "text", "text": "{\"n\": 2}"}], "structuredContent": {"n": 1}});
+        let r = format_result(&other, ResultBudget::default(), None);
+        assert_eq!(r.text(), "{\"n\": 2}\nStructured content: {\"n\":1}");
     }
 
     /// The typed formatter (what the hub uses) and the JSON one give the same model form.

@@ -380,7 +380,7 @@ async fn results_are_made_ready_for_a_model() {
     assert!(blocks[1]["data_url"].as_str().unwrap().starts_with("data:image/png;base64,iVBOR"));
     assert_eq!(blocks[2]["text"], "[Audio content (audio/wav) omitted]");
     assert!(blocks[3]["text"].as_str().unwrap().contains("hello resource"));
-    assert_eq!(blocks[4]["text"], "Structured content: {\"ok\":true,\"count\":4}", "as the server wrote it");
+    assert_eq!(blocks[4]["text"], "Structured content: {\"ok\":true,\"count\":4}", "labelled, in the server's order");
     let out = hub.call_tool("mcp__r__fail", None, CallOptions::new()).await.unwrap();
     assert!(out.is_error());
     assert_eq!(text(&out), "MCP tool returned an error: the fixture failed on purpose");

@@ -3,8 +3,8 @@
 //! As ZCode does: text is kept; images become data URLs; audio is replaced by a one-line note
 //! with its MIME type; embedded resources are serialised; non-empty `structuredContent` is
 //! appended after [`STRUCTURED_LABEL`], unless a text block already is it (serialised, as the
-//! spec asks servers to send it too); `isError` results are prefixed `MCP tool returned an error:`. On top of that a
-//! budget: past [`ResultBudget::text_bytes`] of text the result is cut with a note, and an image
+//! spec asks servers to send it too); `isError` results are prefixed `MCP tool returned an
+//! error:`. On top of that a budget: past [`ResultBudget::text_bytes`] of text the result is cut with a note, and an image
 //! over [`ResultBudget::image_bytes`] of base64 is not inlined; in both cases the full content
 //! is written to a file under the data folder whose path the note gives.
 
@@ -184,19 +184,21 @@ fn format_views<'a>(
     let structured = match structured {
         None | Some(Value::Null) => None,
         Some(Value::Object(o)) if o.is_empty() => None,
-        Some(v) => Some(v),
+        Some(v) => Some((v, serde_json::to_string(v).unwrap_or_default())),
     };
     // Whether a text block already is the structured content, serialised (as the spec asks
-    // servers to send it, for clients that read only text).
+    // servers to send it, for clients that read only text). Only a text that could be it is
+    // parsed: JSON, and not far longer than the compact form (indentation at most).
     let mut echoed = false;
     for view in views {
         match view {
             View::Text(text) => {
-                if let Some(v) = structured
+                if let Some((v, compact)) = &structured
                     && !echoed
+                    && text.len() <= 8 * compact.len() + 1024
                     && text.trim_start().starts_with(['{', '['])
                 {
-                    echoed = serde_json::from_str::<Value>(text).is_ok_and(|t| &t == v);
+                    echoed = serde_json::from_str::<Value>(text).is_ok_and(|t| &t == *v);
                 }
                 pieces.push(Piece::Text(Cow::Borrowed(text)))
             }
@@ -233,11 +235,10 @@ fn format_views<'a>(
             View::Json(json) => pieces.push(Piece::Text(Cow::Owned(json))),
         }
     }
-    if let Some(v) = structured
+    if let Some((_, compact)) = structured
         && !echoed
     {
-        let json = serde_json::to_string(v).unwrap_or_default();
-        pieces.push(Piece::Text(Cow::Owned(format!("{STRUCTURED_LABEL} {json}"))));
+        pieces.push(Piece::Text(Cow::Owned(format!("{STRUCTURED_LABEL} {compact}"))));
     }
     if is_error {
         match pieces.iter_mut().find_map(|p| match p {

@@ -32,7 +32,7 @@ fn mock(scenario: &str) -> (Peer, String) {
         }
     };
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    (Peer(child), url)
+    (Peer::new(child), url)
 }
 
 async fn hub_for(url: &str) -> (tempfile::TempDir, Hub) {

@@ -110,7 +110,7 @@ fn pin_self_to_cpu0() {
     pin(0);
 }
 
-/// Waits until something listens on `port`.
+/// Waits until an HTTP server answers on `port`.
 fn wait_port(port: u16) {
     wait_listening(port, "a bench target", Duration::from_secs(60));
 }
@@ -149,7 +149,7 @@ async fn echo_tool(client: &Client) -> String {
 
 async fn target(name: &'static str, front: &'static str, client: Client, procs: Vec<Peer>) -> Target {
     let tool = echo_tool(&client).await;
-    let pid = procs.first().map(|p| p.0.id());
+    let pid = procs.first().map(|p| p.id());
     Target { name, front, client, tool, _procs: procs, pid, seq: Vec::new(), conc: Vec::new(), cpu: [(0.0, 0.0); 2] }
 }
 
@@ -238,14 +238,14 @@ fn http_gateway(bin: &Path, home: &Path, config: &Path) -> (Peer, String) {
         .spawn()
         .unwrap();
     wait_port(port);
-    (Peer(child), format!("http://127.0.0.1:{port}/mcp"))
+    (Peer::new(child), format!("http://127.0.0.1:{port}/mcp"))
 }
 
 async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
     let mut out = Vec::new();
     let py = switchboard_testkit::python_venv("bench-mcp-proxy", &["mcp-proxy==0.13.0"]);
     let node = switchboard_testkit::npm_folder("bench-gateways", &["supergateway@4.0.0", "mcp-hub@4.2.1"]);
-    let spawn = |mut c: Command| Peer(c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    let spawn = |mut c: Command| Peer::new(c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
 
     let port = free_port();
     let mut c = on_cpu1(&py.join("bin/mcp-proxy"));
@@ -317,14 +317,14 @@ fn main() {
         if wants("http") {
             let port = free_port();
             let direct_http =
-                Peer(on_cpu1(&echo).args(["http", &port.to_string()]).stdout(Stdio::null()).spawn().unwrap());
+                Peer::new(on_cpu1(&echo).args(["http", &port.to_string()]).stdout(Stdio::null()).spawn().unwrap());
             wait_port(port);
             targets.push(
                 target("direct", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![direct_http])
                     .await,
             );
             let port = free_port();
-            let proxy = Peer(
+            let proxy = Peer::new(
                 on_cpu1(&bare_proxy)
                     .args(["--http", &port.to_string()])
                     .arg(&echo)
@@ -411,7 +411,7 @@ fn main() {
         }
         println!(
             "\ngateway RSS with 20 upstreams and 50 HTTP sessions: {:.1} MB (the upstreams are processes of their own)",
-            rss_kib(gw.0.id()) as f64 / 1024.0
+            rss_kib(gw.id()) as f64 / 1024.0
         );
         drop(sessions);
         drop(gw);

@@ -131,13 +131,26 @@ pub fn python() -> PathBuf {
     PY.get_or_init(|| python_venv("py", &[PYTHON_MCP]).join("bin/python")).clone()
 }
 
-/// Waits (up to `limit`) until something listens on `127.0.0.1:port`.
+/// Waits (up to `limit`) until an HTTP server answers on `127.0.0.1:port`.
 pub fn wait_listening(port: u16, what: &str, limit: Duration) {
     let started = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !answers_http(port) {
         assert!(started.elapsed() < limit, "{what} did not listen on {port}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Whether an HTTP server answers on `127.0.0.1:port`: a connection alone is not enough (one
+/// to a port nobody listens on yet can meet itself, and then reads back its own request).
+pub fn answers_http(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    if stream.write_all(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut head = [0u8; 5];
+    stream.read_exact(&mut head).is_ok() && &head == b"HTTP/"
 }
 
 /// A free loopback port (free when asked; tests bind it soon after).
@@ -164,12 +177,58 @@ pub fn free_port() -> u16 {
 }
 
 /// A peer server process, killed when dropped.
-pub struct Peer(pub std::process::Child);
+///
+/// A peer started with a log (its stderr in a file) shows the end of it, and whether it had
+/// already exited, when it is dropped by a failing test: a peer that died mid-test names why.
+pub struct Peer {
+    child: std::process::Child,
+    log: Option<PathBuf>,
+}
+
+impl Peer {
+    /// A peer whose stderr goes where its `Command` sent it.
+    pub fn new(child: std::process::Child) -> Self {
+        Self { child, log: None }
+    }
+
+    /// A peer whose stderr goes to the file `log` (removed when the peer is dropped).
+    pub fn logged(child: std::process::Child, log: PathBuf) -> Self {
+        Self { child, log: Some(log) }
+    }
+
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether it has exited, and how (`None`: still running).
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// The last `lines` lines of its log (empty without one).
+    fn log_tail(&self, lines: usize) -> String {
+        let Some(log) = &self.log else { return String::new() };
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(lines).collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    }
+}
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        if std::thread::panicking() && self.log.is_some() {
+            let state = match self.try_wait() {
+                Some(status) => format!("had exited ({status})"),
+                None => "was running".to_string(),
+            };
+            eprintln!("peer {} {state}; the end of its stderr:\n{}", self.child.id(), self.log_tail(30));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(log) = &self.log {
+            let _ = std::fs::remove_file(log);
+        }
     }
 }
 
@@ -185,20 +244,15 @@ pub fn python_script(script: &str, args: &[String], port: u16) -> Peer {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let mut peer = Peer(child);
+    let mut peer = Peer::logged(child, log);
     let started = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = peer.0.try_wait() {
-            let stderr = std::fs::read_to_string(&log).unwrap_or_default();
-            let _ = std::fs::remove_file(&log);
-            let tail: Vec<&str> = stderr.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect();
-            panic!("{script} exited ({status}) before it listened on {port}:\n{}", tail.join("\n"));
+    while !answers_http(port) {
+        if let Some(status) = peer.try_wait() {
+            panic!("{script} exited ({status}) before it listened on {port}:\n{}", peer.log_tail(20));
         }
         assert!(started.elapsed() < Duration::from_secs(60), "{script} did not listen on {port}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Listening: its stderr is no longer read (the open file goes on taking it, unnamed).
-    let _ = std::fs::remove_file(&log);
     peer
 }
 

@@ -184,7 +184,7 @@ async fn server_everything_asks_for_input_roots_and_a_completion_over_http() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let _peer = Peer(child);
+    let _peer = Peer::new(child);
     wait_listening(port, "server-everything streamableHttp", Duration::from_secs(30));
     let env = TestEnv::new();
     let elicitor = Arc::new(Crimson::default());

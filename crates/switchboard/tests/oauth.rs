@@ -29,7 +29,7 @@ fn ts_oauth_server() -> (Peer, u16) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let peer = Peer(child);
+    let peer = Peer::new(child);
     wait_listening(port, "the TS SDK OAuth example", Duration::from_secs(30));
     wait_listening(auth_port, "its authorization server", Duration::from_secs(30));
     (peer, port)

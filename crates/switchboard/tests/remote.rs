@@ -40,7 +40,7 @@ fn everything_logging(mode: &str, port: u16, log: impl Into<Stdio>) -> Peer {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let peer = Peer(child);
+    let peer = Peer::new(child);
     wait_listening(port, &format!("server-everything {mode}"), Duration::from_secs(30));
     peer
 }

@@ -217,6 +217,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             only,
             profile,
             names,
+            name_limit,
             model_results,
             require,
             tool_search,
@@ -229,6 +230,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                 only,
                 profile,
                 names,
+                name_limit,
                 model_results,
                 no_attach,
                 require,
@@ -280,9 +282,9 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             let only = tool.as_deref().and_then(|t| servers_for_tool(t, &ctx.loaded));
             with_hub(ctx, only, |hub, _| async move { crate::policy::show(ctx, &hub, tool.as_deref(), json) }).await
         }
-        Command::Allow { ref glob } => crate::policy::edit(ctx, "allow", glob, "user"),
-        Command::Ask { ref glob, ref scope } => crate::policy::edit(ctx, "ask", glob, scope),
-        Command::Deny { ref glob, ref scope } => crate::policy::edit(ctx, "deny", glob, scope),
+        Command::Allow { ref glob } => crate::policy::edit(ctx, "allow", glob, "user").await,
+        Command::Ask { ref glob, ref scope } => crate::policy::edit(ctx, "ask", glob, scope).await,
+        Command::Deny { ref glob, ref scope } => crate::policy::edit(ctx, "deny", glob, scope).await,
         Command::Approvals { ref revoke, all, json } => crate::policy::approvals(ctx, revoke.as_deref(), all, json),
         Command::Audit { ref since, ref server, json } => {
             crate::policy::audit(ctx, since.as_deref(), server.as_deref(), json)

@@ -54,9 +54,14 @@ fn token_in(data_dir: &std::path::Path) -> Result<String> {
 }
 
 /// The config of a hub whose one server is the workspace's running hub (its `/mcp`, with
-/// `profile` if one is asked for).
-pub(crate) fn attached_config(ctx: &Ctx, record: &WorkspaceRecord, profile: Option<&str>) -> Result<LoadedConfig> {
-    attached_config_for(&ctx.paths.data_dir, &ctx.loaded, record, profile)
+/// `profile` if one is asked for, and the names this gateway gives).
+pub(crate) fn attached_config(
+    ctx: &Ctx,
+    record: &WorkspaceRecord,
+    profile: Option<&str>,
+    names: switchboard_gateway::Names,
+) -> Result<LoadedConfig> {
+    attached_config_for(&ctx.paths.data_dir, &ctx.loaded, record, profile, names)
 }
 
 /// [`attached_config`] from the data folder and the config the gateway would run itself.
@@ -65,8 +70,12 @@ pub(crate) fn attached_config_for(
     own: &LoadedConfig,
     record: &WorkspaceRecord,
     profile: Option<&str>,
+    names: switchboard_gateway::Names,
 ) -> Result<LoadedConfig> {
-    let query = profile.map(|p| format!("?profile={p}")).unwrap_or_default();
+    let mut query = format!("?names={}", names.word());
+    if let Some(p) = profile {
+        query.push_str(&format!("&profile={p}"));
+    }
     let entry = json!({
         "url": format!("{}/mcp{query}", record.url),
         "transport": "streamable-http",

@@ -23,6 +23,7 @@ pub struct Args {
     pub only: Vec<String>,
     pub profile: Option<String>,
     pub names: String,
+    pub name_limit: u16,
     pub model_results: bool,
     pub no_attach: bool,
     pub require: Vec<String>,
@@ -55,9 +56,8 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
     let tool_search: ToolSearch =
         args.tool_search.parse().map_err(|e: String| anyhow!("`--tool-search {}`: {e}", args.tool_search))?;
     let names = match args.names.as_str() {
-        "prefixed" => Names::Prefixed,
-        "bare" => Names::Bare,
-        other => bail!("`--names {other}`: use prefixed or bare"),
+        "short" => Names::Short(usize::from(args.name_limit)),
+        word => Names::parse(word).ok_or_else(|| anyhow!("`--names {word}`: use short, prefixed or bare"))?,
     };
     let profile = match &args.profile {
         Some(name) => Some(ctx.loaded.profiles.get(name).cloned().ok_or_else(|| {
@@ -211,7 +211,7 @@ async fn attached(
     if !args.require.is_empty() {
         crate::daemon::require_remote(ctx, record, &args.require).await?;
     }
-    let loaded = crate::daemon::attached_config(ctx, record, args.profile.as_deref())?;
+    let loaded = crate::daemon::attached_config(ctx, record, args.profile.as_deref(), names)?;
     tracing::info!("using the servers of the workspace's {} (pid {}) at {}", record.kind, record.pid, record.url);
     let relay = Relay::new();
     let options =
@@ -302,7 +302,8 @@ async fn follow_the_hub(hub: Hub, gateway: Gateway, mut f: Following) {
         }
         match workspace::find(&f.data_dir, &f.own.project_root, &key) {
             Lookup::Live(record) if record.pid != f.record.pid => {
-                let loaded = crate::daemon::attached_config_for(&f.data_dir, &f.own, &record, f.profile.as_deref());
+                let loaded =
+                    crate::daemon::attached_config_for(&f.data_dir, &f.own, &record, f.profile.as_deref(), f.names);
                 match loaded {
                     Ok(loaded) => {
                         note!(

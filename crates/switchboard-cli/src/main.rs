@@ -309,10 +309,16 @@ pub enum Command {
         /// A profile from the config's `profiles` (servers and tool filters).
         #[arg(long)]
         profile: Option<String>,
-        /// Tool and prompt names: `prefixed` (mcp__server__tool) or `bare` (the upstream's own;
-        /// with one upstream the gateway is transparent).
-        #[arg(long, default_value = "prefixed", value_parser = ["prefixed", "bare"])]
+        /// Tool and prompt names: `short` (server__tool within --name-limit bytes, for agents
+        /// that put their own prefix before every name), `prefixed` (the catalog's
+        /// mcp__server__tool) or `bare` (the upstream's own; with one upstream the gateway is
+        /// transparent).
+        #[arg(long, default_value = "short", value_parser = ["short", "prefixed", "bare"])]
         names: String,
+        /// The longest `short` name, in bytes: 45 fits an agent entry named `switchboard` in
+        /// every agent (README, "Names"); take one off for each character more in yours.
+        #[arg(long, default_value_t = 45, value_parser = clap::value_parser!(u16).range(24..=64))]
+        name_limit: u16,
         /// Apply switchboard's result budgets and spill files instead of passing results raw.
         #[arg(long)]
         model_results: bool,
@@ -350,7 +356,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Allow tools matching a glob (over `mcp__server__tool` and `server/tool`), in the user file.
+    /// Allow tools matching a glob (over `mcp__server__tool`, `server__tool` and `server/tool`), in
+    /// the user file.
     Allow {
         /// The glob, e.g. `mcp__github__get_*`.
         glob: String,

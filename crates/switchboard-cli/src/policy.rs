@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use switchboard::Hub;
 use switchboard::policy::approvals::ApprovalStore;
 use switchboard::policy::{Approval, ApprovalRequest, Approver, BoxFuture};
+use switchboard::status::ServerStatus;
 
 use crate::ask::Terminal;
 use crate::ctx::{Ctx, print_json};
@@ -30,6 +31,8 @@ pub fn show(ctx: &Ctx, hub: &Hub, tool: Option<&str>, json: bool) -> Result<u8> 
     let files: Vec<Value> =
         ctx.loaded.policy.iter().map(|l| json!({"file": l.file, "source": l.source, "rules": l.rules})).collect();
     let decisions: Vec<_> = tools.into_iter().map(|t| (hub.decide(&t), t)).map(|(d, t)| (t, d)).collect();
+    // Rules are judged against every server's tools, not one tool's.
+    let unmatched = if tool.is_none() { unmatched(ctx, hub) } else { Vec::new() };
     if json {
         let tools: Vec<Value> = decisions
             .iter()
@@ -38,7 +41,7 @@ pub fn show(ctx: &Ctx, hub: &Hub, tool: Option<&str>, json: bool) -> Result<u8> 
                        "rule": d.rule, "managed": d.managed, "rule_text": d.rule.to_string()})
             })
             .collect();
-        print_json(&json!({"files": files, "tools": tools}))?;
+        print_json(&json!({"files": files, "tools": tools, "unmatched": unmatched}))?;
         return Ok(0);
     }
     if ctx.loaded.policy.is_empty() && ctx.loaded.managed.as_ref().is_none_or(|m| m.error.is_none()) {
@@ -58,6 +61,10 @@ pub fn show(ctx: &Ctx, hub: &Hub, tool: Option<&str>, json: bool) -> Result<u8> 
         out!("No tools (see `switchboard list`).");
     } else {
         print_table(&["TOOL", "DECISION", "RULE"], rows)?;
+    }
+    let up = connected(hub);
+    for u in &unmatched {
+        say_unmatched(u.list, &u.pattern, u.meant.as_deref(), up);
     }
     Ok(0)
 }
@@ -125,8 +132,89 @@ fn ago(unix: u64) -> String {
     }
 }
 
-/// `switchboard allow|ask|deny GLOB [--scope user|project]`.
-pub fn edit(ctx: &Ctx, list: &'static str, glob: &str, scope: &str) -> Result<u8> {
+/// What the rules of the config match: those that match no tool of the connected servers,
+/// with the pattern probably meant.
+#[derive(Debug, serde::Serialize)]
+pub struct Unmatched {
+    /// The file that holds the rule.
+    pub file: std::path::PathBuf,
+    /// `allow`, `ask` or `deny`.
+    pub list: &'static str,
+    /// The pattern as written.
+    pub pattern: String,
+    /// A pattern close to it that matches a tool.
+    pub meant: Option<String>,
+}
+
+/// `None` when `pattern` matches a tool of `hub`, or may match one of a server that is not
+/// connected (its tools are not known); else the pattern probably meant, if any.
+fn judge(hub: &Hub, pattern: &str) -> Option<Option<String>> {
+    use switchboard::policy::{ToolRef, suggest};
+    let catalog = hub.catalog();
+    let tools: Vec<ToolRef<'_>> =
+        catalog.tools().iter().map(|e| ToolRef::new(&e.name, &e.server, e.tool.name.as_ref())).collect();
+    if suggest::matches_any(pattern, &tools) {
+        return None;
+    }
+    let servers = hub.servers();
+    let down = servers.iter().filter(|s| !matches!(s.status, ServerStatus::Connected { .. }));
+    if down.clone().any(|s| suggest::may_name(pattern, &s.name)) {
+        return None;
+    }
+    let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+    Some(suggest::suggest(pattern, &names, &tools))
+}
+
+/// Every rule of the config that matches no tool of `hub`'s connected servers.
+fn unmatched(ctx: &Ctx, hub: &Hub) -> Vec<Unmatched> {
+    let mut found = Vec::new();
+    for layer in &ctx.loaded.policy {
+        for (list, patterns) in [("allow", &layer.rules.allow), ("ask", &layer.rules.ask), ("deny", &layer.rules.deny)]
+        {
+            for pattern in patterns {
+                if let Some(meant) = judge(hub, pattern) {
+                    found.push(Unmatched { file: layer.file.clone(), list, pattern: pattern.clone(), meant });
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The warning for a rule that matches nothing.
+fn say_unmatched(list: &str, pattern: &str, meant: Option<&str>, connected: usize) {
+    let servers = if connected == 1 { "server" } else { "servers" };
+    match meant {
+        Some(m) => note!(
+            "warning: `{list}: {}` matches no tool of the {connected} connected {servers}; did you mean `{}`?",
+            safe(pattern),
+            safe(m)
+        ),
+        None => note!(
+            "warning: `{list}: {}` matches no tool of the {connected} connected {servers} (`switchboard tools` lists them)",
+            safe(pattern)
+        ),
+    }
+}
+
+fn connected(hub: &Hub) -> usize {
+    hub.servers().iter().filter(|s| matches!(s.status, ServerStatus::Connected { .. })).count()
+}
+
+/// `switchboard allow|ask|deny GLOB [--scope user|project]`: the rule is written, then checked
+/// against the tools of the servers (started for it), with a warning when it matches none.
+pub async fn edit(ctx: &Ctx, list: &'static str, glob: &str, scope: &str) -> Result<u8> {
+    let code = write_rule(ctx, list, glob, scope)?;
+    crate::ctx::with_hub(ctx, None, |hub, _| async move {
+        if let Some(meant) = judge(&hub, glob) {
+            say_unmatched(list, glob, meant.as_deref(), connected(&hub));
+        }
+        Ok(code)
+    })
+    .await
+}
+
+fn write_rule(ctx: &Ctx, list: &'static str, glob: &str, scope: &str) -> Result<u8> {
     let file = match scope {
         "project" => {
             if list == "allow" {

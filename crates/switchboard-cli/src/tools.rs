@@ -141,7 +141,12 @@ pub(crate) async fn run(ctx: &Ctx, asked: Asked, no_attach: bool) -> Result<u8> 
             if let Some(cap) = asked.description_cap {
                 options = options.description_cap(cap);
             }
-            let export = ToolsJson::with_options(found.iter().map(|(t, _)| *t), format, options);
+            // A denied tool is not given to a model: left out, and said why.
+            let denied = found
+                .iter()
+                .filter_map(|(t, _)| hub.denied_by(t).map(|rule| (t.name.clone(), format!("denied by {rule}"))))
+                .collect();
+            let export = ToolsJson::with_options(found.iter().map(|(t, _)| *t), format, options).leave_out(denied);
             if asked.json {
                 print_json(&export.report())?;
             } else {

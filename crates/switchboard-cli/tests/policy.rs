@@ -133,3 +133,69 @@ fn policy_shows_the_rule_of_each_tool_and_edits_keep_the_file() {
     let v = home.json(&["policy", "mcp__demo__echo", "--json"]);
     assert_eq!(v["tools"][0]["decision"], "deny", "{v}");
 }
+
+#[test]
+fn rules_that_match_no_tool_are_said_with_the_pattern_meant() {
+    // server-memory (real) and the fixture; a rule over a server not there is judged too.
+    let home = Home::new(json!({"deny": ["mcp__*__crash"], "ask": ["mcp__memroy__*"]}), None);
+    let memory = switchboard_testkit::node_peer("server-memory");
+    let file = json!({
+        "servers": {
+            "demo": {"command": fixture().display().to_string()},
+            "memory": {"command": "node", "args": [memory], "env": {"MEMORY_FILE_PATH": home.dir.path().join("m.jsonl")}},
+            "gone": {"command": "/nonexistent/server"},
+        },
+        "policy": {"deny": ["mcp__*__crash"], "ask": ["mcp__memroy__*", "gone/*", "mcp__gone__x"]},
+    });
+    std::fs::write(&home.config, file.to_string()).unwrap();
+    std::fs::write(home.dir.path().join("user.json"), "{}").unwrap();
+
+    // A tool's own name alone matches nothing: added, with a warning and the pattern meant.
+    let (out, err, code) = home.sb(&["deny", "create_relations"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("deny: `create_relations` added"), "{out}");
+    assert!(
+        err.contains("warning: `deny: create_relations` matches no tool of the 2 connected servers; did you mean `mcp__*__create_relations`?"),
+        "{err}"
+    );
+    let (_, err, _) = home.sb(&["deny", "mcp__memroy__*"]);
+    assert!(err.contains("did you mean `mcp__memory__*`?"), "{err}");
+    // The gateway's spelling is a spelling: no warning.
+    let (out, err, code) = home.sb(&["deny", "memory__delete_*"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("added") && !err.contains("warning"), "{out}\n{err}");
+    // Nothing close: the warning alone.
+    let (_, err, _) = home.sb(&["ask", "mcp__github__*"]);
+    assert!(err.contains("matches no tool of the 2 connected servers (`switchboard tools` lists them)"), "{err}");
+
+    // `policy` says each rule that matches nothing, and the tool no rule matches.
+    let v = home.json(&["policy", "--json"]);
+    let unmatched: Vec<(String, String, Option<String>)> = v["unmatched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["list"].as_str().unwrap().into(),
+                u["pattern"].as_str().unwrap().into(),
+                u["meant"].as_str().map(Into::into),
+            )
+        })
+        .collect();
+    for want in [
+        ("ask".to_string(), "mcp__memroy__*".to_string(), Some("mcp__memory__*".to_string())),
+        ("deny".into(), "create_relations".into(), Some("mcp__*__create_relations".into())),
+        ("ask".into(), "mcp__github__*".into(), None),
+    ] {
+        assert!(unmatched.contains(&want), "{want:?} not in {unmatched:?}");
+    }
+    // Rules over the server that did not start are not judged; those that match are not listed.
+    assert!(unmatched.iter().all(|(_, p, _)| !p.contains("gone") && p != "mcp__*__crash" && p != "memory__delete_*"));
+    let of = |name: &str| v["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned().unwrap();
+    assert_eq!(of("mcp__memory__delete_entities")["decision"], "deny");
+    assert_eq!(of("mcp__memory__read_graph")["rule"]["kind"], "no_match");
+    let (out, err, _) = home.sb(&["policy"]);
+    assert!(out.contains("no rule matches this tool"), "{out}");
+    assert!(!out.contains("no policy"), "{out}");
+    assert!(err.contains("warning: `ask: mcp__memroy__*` matches no tool"), "{err}");
+}

@@ -63,7 +63,7 @@ pub struct GatewayOptions {
 }
 
 impl GatewayOptions {
-    /// Prefixed names, every server, raw results.
+    /// Short names, every server, raw results.
     pub fn new() -> GatewayOptions {
         GatewayOptions::default()
     }
@@ -106,10 +106,15 @@ struct SessionState {
     listens: Vec<SubscriptionSink>,
     /// The profile it asked for (`None`: the gateway's default scope).
     profile: Option<String>,
+    /// The names it asked for (HTTP `?names=`; `None`: the gateway's).
+    names: Option<Names>,
     /// The view it was last told about (it listed, or it started listening): list changes
     /// are told against it, and only when a list it can see changed.
     seen: Option<Arc<view::View>>,
 }
+
+/// Which view: the profile asked for and the names asked for (`None`: the gateway's).
+type ViewKey = (Option<String>, Option<Names>);
 
 pub(crate) struct Shared {
     hub: Hub,
@@ -117,8 +122,9 @@ pub(crate) struct Shared {
     relay: Option<Arc<Relay>>,
     sessions: Mutex<BTreeMap<u64, SessionState>>,
     next_session: AtomicU64,
-    /// Views per profile (`None`: the default scope), rebuilt when the catalog changes.
-    views: Mutex<HashMap<Option<String>, view::Cached>>,
+    /// Views per profile (`None`: the default scope) and names asked for (`None`: the
+    /// gateway's), rebuilt when the catalog changes.
+    views: Mutex<HashMap<ViewKey, view::Cached>>,
     filters: Mutex<HashMap<Option<String>, Arc<view::Filter>>>,
     /// Upstream resource subscriptions, counted over sessions.
     subscriptions: Mutex<HashMap<(String, String), usize>>,
@@ -305,17 +311,20 @@ impl Shared {
         aliases.iter().fold(text, |t, (server, shown)| t.replace(&format!("server `{server}`"), shown))
     }
 
-    /// The view of the current catalog for a profile.
-    fn view(&self, profile: Option<&str>) -> Result<Arc<view::View>, UnknownProfile> {
+    /// The view of the current catalog for a profile, with the names asked for (`None`: the
+    /// gateway's).
+    fn view(&self, profile: Option<&str>, asked: Option<Names>) -> Result<Arc<view::View>, UnknownProfile> {
         let filter = self.filter(profile)?;
         let catalog = self.hub.catalog();
-        let names = self.names();
+        let names = asked.unwrap_or_else(|| self.names());
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
-        let cached = views.entry(profile.map(str::to_string)).or_default();
+        let cached = views.entry((profile.map(str::to_string), asked)).or_default();
         // Rebuilt only when the catalog changed (not on every call: this is every call's path).
         if !cached.catalog.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) || cached.names != names {
             let repair = self.transparent_server().is_none();
-            cached.view = Arc::new(view::View::build(&catalog, &filter, names, repair));
+            let hub = &self.hub;
+            let denied = |e: &switchboard::catalog::ToolEntry| hub.denied_by(e).is_some();
+            cached.view = Arc::new(view::View::build(&catalog, &filter, names, repair, denied));
             cached.catalog = Some(catalog);
             cached.names = names;
         }

@@ -85,10 +85,14 @@ pub(crate) async fn list_changed(shared: &Shared) {
     if shared.held.load(std::sync::atomic::Ordering::Acquire) > 0 {
         return;
     }
-    let sessions: Vec<(u64, Option<String>, Arc<crate::view::View>)> =
-        shared.sessions().iter().filter_map(|(id, s)| Some((*id, s.profile.clone(), s.seen.clone()?))).collect();
-    for (id, profile, seen) in sessions {
-        let Ok(now) = shared.view(profile.as_deref()) else { continue };
+    type Seen = (u64, Option<String>, Option<crate::view::Names>, Arc<crate::view::View>);
+    let sessions: Vec<Seen> = shared
+        .sessions()
+        .iter()
+        .filter_map(|(id, s)| Some((*id, s.profile.clone(), s.names, s.seen.clone()?)))
+        .collect();
+    for (id, profile, names, seen) in sessions {
+        let Ok(now) = shared.view(profile.as_deref(), names) else { continue };
         let (tools, prompts, resources) = now.changes(&seen);
         if !(tools || prompts || resources) {
             continue;
@@ -149,10 +153,10 @@ async fn updated(shared: &Shared, server: &str, uri: &str) {
         .sessions()
         .values()
         .filter(|s| s.subscribed.contains(&key))
-        .map(|s| (s.peer.clone(), s.listens.clone(), s.profile.clone()))
+        .map(|s| (s.peer.clone(), s.listens.clone(), s.profile.clone(), s.names))
         .collect();
-    for (peer, listens, profile) in targets {
-        let exposed = match shared.view(profile.as_deref()) {
+    for (peer, listens, profile, names) in targets {
+        let exposed = match shared.view(profile.as_deref(), names) {
             Ok(view) => view.exposed_uri(server, uri),
             Err(_) => uri.to_string(),
         };

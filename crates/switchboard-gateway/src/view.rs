@@ -1,8 +1,10 @@
 //! What one downstream client sees of the catalog: which servers (`--only`, a profile), which
 //! tools (a profile's globs), and under which names.
 //!
-//! Names: `prefixed` gives the catalog's model-visible names (`mcp__<server>__<tool>`);
-//! `bare` gives each upstream's own names, and a name two servers share is given the
+//! Names: `short` (the default) gives `<server>__<tool>` within [`SHORT_LIMIT`] bytes, for
+//! agents that put their own prefix before every name (Claude Code's `mcp__<entry>__`, Gemini
+//! CLI's `mcp_<entry>_`, ...: see README, "Names"); `prefixed` gives the catalog's
+//! model-visible names (`mcp__<server>__<tool>`); `bare` gives each upstream's own names, and a name two servers share is given the
 //! catalog's (hashed) name instead, so a name always leads to one tool. Prompts follow the
 //! same rule. Resource URIs are kept when only one server has them; a URI several servers
 //! list is rewritten, for every one of them, to `switchboard://<server>/<uri>` (reversible:
@@ -21,15 +23,51 @@ use switchboard::config::{Profile, ToolFilter};
 /// The prefix of rewritten resource URIs.
 pub const URI_PREFIX: &str = "switchboard://";
 
+/// The default limit of short names, in bytes: 64 (the agents' cap) less the longest prefix
+/// an agent puts before them for an entry named `switchboard` (`mcp__switchboard__`, 18, in
+/// Claude Code and Qwen Code), less one for Qwen Code and Gemini CLI, which cap at 63.
+pub const SHORT_LIMIT: usize = 45;
+
 /// How tools and prompts are named downstream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Names {
+    /// `<server>__<tool>` within this many bytes (a longer one is cut and given a hash).
+    Short(usize),
     /// The catalog's `mcp__<server>__<tool>` names.
-    #[default]
     Prefixed,
     /// The upstream's own names; a collision gets the catalog's hashed name.
     Bare,
+}
+
+impl Default for Names {
+    fn default() -> Self {
+        Names::Short(SHORT_LIMIT)
+    }
+}
+
+impl Names {
+    /// `short` (the default limit), `short:N` (at most N bytes), `prefixed` or `bare`.
+    pub fn parse(word: &str) -> Option<Names> {
+        match word {
+            "short" => Some(Names::default()),
+            "prefixed" => Some(Names::Prefixed),
+            "bare" => Some(Names::Bare),
+            _ => {
+                let limit: usize = word.strip_prefix("short:")?.parse().ok()?;
+                (naming::Scheme::MIN_SHORT..=naming::MAX_NAME_LEN).contains(&limit).then_some(Names::Short(limit))
+            }
+        }
+    }
+
+    /// What [`Names::parse`] takes back (`short:45`, `prefixed`, `bare`).
+    pub fn word(self) -> String {
+        match self {
+            Names::Short(limit) => format!("short:{limit}"),
+            Names::Prefixed => "prefixed".into(),
+            Names::Bare => "bare".into(),
+        }
+    }
 }
 
 /// Which servers and tools a client sees.
@@ -109,6 +147,9 @@ pub(crate) struct Owner {
 pub(crate) struct View {
     pub tools: Vec<ExposedTool>,
     tool_index: HashMap<String, usize>,
+    /// Tools the policy denies: not listed, found by name.
+    denied: Vec<ExposedTool>,
+    denied_index: HashMap<String, usize>,
     /// Catalog name -> position in `tools`.
     catalog_index: HashMap<String, usize>,
     /// Whether `--tool-search auto:N` defers this view's definitions (decided on first need).
@@ -128,7 +169,15 @@ impl View {
     /// `repair`: a tool whose input schema is not an object schema (which the spec requires,
     /// and which makes some clients refuse the whole list) is given the catalog's normalised
     /// one; off for a transparent gateway, which passes everything as the server sent it.
-    pub(crate) fn build(catalog: &Catalog, filter: &Filter, names: Names, repair: bool) -> View {
+    /// `denied`: tools the policy denies, left out of the list (a model is not given what it
+    /// can only fail on) and still found by name, so that a call to one gets the rule.
+    pub(crate) fn build(
+        catalog: &Catalog,
+        filter: &Filter,
+        names: Names,
+        repair: bool,
+        denied: impl Fn(&switchboard::catalog::ToolEntry) -> bool,
+    ) -> View {
         let mut view = View::default();
         // Tools.
         let entries: Vec<_> =
@@ -137,8 +186,16 @@ impl View {
         for e in &entries {
             *raw_count.entry(e.tool.name.as_ref()).or_default() += 1;
         }
-        for e in entries {
+        let short = match names {
+            Names::Short(limit) => naming::assign_with(
+                naming::Scheme::short(limit),
+                entries.iter().map(|e| (e.server.as_str(), e.tool.name.as_ref())),
+            ),
+            _ => Vec::new(),
+        };
+        for (i, e) in entries.into_iter().enumerate() {
             let exposed = match names {
+                Names::Short(_) => short.get(i).filter(|n| !n.is_empty()).cloned().unwrap_or_else(|| e.name.clone()),
                 Names::Prefixed => e.name.clone(),
                 Names::Bare if raw_count.get(e.tool.name.as_ref()) == Some(&1) => e.tool.name.to_string(),
                 Names::Bare => e.name.clone(),
@@ -148,13 +205,23 @@ impl View {
             if repair && tool.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
                 tool.input_schema = e.input_schema.clone();
             }
+            if denied(e) {
+                view.denied_index.insert(exposed, view.denied.len());
+                view.denied.push(ExposedTool { tool, catalog_name: e.name.clone() });
+                continue;
+            }
             view.tool_index.insert(exposed, view.tools.len());
             view.catalog_index.insert(e.name.clone(), view.tools.len());
             view.tools.push(ExposedTool { tool, catalog_name: e.name.clone() });
         }
         // Prompts: the same naming rule over (server, prompt).
         let prompts: Vec<_> = catalog.prompts().iter().filter(|p| filter.server(&p.server)).collect();
-        let prefixed = naming::assign(prompts.iter().map(|p| (p.server.as_str(), p.prompt.name.as_str())));
+        let pairs = prompts.iter().map(|p| (p.server.as_str(), p.prompt.name.as_str()));
+        let scheme = match names {
+            Names::Short(limit) => naming::Scheme::short(limit),
+            _ => naming::Scheme::CATALOG,
+        };
+        let prefixed = naming::assign_with(scheme, pairs);
         let mut prompt_count: HashMap<&str, usize> = HashMap::new();
         for p in &prompts {
             *prompt_count.entry(p.prompt.name.as_str()).or_default() += 1;
@@ -228,8 +295,12 @@ impl View {
         (tools, prompts, resources)
     }
 
+    /// A tool by its name in this view, listed or denied.
     pub(crate) fn tool(&self, name: &str) -> Option<&ExposedTool> {
-        self.tool_index.get(name).map(|&i| &self.tools[i])
+        match self.tool_index.get(name) {
+            Some(&i) => self.tools.get(i),
+            None => self.denied_index.get(name).and_then(|&i| self.denied.get(i)),
+        }
     }
 
     /// The name a catalog tool has in this view, if the view shows it.
@@ -303,6 +374,17 @@ pub(crate) struct Cached {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_read_back_what_they_write() {
+        for names in [Names::default(), Names::Short(30), Names::Prefixed, Names::Bare] {
+            assert_eq!(Names::parse(&names.word()), Some(names));
+        }
+        assert_eq!(Names::parse("short"), Some(Names::Short(SHORT_LIMIT)));
+        assert_eq!(Names::parse("short:3"), None);
+        assert_eq!(Names::parse("short:65"), None);
+        assert_eq!(Names::parse("long"), None);
+    }
 
     #[test]
     fn rewritten_uris_go_back() {

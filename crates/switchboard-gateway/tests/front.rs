@@ -33,10 +33,10 @@ async fn sequential_calls(url: &str, token: &str) -> Duration {
     let client = ().serve(transport).await.unwrap();
     let args = json!({"text": "hi"}).as_object().cloned().unwrap();
     // One to warm up (the upstream connects, the view is built).
-    client.call_tool(CallToolRequestParams::new("mcp__fx__echo").with_arguments(args.clone())).await.unwrap();
+    client.call_tool(CallToolRequestParams::new("fx__echo").with_arguments(args.clone())).await.unwrap();
     let start = Instant::now();
     for _ in 0..SEQUENTIAL {
-        client.call_tool(CallToolRequestParams::new("mcp__fx__echo").with_arguments(args.clone())).await.unwrap();
+        client.call_tool(CallToolRequestParams::new("fx__echo").with_arguments(args.clone())).await.unwrap();
     }
     let took = start.elapsed();
     client.cancel().await.unwrap();
@@ -134,7 +134,7 @@ async fn idle_connections_do_not_lock_out_the_token_s_holder() {
         .expect("the token's holder got no session within 10 s")
         .unwrap();
     let tools = client.list_all_tools().await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "mcp__fx__echo"));
+    assert!(tools.iter().any(|t| t.name == "fx__echo"));
     let served = start.elapsed();
     assert!(served < Duration::from_secs(10), "{served:?}");
 
@@ -151,7 +151,7 @@ async fn idle_connections_do_not_lock_out_the_token_s_holder() {
     // The session made before still works (its connection was not displaced by the 401's).
     client
         .call_tool(
-            CallToolRequestParams::new("mcp__fx__echo")
+            CallToolRequestParams::new("fx__echo")
                 .with_arguments(json!({"text": "again"}).as_object().cloned().unwrap()),
         )
         .await
@@ -200,7 +200,7 @@ fn priming_only_for_clients_that_take_it() {
         .arg(&sdk)
         .arg(&url)
         .arg(home.token())
-        .arg("mcp__fx__echo")
+        .arg("fx__echo")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -208,7 +208,7 @@ fn priming_only_for_clients_that_take_it() {
         .unwrap_or_else(|_| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
     assert!(out.status.success(), "{v}");
     assert_eq!(v["protocol"], "2025-06-18", "{v}");
-    assert!(v["tools"].as_array().is_some_and(|t| t.iter().any(|n| n == "mcp__fx__echo")), "{v}");
+    assert!(v["tools"].as_array().is_some_and(|t| t.iter().any(|n| n == "fx__echo")), "{v}");
     assert!(v["text"].as_str().unwrap_or_default().contains("from an old client"), "{v}");
 
     let client = reqwest::blocking::Client::new();
@@ -261,7 +261,7 @@ fn over_http_a_request_whose_id_is_in_flight_is_refused() {
     drop(init.text());
     post(Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let slow = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-        "params": {"name": "mcp__fx__slow", "arguments": {"ms": 500, "steps": 1}}});
+        "params": {"name": "fx__slow", "arguments": {"ms": 500, "steps": 1}}});
     let (first, second) = std::thread::scope(|scope| {
         let first = scope.spawn(|| post(Some(&session), slow.clone()).text().unwrap());
         std::thread::sleep(Duration::from_millis(150));

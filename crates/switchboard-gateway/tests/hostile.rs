@@ -40,7 +40,7 @@ async fn a_crashing_a_hanging_and_a_flooding_upstream_leave_the_healthy_one_alon
         let start = std::time::Instant::now();
         while start.elapsed() < Duration::from_secs(6) {
             let r = peer
-                .call_tool(CallToolRequestParams::new("mcp__fx__echo").with_arguments(args(json!({"text": "ok"}))))
+                .call_tool(CallToolRequestParams::new("fx__echo").with_arguments(args(json!({"text": "ok"}))))
                 .await;
             match r {
                 Ok(r) if serde_json::to_string(&r.content).unwrap().contains("ok") => ok += 1,
@@ -50,17 +50,17 @@ async fn a_crashing_a_hanging_and_a_flooding_upstream_leave_the_healthy_one_alon
         (ok, failed)
     });
     // Crash mid-call: the error names the server and the cause; the next call reconnects.
-    let crashed = client.call_tool(CallToolRequestParams::new("mcp__crashy__crash")).await.unwrap_err().to_string();
+    let crashed = client.call_tool(CallToolRequestParams::new("crashy__crash")).await.unwrap_err().to_string();
     assert!(crashed.contains("crashy"), "{crashed}");
     assert!(crashed.contains("exit") || crashed.contains("closed"), "{crashed}");
     let again = client
-        .call_tool(CallToolRequestParams::new("mcp__crashy__echo").with_arguments(args(json!({"text": "back"}))))
+        .call_tool(CallToolRequestParams::new("crashy__echo").with_arguments(args(json!({"text": "back"}))))
         .await
         .unwrap();
     assert!(serde_json::to_string(&again.content).unwrap().contains("back"));
     // Hang: the call times out with the server's name; the gateway goes on.
     let hung = client
-        .call_tool(CallToolRequestParams::new("mcp__hang__slow").with_arguments(args(json!({"ms": 60000, "steps": 1}))))
+        .call_tool(CallToolRequestParams::new("hang__slow").with_arguments(args(json!({"ms": 60000, "steps": 1}))))
         .await
         .unwrap_err()
         .to_string();
@@ -88,7 +88,7 @@ async fn a_client_that_goes_away_mid_call_cancels_the_upstream_call() {
     let (child, url) = common::http_gateway(&home, &[]);
     let body = json!({
         "jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": "mcp__fx__slow", "arguments": {"ms": 500, "steps": 20}, "_meta": {
+        "params": {"name": "fx__slow", "arguments": {"ms": 500, "steps": 20}, "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": {},
@@ -105,7 +105,7 @@ async fn a_client_that_goes_away_mid_call_cancels_the_upstream_call() {
         .header("content-type", "application/json")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
-        .header("mcp-name", "mcp__fx__slow")
+        .header("mcp-name", "fx__slow")
         .body(body.to_string())
         .send();
     let client = tokio::spawn(request);

@@ -25,10 +25,10 @@ async fn rmcp_over_http_with_the_token() {
     let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
     let client = Recorder { seen: tx, elicitation: true }.serve(client_transport(&url, &home.token())).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "mcp__fx__echo"));
+    assert!(tools.iter().any(|t| t.name == "fx__echo"));
     let r = client
         .call_tool(
-            CallToolRequestParams::new("mcp__fx__slow")
+            CallToolRequestParams::new("fx__slow")
                 .with_arguments(json!({"ms": 10, "steps": 2}).as_object().cloned().unwrap()),
         )
         .await
@@ -42,9 +42,9 @@ async fn rmcp_over_http_with_the_token() {
         )
         .await
     );
-    let r = client.call_tool(CallToolRequestParams::new("mcp__fx__ask")).await.unwrap();
+    let r = client.call_tool(CallToolRequestParams::new("fx__ask")).await.unwrap();
     assert!(serde_json::to_string(&r.content).unwrap().contains("Ada"));
-    client.call_tool(CallToolRequestParams::new("mcp__fx__mutate")).await.unwrap();
+    client.call_tool(CallToolRequestParams::new("fx__mutate")).await.unwrap();
     assert!(
         wait_seen(&mut seen, Duration::from_secs(10), |s| *s == Seen::ToolsChanged).await,
         "no list_changed on the GET stream"
@@ -125,20 +125,19 @@ async fn a_profile_narrows_what_a_client_sees() {
     let (tx, _seen) = tokio::sync::mpsc::unbounded_channel();
     let all = Recorder { seen: tx.clone(), elicitation: false }.serve(client_transport(&url, &token)).await.unwrap();
     let everything = names(all.list_all_tools().await.unwrap());
-    assert!(everything.contains(&"mcp__other__echo".into()) && everything.contains(&"mcp__fx__mutate".into()));
+    assert!(everything.contains(&"other__echo".into()) && everything.contains(&"fx__mutate".into()));
     let reader = Recorder { seen: tx, elicitation: false }
         .serve(client_transport(&format!("{url}?profile=reader"), &token))
         .await
         .unwrap();
     let narrow = names(reader.list_all_tools().await.unwrap());
-    assert!(narrow.contains(&"mcp__fx__echo".into()), "{narrow:?}");
+    assert!(narrow.contains(&"fx__echo".into()), "{narrow:?}");
     assert!(!narrow.iter().any(|n| n.contains("other") || n.contains("mutate") || n.ends_with("crash")), "{narrow:?}");
-    let refused = reader.call_tool(CallToolRequestParams::new("mcp__fx__mutate")).await;
+    let refused = reader.call_tool(CallToolRequestParams::new("fx__mutate")).await;
     assert!(refused.is_err(), "a tool outside the profile was called");
     let r = all
         .call_tool(
-            CallToolRequestParams::new("mcp__fx__echo")
-                .with_arguments(json!({"text": "x"}).as_object().cloned().unwrap()),
+            CallToolRequestParams::new("fx__echo").with_arguments(json!({"text": "x"}).as_object().cloned().unwrap()),
         )
         .await
         .unwrap();
@@ -176,8 +175,8 @@ async fn serve_answers_mcp_with_its_own_token() {
     let (tx, _seen) = tokio::sync::mpsc::unbounded_channel();
     let client = Recorder { seen: tx, elicitation: true }.serve(client_transport(&url, &home.token())).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "mcp__fx__echo"), "{tools:?}");
-    let r = client.call_tool(CallToolRequestParams::new("mcp__fx__ask")).await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "fx__echo"), "{tools:?}");
+    let r = client.call_tool(CallToolRequestParams::new("fx__ask")).await.unwrap();
     assert!(serde_json::to_string(&r.content).unwrap().contains("Ada"), "the question went to the MCP client");
     // The dashboard's API sees the same hub.
     let http = reqwest::Client::new();

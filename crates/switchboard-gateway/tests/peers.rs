@@ -198,10 +198,8 @@ fn mcp_inspector_cli_lists_and_calls() {
         "gateway".into(),
     ];
     let listed = inspector(&[stdio.clone(), vec!["--method".into(), "tools/list".into()]].concat());
-    assert!(listed["tools"].as_array().unwrap().iter().any(|t| t["name"] == "mcp__fx__add"), "{listed}");
-    stdio.extend(
-        ["--method", "tools/call", "--tool-name", "mcp__fx__add", "--tool-arg", "a=2", "b=3"].map(String::from),
-    );
+    assert!(listed["tools"].as_array().unwrap().iter().any(|t| t["name"] == "fx__add"), "{listed}");
+    stdio.extend(["--method", "tools/call", "--tool-name", "fx__add", "--tool-arg", "a=2", "b=3"].map(String::from));
     let called = inspector(&stdio);
     assert_eq!(called["structuredContent"]["sum"].as_f64(), Some(5.0), "{called}");
     // HTTP, with the token.
@@ -215,7 +213,7 @@ fn mcp_inspector_cli_lists_and_calls() {
             "--method".into(),
             "tools/call".into(),
             "--tool-name".into(),
-            "mcp__fx__echo".into(),
+            "fx__echo".into(),
         ]
         .into_iter()
         .chain(["--tool-arg".to_string(), "text=hello".to_string()])

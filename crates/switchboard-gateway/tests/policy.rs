@@ -21,7 +21,7 @@ fn script(name: &str) -> PathBuf {
 }
 
 fn home() -> Home {
-    Home::with(false, json!({"policy": {"ask": ["mcp__fx__echo"], "deny": ["mcp__fx__crash"]}}))
+    Home::with(false, json!({"policy": {"ask": ["fx__echo"], "deny": ["fx__crash"]}}))
 }
 
 fn run(home: &Home, mut c: Command) -> Value {
@@ -89,7 +89,7 @@ fn check(v: &Value, what: &str) {
     let calls = v["calls"].as_array().unwrap();
     assert_eq!(calls[0]["isError"], true, "{what}: {v}");
     assert!(
-        calls[0]["text"].as_str().unwrap().contains("was not approved (asked by rule `ask: mcp__fx__echo`"),
+        calls[0]["text"].as_str().unwrap().contains("was not approved (asked by rule `ask: fx__echo`"),
         "{what}: {v}"
     );
     assert_eq!(calls[1], json!({"isError": false, "text": "call 1"}), "{what}: {v}");
@@ -105,9 +105,9 @@ fn check(v: &Value, what: &str) {
     );
     let message = asked[0]["message"].as_str().unwrap();
     assert!(
-        message.contains("mcp__fx__echo")
+        message.contains("fx__echo")
             && message.contains("\"text\": \"call 0\"")
-            && message.contains("rule `ask: mcp__fx__echo`"),
+            && message.contains("rule `ask: fx__echo`"),
         "{what}: {message}"
     );
     refusals(v, what);
@@ -115,13 +115,10 @@ fn check(v: &Value, what: &str) {
 
 fn refusals(v: &Value, what: &str) {
     assert_eq!(v["denied"]["isError"], true, "{what}: {v}");
-    assert!(v["denied"]["text"].as_str().unwrap().contains("is denied by rule `deny: mcp__fx__crash`"), "{what}: {v}");
+    assert!(v["denied"]["text"].as_str().unwrap().contains("is denied by rule `deny: fx__crash`"), "{what}: {v}");
     assert_eq!(v["invalid"]["isError"], true, "{what}: {v}");
     let invalid = v["invalid"]["text"].as_str().unwrap();
-    assert!(
-        invalid.starts_with("arguments do not match the input schema of `mcp__fx__add`: /a: "),
-        "{what}: {invalid}"
-    );
+    assert!(invalid.starts_with("arguments do not match the input schema of `fx__add`: /a: "), "{what}: {invalid}");
 }
 
 #[test]
@@ -145,7 +142,7 @@ fn a_client_that_cannot_elicit_is_denied_with_the_way_to_allow() {
         let text = v["calls"][0]["text"].as_str().unwrap_or_default();
         assert_eq!(v["calls"][0]["isError"], true, "{what}: {v}");
         assert!(
-            text.contains("rule `ask: mcp__fx__echo`") && text.contains("switchboard allow mcp__fx__echo"),
+            text.contains("rule `ask: fx__echo`") && text.contains("switchboard allow mcp__fx__echo"),
             "{what}: {text}"
         );
         refusals(&v, what);
@@ -232,7 +229,7 @@ fn a_client_that_cannot_elicit_is_asked_on_the_dashboard_of_a_running_serve() {
     let text = v["calls"][0]["text"].as_str().unwrap_or_default();
     assert_eq!(v["calls"][0]["isError"], true, "{v}");
     assert!(
-        text.contains("rule `ask: mcp__fx__echo`")
+        text.contains("rule `ask: fx__echo`")
             && text.contains("its client cannot be asked (it declared no elicitation), nor the dashboard of `switchboard serve`: nobody has its dashboard open")
             && text.contains("switchboard allow mcp__fx__echo"),
         "{text}"
@@ -253,7 +250,7 @@ fn a_client_that_cannot_elicit_is_asked_on_the_dashboard_of_a_running_serve() {
     );
     assert_eq!(pending["request"]["caller"]["client"], "approver-sdk1", "{pending}");
     assert_eq!(pending["request"]["arguments"], json!({"text": "call 0"}), "{pending}");
-    assert!(pending["rule"].as_str().unwrap().starts_with("rule `ask: mcp__fx__echo` of "), "{pending}");
+    assert!(pending["rule"].as_str().unwrap().starts_with("rule `ask: fx__echo` of "), "{pending}");
     let v = sdk1(&home, "none");
     assert_eq!(v["calls"][0]["isError"], true, "{v}");
     assert!(v["calls"][0]["text"].as_str().unwrap().contains("was not approved"), "{v}");
@@ -265,4 +262,58 @@ fn a_client_that_cannot_elicit_is_asked_on_the_dashboard_of_a_running_serve() {
     let v = sdk1(&home, "none");
     let text = v["calls"][0]["text"].as_str().unwrap_or_default();
     assert!(text.contains(&format!("none is running (the last one answered at {base})")), "{text}");
+}
+
+/// A tool the policy denies is not listed to the model (nor found by search, nor exported to a
+/// provider), and a call to it by name still gets the rule; `switchboard policy` shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn denied_tools_are_not_listed_but_a_call_gets_the_rule() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    let home = home();
+    let transport = rmcp::transport::TokioChildProcess::new(home.gateway(&[])).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"fx__echo".to_string()), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("crash")), "a denied tool is listed: {names:?}");
+    let r = client.call_tool(CallToolRequestParams::new("fx__crash")).await.unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let text = serde_json::to_string(&r.content).unwrap();
+    assert!(text.contains("is denied by rule `deny: fx__crash`"), "{text}");
+    client.cancel().await.unwrap();
+    assert!(!home.calls().iter().any(|l| l.contains("crash")), "the denied call reached the server");
+    // Deferred search does not find it either.
+    let transport = rmcp::transport::TokioChildProcess::new(home.gateway(&["--tool-search", "on"])).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let args = json!({"query": "exits the process"}).as_object().cloned().unwrap();
+    let found = client.call_tool(CallToolRequestParams::new("search_tools").with_arguments(args)).await.unwrap();
+    let found = found.structured_content.unwrap();
+    assert!(!found.to_string().contains("crash"), "{found}");
+    client.cancel().await.unwrap();
+
+    let sb = |args: &[&str]| {
+        let out = Command::new(switchboard_testkit::cli())
+            .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
+            .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+            .env_remove("RUST_LOG")
+            .arg("--config")
+            .arg(&home.config)
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+    };
+    // A provider export leaves it out and says why.
+    let export = sb(&["tools", "--format", "openai", "--json"]);
+    let skipped = export["skipped"].as_array().unwrap();
+    assert!(
+        skipped.iter().any(|s| s["name"] == "mcp__fx__crash"
+            && s["reason"].as_str().unwrap_or_default().starts_with("denied by rule `deny: fx__crash`")),
+        "{export}"
+    );
+    assert!(!export["tools"].to_string().contains("mcp__fx__crash"), "{export}");
+    // `policy` shows it, denied.
+    let policy = sb(&["policy", "--json"]);
+    let crash = policy["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__fx__crash").cloned();
+    assert_eq!(crash.map(|t| t["decision"].clone()), Some(json!("deny")), "{policy}");
 }

@@ -66,16 +66,16 @@ async fn a_question_outside_any_call_goes_to_the_session_that_last_used_its_serv
     alice.list_all_tools().await.unwrap();
     // Alice uses `later`: it will ask a question once her call is over.
     let args = json!({"ms": 1500}).as_object().cloned();
-    let r = alice.call_tool(CallToolRequestParams::new("mcp__later__ask_later").with_arguments(args.unwrap())).await;
+    let r = alice.call_tool(CallToolRequestParams::new("later__ask_later").with_arguments(args.unwrap())).await;
     assert!(serde_json::to_string(&r.unwrap().content).unwrap().contains("will ask"));
     // Meanwhile Bob connects and makes requests (of another server, and lists), and Carol,
     // who cannot answer forms, makes the very last request of all, to `later` itself.
     let bob = connect("bob", true).await.unwrap();
     bob.list_all_tools().await.unwrap();
     let echo = json!({"text": "hi"}).as_object().cloned().unwrap();
-    bob.call_tool(CallToolRequestParams::new("mcp__fx__echo").with_arguments(echo.clone())).await.unwrap();
+    bob.call_tool(CallToolRequestParams::new("fx__echo").with_arguments(echo.clone())).await.unwrap();
     let carol = connect("carol", false).await.unwrap();
-    carol.call_tool(CallToolRequestParams::new("mcp__later__echo").with_arguments(echo)).await.unwrap();
+    carol.call_tool(CallToolRequestParams::new("later__echo").with_arguments(echo)).await.unwrap();
 
     let started = Instant::now();
     let answered = loop {

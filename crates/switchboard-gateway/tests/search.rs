@@ -23,7 +23,7 @@ fn home() -> Home {
         true,
         json!({
             "servers": {"mem": {"command": "node", "args": [node_peer("server-memory")], "always_load": true}},
-            "policy": {"deny": ["mcp__fx__crash"]},
+            "policy": {"deny": ["fx__crash"]},
             "profiles": {"no-ev": {"servers": ["fx", "mem"]}},
         }),
     )
@@ -54,7 +54,7 @@ async fn three_tools_stand_for_the_catalog_and_calls_meet_the_policy() {
     // The three, then server-memory's tools (its server is `always_load`), nothing else.
     let listed: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
     assert_eq!(listed[..3], ["search_tools", "describe_tools", "call_tool"]);
-    assert!(listed[3..].iter().all(|n| n.starts_with("mcp__mem__")) && listed.len() == 3 + 9, "{listed:?}");
+    assert!(listed[3..].iter().all(|n| n.starts_with("mem__")) && listed.len() == 3 + 9, "{listed:?}");
 
     // Ranked search over every upstream: both tools that add numbers, first.
     let found = call(&client, "search_tools", json!({"query": "add two numbers", "limit": 3})).await;
@@ -62,40 +62,36 @@ async fn three_tools_stand_for_the_catalog_and_calls_meet_the_policy() {
     let names: Vec<&str> = s["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(
         names[..2].iter().copied().collect::<std::collections::BTreeSet<_>>(),
-        ["mcp__ev__get-sum", "mcp__fx__add"].into()
+        ["ev__get-sum", "fx__add"].into()
     );
     assert!(s["total"].as_u64().unwrap() > 20, "{s}");
-    assert!(text(&found).contains("mcp__fx__add (fx): Adds two numbers;"), "{}", text(&found));
+    assert!(text(&found).contains("fx__add (fx): Adds two numbers;"), "{}", text(&found));
     // Exact names and patterns, and a pattern that is not one.
-    let found = call(&client, "search_tools", json!({"query": "select:mcp__fx__echo"})).await;
-    assert_eq!(found.structured_content.unwrap()["tools"][0]["name"], "mcp__fx__echo");
+    let found = call(&client, "search_tools", json!({"query": "select:fx__echo"})).await;
+    assert_eq!(found.structured_content.unwrap()["tools"][0]["name"], "fx__echo");
     let bad = call(&client, "search_tools", json!({"query": "/(/"})).await;
     assert_eq!(bad.is_error, Some(true));
     assert!(text(&bad).contains("not a regular expression"), "{}", text(&bad));
 
     // Full definitions by name; unknown names said.
-    let described = call(&client, "describe_tools", json!({"names": ["mcp__fx__add", "nope"]})).await;
+    let described = call(&client, "describe_tools", json!({"names": ["fx__add", "nope"]})).await;
     let d = described.structured_content.unwrap();
-    assert_eq!(d["tools"][0]["name"], "mcp__fx__add");
+    assert_eq!(d["tools"][0]["name"], "fx__add");
     assert_eq!(d["tools"][0]["inputSchema"]["required"], json!(["a", "b"]));
     assert_eq!(d["unknown"], json!(["nope"]));
 
     // A call through call_tool reaches the upstream.
-    let r = call(&client, "call_tool", json!({"name": "mcp__ev__get-sum", "arguments": {"a": 2, "b": 40}})).await;
+    let r = call(&client, "call_tool", json!({"name": "ev__get-sum", "arguments": {"a": 2, "b": 40}})).await;
     assert!(text(&r).contains("42"), "{}", text(&r));
     // Denied by the policy, or arguments the schema refuses: said to the model, never sent.
-    let denied = call(&client, "call_tool", json!({"name": "mcp__fx__crash", "arguments": {}})).await;
+    let denied = call(&client, "call_tool", json!({"name": "fx__crash", "arguments": {}})).await;
     assert_eq!(denied.is_error, Some(true));
-    assert!(text(&denied).contains("is denied by rule `deny: mcp__fx__crash`"), "{}", text(&denied));
-    let invalid = call(&client, "call_tool", json!({"name": "mcp__fx__add", "arguments": {"a": "two"}})).await;
+    assert!(text(&denied).contains("is denied by rule `deny: fx__crash`"), "{}", text(&denied));
+    let invalid = call(&client, "call_tool", json!({"name": "fx__add", "arguments": {"a": "two"}})).await;
     assert_eq!(invalid.is_error, Some(true));
-    assert!(
-        text(&invalid).starts_with("arguments do not match the input schema of `mcp__fx__add`"),
-        "{}",
-        text(&invalid)
-    );
+    assert!(text(&invalid).starts_with("arguments do not match the input schema of `fx__add`"), "{}", text(&invalid));
     // A tool not listed can still be called by its name.
-    let echoed = call(&client, "mcp__fx__echo", json!({"text": "direct"})).await;
+    let echoed = call(&client, "fx__echo", json!({"text": "direct"})).await;
     assert_eq!(text(&echoed), "direct");
     let calls = home.calls();
     assert!(calls.contains(&"echo".to_string()), "{calls:?}");
@@ -110,8 +106,8 @@ async fn three_tools_stand_for_the_catalog_and_calls_meet_the_policy() {
     assert!(unknown.unwrap_err().to_string().contains("unknown tool `nope`"));
     client.cancel().await.unwrap();
 
-    // The audit log has the calls made through call_tool under the inner tool's name, as the
-    // gateway's client made them (written by the gateway as it ends).
+    // The audit log has the calls made through call_tool under the inner tool's catalog name
+    // (whatever the names the client sees; written by the gateway as it ends).
     let mut lines: Vec<Value> = Vec::new();
     for _ in 0..100 {
         lines = std::fs::read_dir(home.path().join("data/audit"))
@@ -151,15 +147,12 @@ async fn a_profile_hides_tools_from_search_describe_and_call() {
     let client = connect(&home, &["--tool-search", "on", "--profile", "no-ev"]).await;
     let found = call(&client, "search_tools", json!({"query": "sum of two numbers"})).await;
     let s = found.structured_content.unwrap();
-    assert!(
-        s["tools"].as_array().unwrap().iter().all(|t| !t["name"].as_str().unwrap().starts_with("mcp__ev__")),
-        "{s}"
-    );
-    let d = call(&client, "describe_tools", json!({"names": ["mcp__ev__get-sum"]})).await.structured_content.unwrap();
-    assert_eq!(d["unknown"], json!(["mcp__ev__get-sum"]));
+    assert!(s["tools"].as_array().unwrap().iter().all(|t| !t["name"].as_str().unwrap().starts_with("ev__")), "{s}");
+    let d = call(&client, "describe_tools", json!({"names": ["ev__get-sum"]})).await.structured_content.unwrap();
+    assert_eq!(d["unknown"], json!(["ev__get-sum"]));
     let hidden = client
         .call_tool(CallToolRequestParams::new("call_tool").with_arguments(
-            json!({"name": "mcp__ev__get-sum", "arguments": {"a": 1, "b": 1}}).as_object().cloned().unwrap(),
+            json!({"name": "ev__get-sum", "arguments": {"a": 1, "b": 1}}).as_object().cloned().unwrap(),
         ))
         .await;
     assert!(hidden.is_err(), "{hidden:?}");
@@ -207,10 +200,10 @@ fn the_python_sdk_client_searches_and_calls() {
         json!(["search_tools", "describe_tools", "call_tool"]).as_array().unwrap()[..],
         "{v}"
     );
-    assert!(v["found"].as_array().unwrap().iter().any(|n| n == "mcp__fx__add"), "{v}");
+    assert!(v["found"].as_array().unwrap().iter().any(|n| n == "fx__add"), "{v}");
     assert_eq!(v["described"][0]["name"], v["found"][0], "{v}");
     assert_eq!(v["called"], json!({"isError": false, "structured": {"sum": 42.0}}), "{v}");
     assert_eq!(v["denied"]["isError"], true, "{v}");
-    assert!(v["denied"]["text"].as_str().unwrap().contains("is denied by rule `deny: mcp__fx__crash`"), "{v}");
+    assert!(v["denied"]["text"].as_str().unwrap().contains("is denied by rule `deny: fx__crash`"), "{v}");
     assert!(!home.calls().iter().any(|l| l == "crash"), "{:?}", home.calls());
 }

@@ -18,7 +18,7 @@ use switchboard_gateway::START_WAIT;
 use switchboard_testkit::fixture;
 
 fn echo(text: &str) -> CallToolRequestParams {
-    CallToolRequestParams::new("mcp__fx__echo").with_arguments(json!({"text": text}).as_object().cloned().unwrap())
+    CallToolRequestParams::new("fx__echo").with_arguments(json!({"text": text}).as_object().cloned().unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,7 +36,7 @@ async fn a_server_that_never_answers_holds_up_nothing_else() {
     assert!(instructions.contains("- fx: connected"), "{instructions}");
     let tools = client.list_all_tools().await.unwrap();
     let listed = started.elapsed();
-    assert!(tools.iter().any(|t| t.name == "mcp__fx__echo"), "{tools:?}");
+    assert!(tools.iter().any(|t| t.name == "fx__echo"), "{tools:?}");
     let bound = START_WAIT + Duration::from_secs(3);
     assert!(initialized < bound && listed < bound, "initialize after {initialized:?}, tools/list after {listed:?}");
 
@@ -67,7 +67,7 @@ async fn a_server_coming_back_after_a_crash_holds_up_only_its_own_calls() {
     let client = ().serve(TokioChildProcess::new(home.gateway(&[])).unwrap()).await.unwrap();
     // Its first start (3 s) is within the first list's wait.
     let tools = client.list_all_tools().await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "mcp__slow__echo"), "{tools:?}");
+    assert!(tools.iter().any(|t| t.name == "slow__echo"), "{tools:?}");
     let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     // SAFETY: a plain syscall on the fixture's pid.
     unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -84,7 +84,7 @@ async fn a_server_coming_back_after_a_crash_holds_up_only_its_own_calls() {
     // Its own call waits for it.
     let r = client
         .call_tool(
-            CallToolRequestParams::new("mcp__slow__echo")
+            CallToolRequestParams::new("slow__echo")
                 .with_arguments(json!({"text": "back"}).as_object().cloned().unwrap()),
         )
         .await

@@ -37,25 +37,25 @@ async fn one_session_reaches_both_upstreams_with_everything_forwarded() {
     // Both upstreams' tools, under prefixed names, schemas as the upstream wrote them.
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert!(names.contains(&"mcp__fx__echo") && names.contains(&"mcp__ev__echo"), "{names:?}");
-    let add = tools.iter().find(|t| t.name == "mcp__fx__add").unwrap();
+    assert!(names.contains(&"fx__echo") && names.contains(&"ev__echo"), "{names:?}");
+    let add = tools.iter().find(|t| t.name == "fx__add").unwrap();
     assert_eq!(add.input_schema.get("required"), Some(&json!(["a", "b"])));
 
     // A call to each, raw results.
     let r = client
-        .call_tool(CallToolRequestParams::new("mcp__fx__add").with_arguments(args(json!({"a": 2, "b": 3})).unwrap()))
+        .call_tool(CallToolRequestParams::new("fx__add").with_arguments(args(json!({"a": 2, "b": 3})).unwrap()))
         .await
         .unwrap();
     assert_eq!(r.structured_content, Some(json!({"sum": 5.0})));
     let r = client
-        .call_tool(CallToolRequestParams::new("mcp__ev__echo").with_arguments(args(json!({"message": "hi"})).unwrap()))
+        .call_tool(CallToolRequestParams::new("ev__echo").with_arguments(args(json!({"message": "hi"})).unwrap()))
         .await
         .unwrap();
     assert!(serde_json::to_string(&r.content).unwrap().contains("hi"));
 
     // Progress, with the client's own token.
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new("mcp__fx__slow").with_arguments(args(json!({"ms": 20, "steps": 3})).unwrap()),
+        CallToolRequestParams::new("fx__slow").with_arguments(args(json!({"ms": 20, "steps": 3})).unwrap()),
     ));
     let handle = client.send_request_with_option(request, PeerRequestOptions::no_options()).await.unwrap();
     let token = serde_json::to_value(&handle.progress_token).unwrap().to_string();
@@ -71,7 +71,7 @@ async fn one_session_reaches_both_upstreams_with_everything_forwarded() {
 
     // Cancellation: the upstream request is cancelled, nothing else.
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new("mcp__fx__slow").with_arguments(args(json!({"ms": 500, "steps": 20})).unwrap()),
+        CallToolRequestParams::new("fx__slow").with_arguments(args(json!({"ms": 500, "steps": 20})).unwrap()),
     ));
     let handle = client.send_request_with_option(request, PeerRequestOptions::no_options()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -82,27 +82,21 @@ async fn one_session_reaches_both_upstreams_with_everything_forwarded() {
         home.calls()
     );
     let r = client
-        .call_tool(
-            CallToolRequestParams::new("mcp__fx__echo").with_arguments(args(json!({"text": "still here"})).unwrap()),
-        )
+        .call_tool(CallToolRequestParams::new("fx__echo").with_arguments(args(json!({"text": "still here"})).unwrap()))
         .await
         .unwrap();
     assert!(serde_json::to_string(&r.content).unwrap().contains("still here"));
 
     // An upstream's elicitation, answered by this client.
-    let r = client.call_tool(CallToolRequestParams::new("mcp__fx__ask")).await.unwrap();
+    let r = client.call_tool(CallToolRequestParams::new("fx__ask")).await.unwrap();
     let text = serde_json::to_string(&r.content).unwrap();
     assert!(text.contains("accept") && text.contains("Ada"), "{text}");
 
     // list_changed when an upstream adds a tool; the new tool is listed.
-    client.call_tool(CallToolRequestParams::new("mcp__fx__mutate")).await.unwrap();
+    client.call_tool(CallToolRequestParams::new("fx__mutate")).await.unwrap();
     assert!(wait_seen(&mut seen, Duration::from_secs(10), |s| *s == Seen::ToolsChanged).await);
     let tools = client.list_all_tools().await.unwrap();
-    assert!(
-        tools.iter().any(|t| t.name == "mcp__fx__added_0"),
-        "{:?}",
-        tools.iter().map(|t| &t.name).collect::<Vec<_>>()
-    );
+    assert!(tools.iter().any(|t| t.name == "fx__added_0"), "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
 
     // Resources: subscribe through the gateway, updates come back; the upstream's logs too.
     let resources = client.list_all_resources().await.unwrap();
@@ -122,7 +116,7 @@ async fn one_session_reaches_both_upstreams_with_everything_forwarded() {
         .await,
         "the upstream's log message did not reach the client with its server's name"
     );
-    client.call_tool(CallToolRequestParams::new("mcp__ev__toggle-subscriber-updates")).await.unwrap();
+    client.call_tool(CallToolRequestParams::new("ev__toggle-subscriber-updates")).await.unwrap();
     assert!(wait_seen(&mut seen, Duration::from_secs(15), |s| *s == Seen::ResourceUpdated(uri.clone())).await);
 
     // stdin closes: the gateway ends every upstream's tree (the fixture's hostile forks too).
@@ -148,11 +142,11 @@ async fn a_modern_upstreams_rounds_reach_a_legacy_client_as_requests() {
         .await
         .unwrap();
     assert_eq!(client.peer_info().unwrap().protocol_version.as_str(), "2025-11-25");
-    let r = client.call_tool(CallToolRequestParams::new("mcp__py__favourite_colour")).await.unwrap();
+    let r = client.call_tool(CallToolRequestParams::new("py__favourite_colour")).await.unwrap();
     let text = serde_json::to_string(&r.content).unwrap();
     // The client answered `name` only: the server's model takes its default colour.
     assert!(text.contains("colour: teal"), "{text}");
-    let r = client.call_tool(CallToolRequestParams::new("mcp__py__client_roots")).await.unwrap();
+    let r = client.call_tool(CallToolRequestParams::new("py__client_roots")).await.unwrap();
     let text = serde_json::to_string(&r.content).unwrap();
     assert!(text.contains("file:///home/ada/project"), "the upstream did not see the client's roots: {text}");
     client.cancel().await.unwrap();
@@ -163,7 +157,7 @@ async fn a_modern_upstreams_rounds_reach_a_legacy_client_as_requests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_results_apply_the_budget_raw_results_do_not() {
     let home = Home::new(false);
-    let big = || CallToolRequestParams::new("mcp__fx__big").with_arguments(args(json!({"bytes": 300000})).unwrap());
+    let big = || CallToolRequestParams::new("fx__big").with_arguments(args(json!({"bytes": 300000})).unwrap());
     for (flags, cut) in [(vec![], false), (vec!["--model-results"], true)] {
         let (tx, _seen) = tokio::sync::mpsc::unbounded_channel();
         let client = Recorder { seen: tx, elicitation: false }
@@ -209,18 +203,18 @@ async fn a_client_stays_connected_through_a_reload_and_sees_the_lists_change() {
     save(&more);
     assert!(wait_seen(&mut seen, Duration::from_secs(15), |s| *s == Seen::ToolsChanged).await, "told of the new tools");
     let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
-    assert!(names.contains(&"mcp__fx2__echo".to_string()) && names.contains(&"mcp__fx__echo".to_string()), "{names:?}");
+    assert!(names.contains(&"fx2__echo".to_string()) && names.contains(&"fx__echo".to_string()), "{names:?}");
     assert_eq!(pids_with_arg(&home.marker), fx, "the unchanged server kept its process");
     assert_eq!(pids_with_arg(&added_marker).len(), 1);
 
     save(&original);
     assert!(wait_seen(&mut seen, Duration::from_secs(15), |s| *s == Seen::ToolsChanged).await, "told again");
     let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
-    assert!(!names.iter().any(|n| n.starts_with("mcp__fx2__")), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("fx2__")), "{names:?}");
     assert!(wait_gone(&added_marker, Duration::from_secs(10)).is_empty(), "the removed server's process ended");
     let r = client
         .call_tool(
-            CallToolRequestParams::new("mcp__fx__echo")
+            CallToolRequestParams::new("fx__echo")
                 .with_arguments(args(json!({"text": "still here"})).unwrap_or_default()),
         )
         .await

@@ -84,8 +84,7 @@ fn every_line_that_cannot_be_taken_is_answered() {
     ];
     // A line over 16 MiB, its id first.
     let mut big =
-        br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"mcp__fx__echo","arguments":{"text":""#
-            .to_vec();
+        br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":""#.to_vec();
     big.resize(big.len() + 17 * 1024 * 1024, b'a');
     big.extend_from_slice(br#""}}}"#);
     lines.push((big, json!(6), -32600));
@@ -111,7 +110,7 @@ fn a_request_whose_id_is_in_flight_is_refused_and_the_first_still_answered() {
     let home = Home::new(false);
     let (_gateway, mut stdin, mut stdout) = gateway(&home);
     let slow = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-        "params": {"name": "mcp__fx__slow", "arguments": {"ms": 300, "steps": 1}}});
+        "params": {"name": "fx__slow", "arguments": {"ms": 300, "steps": 1}}});
     writeln!(stdin, "{slow}").unwrap();
     writeln!(stdin, "{slow}").unwrap();
     let first = answer(&mut stdout);
@@ -139,7 +138,7 @@ fn a_client_that_does_not_read_meets_a_full_pipe() {
     let writer = std::thread::spawn(move || {
         for i in 0..CALLS {
             let call = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
-                "params": {"name": "mcp__fx__echo", "arguments": {"text": "x".repeat(200)}}});
+                "params": {"name": "fx__echo", "arguments": {"text": "x".repeat(200)}}});
             if writeln!(stdin, "{call}").is_err() {
                 return i;
             }

@@ -47,7 +47,7 @@ async fn client(home: &Home, cwd: &Path, args: &[&str]) -> RunningService<RoleCl
 
 async fn echo(c: &RunningService<RoleClient, Recorder>, text: &str) -> Result<String, String> {
     let params =
-        CallToolRequestParams::new("mcp__fx__echo").with_arguments(json!({"text": text}).as_object().cloned().unwrap());
+        CallToolRequestParams::new("fx__echo").with_arguments(json!({"text": text}).as_object().cloned().unwrap());
     match tokio::time::timeout(Duration::from_secs(60), c.call_tool(params)).await {
         Err(_) => panic!("the call hung"),
         Ok(Err(e)) => Err(e.to_string()),
@@ -69,7 +69,7 @@ fn home() -> Home {
     let fx = json!({"command": switchboard_testkit::fixture(), "args": ["--name", "fx", "--marker", home.marker]});
     // `add` asks: a model's call through a gateway is put to someone; a person's own `call` is
     // their answer.
-    let config = json!({"servers": {"fx": fx}, "policy": {"ask": ["mcp__fx__add"]}});
+    let config = json!({"servers": {"fx": fx}, "policy": {"ask": ["fx__add"]}});
     std::fs::write(&home.config, config.to_string()).unwrap();
     home
 }
@@ -92,12 +92,12 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
     assert!(echo(&a, "from a").await.unwrap().contains("from a"));
     assert!(echo(&b, "from b").await.unwrap().contains("from b"));
     let names: Vec<String> = a.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
-    assert!(names.contains(&"mcp__fx__echo".to_string()), "the same names as a gateway of its own: {names:?}");
+    assert!(names.contains(&"fx__echo".to_string()), "the same names as a gateway of its own: {names:?}");
     assert_eq!(pids_with_arg(&home.marker), fx, "shared, not started again");
     // Errors name the tool as the client knows it, never by the attached gateway's upstream.
-    let bad = a.call_tool(CallToolRequestParams::new("mcp__fx__echo")).await.unwrap();
+    let bad = a.call_tool(CallToolRequestParams::new("fx__echo")).await.unwrap();
     let said = serde_json::to_string(&bad.content).unwrap();
-    assert!(bad.is_error == Some(true) && said.contains("`mcp__fx__echo`"), "{said}");
+    assert!(bad.is_error == Some(true) && said.contains("`fx__echo`"), "{said}");
     assert!(!said.contains("workspace-hub"), "{said}");
 
     // The CLI's commands of the workspace use its servers too, a person's call as theirs.
@@ -113,12 +113,12 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
     assert!(log.contains("answered by the workspace's serve"), "{log}");
     assert!(!log.contains(&token), "the token is in the log:\n{log}");
     let tools = sb(&home, home.path(), &["tools", "--json"]);
-    assert!(String::from_utf8_lossy(&tools.stdout).contains("mcp__fx__echo"));
-    let sum = sb(&home, home.path(), &["call", "mcp__fx__add", "--arg", "a=1", "--arg", "b=2"]);
+    assert!(String::from_utf8_lossy(&tools.stdout).contains("fx__echo"));
+    let sum = sb(&home, home.path(), &["call", "fx__add", "--arg", "a=1", "--arg", "b=2"]);
     assert!(sum.status.success(), "{}", String::from_utf8_lossy(&sum.stderr));
     assert!(String::from_utf8_lossy(&sum.stdout).contains('3'), "{}", String::from_utf8_lossy(&sum.stdout));
-    let params = CallToolRequestParams::new("mcp__fx__add")
-        .with_arguments(json!({"a": 1, "b": 2}).as_object().cloned().unwrap());
+    let params =
+        CallToolRequestParams::new("fx__add").with_arguments(json!({"a": 1, "b": 2}).as_object().cloned().unwrap());
     let asked = a.call_tool(params).await.unwrap();
     assert_eq!(asked.is_error, Some(true), "a model's call is asked about, and nobody can answer: {asked:?}");
     assert_eq!(pids_with_arg(&home.marker), fx, "no command started a server");
@@ -185,7 +185,7 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
     // on with servers of its own, without its client doing anything: the next call succeeds,
     // under the same names, and no list change is told (the lists are as they were).
     let before: Vec<String> = a.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
-    let slow = CallToolRequestParams::new("mcp__fx__slow")
+    let slow = CallToolRequestParams::new("fx__slow")
         .with_arguments(json!({"ms": 500, "steps": 20}).as_object().cloned().unwrap());
     let in_flight = tokio::spawn({
         let peer = b.peer().clone();

@@ -93,10 +93,10 @@ pub struct ServerDetail {
 }
 
 pub(crate) fn find(hub: &Hub, name: &str) -> ApiResult<ServerInfo> {
-    hub.servers()
-        .into_iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| ApiError::from(switchboard::Error::UnknownServer { name: name.into() }))
+    let servers = hub.servers();
+    let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+    let meant = switchboard::Error::unknown_server(name, known);
+    servers.into_iter().find(|s| s.name == name).ok_or_else(|| ApiError::from(meant))
 }
 
 #[utoipa::path(get, path = "/api/servers", tag = "servers",

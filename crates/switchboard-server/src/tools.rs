@@ -155,7 +155,12 @@ pub async fn list_tools(
             if let Some(cap) = q.description_cap {
                 options = options.description_cap(cap);
             }
-            let export = ToolsJson::with_options(found.iter().map(|(t, _)| *t), f, options);
+            // A denied tool is not given to a model: left out, and said why.
+            let denied = found
+                .iter()
+                .filter_map(|(t, _)| app.hub.denied_by(t).map(|rule| (t.name.clone(), format!("denied by {rule}"))))
+                .collect();
+            let export = ToolsJson::with_options(found.iter().map(|(t, _)| *t), f, options).leave_out(denied);
             let tools = serde_json::to_value(&export).map_err(|e| ApiError::internal(e.to_string()))?;
             (skipped, changed) = (Some(export.skipped()), Some(export.changed()));
             tools.as_array().cloned().unwrap_or_default()

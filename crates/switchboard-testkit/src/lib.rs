@@ -80,6 +80,27 @@ pub fn npm_folder(name: &str, packages: &[&str]) -> PathBuf {
     })
 }
 
+/// Agents' command-line tools from npm, pinned, whose own code names MCP tools in the tests
+/// (Gemini CLI's and Qwen Code's bundles): `<workspace>/.peers/agents/node_modules`. Their
+/// install scripts are not run (they fetch nothing the tests use).
+pub fn agent_clis() -> PathBuf {
+    const AGENTS: &[&str] = &["@google/gemini-cli@0.61.0", "@qwen-code/qwen-code@0.24.4"];
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        installed("agents", AGENTS, |dir| {
+            let status = Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix"])
+                .arg(dir)
+                .args(AGENTS)
+                .status()
+                .expect("npm");
+            assert!(status.success(), "npm install {AGENTS:?} failed");
+        })
+        .join("node_modules")
+    })
+    .clone()
+}
+
 /// `<workspace>/.peers/<name>`, a Python venv with the PyPI `packages` installed.
 pub fn python_venv(name: &str, packages: &[&str]) -> PathBuf {
     installed(name, packages, |dir| {

@@ -2,21 +2,37 @@
 
 use std::time::Duration;
 
+/// `; did you mean `NAME`?`, or nothing.
+fn did_you_mean(meant: &Option<String>) -> String {
+    meant.as_ref().map(|m| format!("; did you mean `{}`?", crate::text::excerpt(m, 80))).unwrap_or_default()
+}
+
+impl Error {
+    /// No server named `name` among `known` (with the closest as a suggestion).
+    pub fn unknown_server<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Error {
+        Error::UnknownServer { name: name.into(), meant: crate::text::closest(name, known).map(str::to_string) }
+    }
+}
+
 /// What went wrong with a hub operation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No tool of that name in the catalog.
-    #[error("no tool named `{}` (see `switchboard tools`)", crate::text::excerpt(name, 80))]
+    #[error("no tool named `{}`{} (see `switchboard tools`)", crate::text::excerpt(name, 80), did_you_mean(meant))]
     UnknownTool {
         /// The name asked for.
         name: String,
+        /// A name close to it that is there.
+        meant: Option<String>,
     },
     /// No server of that name.
-    #[error("no server named `{}`", crate::text::excerpt(name, 80))]
+    #[error("no server named `{}`{}", crate::text::excerpt(name, 80), did_you_mean(meant))]
     UnknownServer {
         /// The name asked for.
         name: String,
+        /// A name close to it that is there.
+        meant: Option<String>,
     },
     /// The server is not connected and cannot be (failed, disabled, untrusted).
     #[error("server `{server}` is not connected: {reason}")]

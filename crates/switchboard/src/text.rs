@@ -13,6 +13,22 @@ pub fn excerpt(s: &str, max: usize) -> String {
     }
 }
 
+/// The candidate closest to `word` by edit distance (letters swapped count as one edit, case
+/// is ignored), if it is close enough to have been meant: at most a third of the longer of
+/// the two apart, and at least one edit (`word` itself is not "meant", it is there).
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = word.to_lowercase();
+    candidates
+        .into_iter()
+        .filter_map(|c| {
+            let d = strsim::damerau_levenshtein(&lower, &c.to_lowercase());
+            let limit = (lower.chars().count().max(c.chars().count()) / 3).max(1);
+            (d <= limit && c != word).then_some((d, c))
+        })
+        .min_by_key(|(d, c)| (*d, c.len()))
+        .map(|(_, c)| c)
+}
+
 /// Whether `c` must not reach a terminal raw: C0 and C1 controls, DEL, and the bidirectional
 /// overrides and isolates (which reorder what is shown).
 fn is_unsafe(c: char) -> bool {
@@ -56,6 +72,17 @@ fn escape(s: &str, keep_lines: bool) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_closest_word_is_one_that_could_have_been_meant() {
+        let servers = ["memory", "everything", "filesystem"];
+        assert_eq!(closest("memroy", servers), Some("memory"));
+        assert_eq!(closest("Everthing", servers), Some("everything"));
+        assert_eq!(closest("github", servers), None);
+        assert_eq!(closest("memory", servers), None, "itself is not a suggestion");
+        assert_eq!(closest("comand", ["command", "args", "env", "cwd"]), Some("command"));
+        assert_eq!(closest("x", ["y", "xy"]), Some("y"));
+    }
 
     #[test]
     fn excerpts_are_short_and_say_the_size() {

@@ -19,7 +19,7 @@ use switchboard::status::ServerStatus;
 
 use crate::call::{Done, Work};
 use crate::relay::SessionPeer;
-use crate::{SessionState, Shared, UnknownProfile};
+use crate::{Names, SessionState, Shared, UnknownProfile};
 
 /// The resource listing every server and its status.
 pub const SERVERS_URI: &str = "switchboard://servers";
@@ -54,6 +54,20 @@ fn asked_profile(ctx: &RequestContext<RoleServer>) -> Option<String> {
     query.split('&').find_map(|kv| kv.strip_prefix("profile=")).map(|p| p.replace("%20", " "))
 }
 
+/// The names a request asked for in its URL (`/mcp?names=short|short:N|prefixed|bare`).
+fn asked_names(ctx: &RequestContext<RoleServer>) -> Result<Option<Names>, McpError> {
+    let Some(query) = ctx.extensions.get::<http::request::Parts>().and_then(|p| p.uri.query()) else {
+        return Ok(None);
+    };
+    let Some(word) = query.split('&').find_map(|kv| kv.strip_prefix("names=")) else { return Ok(None) };
+    Names::parse(word).map(Some).ok_or_else(|| {
+        McpError::invalid_params(
+            format!("`names={word}`: use short, short:N (N from 24 to 64), prefixed or bare"),
+            None,
+        )
+    })
+}
+
 fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
@@ -70,28 +84,30 @@ impl Session {
         }
     }
 
-    /// Records the session's peer and profile on its first request.
-    fn register(&self, ctx: &RequestContext<RoleServer>) -> Result<Option<String>, McpError> {
+    /// Records the session's peer, profile and names on its first request.
+    fn register(&self, ctx: &RequestContext<RoleServer>) -> Result<(Option<String>, Option<Names>), McpError> {
         let profile = asked_profile(ctx);
         if let Some(p) = &profile {
             self.shared.filter(Some(p)).map_err(profile_error)?;
         }
+        let names = asked_names(ctx)?;
         if !self.registered.swap(true, Ordering::AcqRel) {
-            let state = SessionState { peer: Some(ctx.peer.clone()), profile: profile.clone(), ..Default::default() };
+            let state =
+                SessionState { peer: Some(ctx.peer.clone()), profile: profile.clone(), names, ..Default::default() };
             self.shared.sessions().insert(self.id, state);
         }
         // The relay picks who answers a question outside any call by who made a request last.
         if let Some(relay) = &self.shared.relay {
             relay.session_used(&SessionPeer { id: self.id, peer: ctx.peer.clone() });
         }
-        Ok(profile)
+        Ok((profile, names))
     }
 
     /// The client's view of the catalog as it is now: no request waits for servers that are
     /// starting or reconnecting (a call waits only for its own server, in the hub).
     async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
-        let profile = self.register(ctx)?;
-        self.shared.view(profile.as_deref()).map_err(profile_error)
+        let (profile, names) = self.register(ctx)?;
+        self.shared.view(profile.as_deref(), names).map_err(profile_error)
     }
 
     /// The view for a list: the session's first list waits (within [`START_WAIT`]) for the
@@ -148,7 +164,8 @@ impl Session {
     fn cache_scope(&self, ctx: &RequestContext<RoleServer>) -> CacheScope {
         let profile = asked_profile(ctx);
         match self.shared.filter(profile.as_deref()) {
-            Ok(f) if !f.narrows() => CacheScope::Public,
+            // Names asked for in the URL are this client's own too.
+            Ok(f) if !f.narrows() && !matches!(asked_names(ctx), Ok(Some(_))) => CacheScope::Public,
             _ => CacheScope::Private,
         }
     }

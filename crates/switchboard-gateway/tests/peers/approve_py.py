@@ -40,9 +40,9 @@ async def main():
             async with ClientSession(read, write, **kwargs) as session:
                 await session.initialize()
                 for i in range(len(answers)):
-                    out["calls"].append(text(await session.call_tool("mcp__fx__echo", {"text": f"call {i}"})))
-                out["denied"] = text(await session.call_tool("mcp__fx__crash", {}))
-                out["invalid"] = text(await session.call_tool("mcp__fx__add", {"a": "two", "b": 3}))
+                    out["calls"].append(text(await session.call_tool("fx__echo", {"text": f"call {i}"})))
+                out["denied"] = text(await session.call_tool("fx__crash", {}))
+                out["invalid"] = text(await session.call_tool("fx__add", {"a": "two", "b": 3}))
     except Exception as e:  # noqa: BLE001
         out["error"] = repr(e)
     out["asked"] = asked

@@ -2,7 +2,7 @@
 // an elicitation to the client that made the call; for a 2026-07-28 client an `input_required`
 // round the SDK answers with the same handler). Answers each question with the next of
 // <answers> (comma-separated decision values; `none` declares no elicitation at all), calls
-// `mcp__fx__echo` once per answer, then `mcp__fx__crash` (denied by a rule) and `add` with a
+// `fx__echo` once per answer, then `fx__crash` (denied by a rule) and `add` with a
 // string where a number belongs. Prints one JSON line.
 //
 //   node approve_ts.mjs <sdk1|sdk2-legacy|sdk2-modern> <sdk folder> <answers> stdio <switchboard> <args...>
@@ -38,12 +38,12 @@ try {
   await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" }));
   out.protocol = client.getNegotiatedProtocolVersion?.() ?? null;
   for (let i = 0; i < answers.length; i++) {
-    const r = await client.callTool({ name: "mcp__fx__echo", arguments: { text: `call ${i}` } });
+    const r = await client.callTool({ name: "fx__echo", arguments: { text: `call ${i}` } });
     out.calls.push({ isError: r.isError === true, text: r.content?.[0]?.text });
   }
-  const denied = await client.callTool({ name: "mcp__fx__crash", arguments: {} });
+  const denied = await client.callTool({ name: "fx__crash", arguments: {} });
   out.denied = { isError: denied.isError === true, text: denied.content?.[0]?.text };
-  const invalid = await client.callTool({ name: "mcp__fx__add", arguments: { a: "two", b: 3 } });
+  const invalid = await client.callTool({ name: "fx__add", arguments: { a: "two", b: 3 } });
   out.invalid = { isError: invalid.isError === true, text: invalid.content?.[0]?.text };
 } catch (e) {
   out.error = String(e?.stack ?? e);

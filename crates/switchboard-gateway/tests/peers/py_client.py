@@ -44,7 +44,7 @@ async def run(read, write, out):
         await session.set_logging_level("debug")
         # The gateway's first list waits 5 s at most for servers still starting (a loaded
         # machine can start the fixture later): list again until its tools are there, within 20 s.
-        wanted = ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"]
+        wanted = ["fx__add", "fx__slow", "fx__ask"]
         deadline = anyio.current_time() + 20
         while True:
             tools = [t.name for t in (await session.list_tools()).tools]
@@ -53,23 +53,23 @@ async def run(read, write, out):
             await anyio.sleep(0.2)
         out["tools"] = len(tools)
         out["has"] = all(n in tools for n in wanted)
-        r = await session.call_tool("mcp__fx__add", {"a": 2, "b": 3})
+        r = await session.call_tool("fx__add", {"a": 2, "b": 3})
         sc = getattr(r, "structured_content", None) or getattr(r, "structuredContent", None) or {}
         out["sum"] = sc.get("sum")
 
         async def progress(p, total, message):
             seen["progress"].append(p)
 
-        r = await session.call_tool("mcp__fx__slow", {"ms": 20, "steps": 3}, progress_callback=progress)
+        r = await session.call_tool("fx__slow", {"ms": 20, "steps": 3}, progress_callback=progress)
         out["slow"] = r.content[0].text
-        r = await session.call_tool("mcp__fx__ask", {})
+        r = await session.call_tool("fx__ask", {})
         out["ask"] = r.content[0].text
         before = seen["tools_changed"]
-        await session.call_tool("mcp__fx__mutate", {})
+        await session.call_tool("fx__mutate", {})
         with anyio.move_on_after(10):
             while seen["tools_changed"] == before:
                 await anyio.sleep(0.05)
-        out["added"] = any(t.name == "mcp__fx__added_0" for t in (await session.list_tools()).tools)
+        out["added"] = any(t.name == "fx__added_0" for t in (await session.list_tools()).tools)
         out["seen"] = seen
 
 

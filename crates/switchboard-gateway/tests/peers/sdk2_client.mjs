@@ -53,7 +53,7 @@ try {
   out.server = client.getServerVersion()?.name;
   // The gateway's first list waits 5 s at most for servers still starting (a loaded machine
   // can start the fixture later): list again until its tools are there, within 20 s.
-  const wanted = ["mcp__fx__add", "mcp__fx__slow", "mcp__fx__ask"];
+  const wanted = ["fx__add", "fx__slow", "fx__ask"];
   let tools = [];
   for (const started = Date.now(); Date.now() - started < 20000; await new Promise((r) => setTimeout(r, 200))) {
     tools = (await client.listTools()).tools.map((t) => t.name);
@@ -61,22 +61,22 @@ try {
   }
   out.tools = tools.length;
   out.has = wanted.every((n) => tools.includes(n));
-  const sum = await client.callTool({ name: "mcp__fx__add", arguments: { a: 2, b: 3 } });
+  const sum = await client.callTool({ name: "fx__add", arguments: { a: 2, b: 3 } });
   out.sum = sum.structuredContent?.sum;
   watching = true;
   const slow = await client.callTool(
-    { name: "mcp__fx__slow", arguments: { ms: 20, steps: 3 } },
+    { name: "fx__slow", arguments: { ms: 20, steps: 3 } },
     { onprogress: (p) => seen.progress.push(p.progress) },
   );
   out.slow = slow.content?.[0]?.text;
   try {
-    const asked = await client.callTool({ name: "mcp__fx__ask", arguments: {} });
+    const asked = await client.callTool({ name: "fx__ask", arguments: {} });
     out.ask = asked.content?.[0]?.text;
   } catch (e) {
     out.ask = `error: ${e}`;
   }
   const ac = new AbortController();
-  const pending = client.callTool({ name: "mcp__fx__slow", arguments: { ms: 500, steps: 20 } }, { signal: ac.signal });
+  const pending = client.callTool({ name: "fx__slow", arguments: { ms: 500, steps: 20 } }, { signal: ac.signal });
   setTimeout(() => ac.abort("test"), 700);
   try {
     await pending;
@@ -85,10 +85,10 @@ try {
     out.cancelled = true;
   }
   const before = seen.toolsChanged;
-  await client.callTool({ name: "mcp__fx__mutate", arguments: {} });
+  await client.callTool({ name: "fx__mutate", arguments: {} });
   const deadline = Date.now() + 10000;
   while (seen.toolsChanged === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  out.added = (await client.listTools()).tools.some((t) => t.name === "mcp__fx__added_0");
+  out.added = (await client.listTools()).tools.some((t) => t.name === "fx__added_0");
   out.seen = seen;
   await client.close();
   console.log(JSON.stringify(out));

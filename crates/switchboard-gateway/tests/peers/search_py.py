@@ -36,9 +36,9 @@ async def main():
             out["total"] = structured(found).get("total")
             described = await session.call_tool("describe_tools", {"names": out["found"][:1]})
             out["described"] = structured(described).get("tools", [])
-            called = await session.call_tool("call_tool", {"name": "mcp__fx__add", "arguments": {"a": 2, "b": 40}})
+            called = await session.call_tool("call_tool", {"name": "fx__add", "arguments": {"a": 2, "b": 40}})
             out["called"] = {"isError": is_error(called), "structured": structured(called)}
-            denied = await session.call_tool("call_tool", {"name": "mcp__fx__crash", "arguments": {}})
+            denied = await session.call_tool("call_tool", {"name": "fx__crash", "arguments": {}})
             out["denied"] = {"isError": is_error(denied), "text": text(denied)}
     print(json.dumps(out))
 

@@ -181,13 +181,20 @@ impl Catalog {
         &self.tools
     }
 
-    /// A tool by model-visible name, or by `server/tool` (raw names).
+    /// A tool by model-visible name, by `server/tool` (raw names), or by `server__tool` (the
+    /// gateway's short names).
     pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
         if let Some(&i) = self.by_name.get(name) {
             return self.tools.get(i);
         }
-        let (server, raw) = name.split_once('/')?;
-        self.tools.iter().find(|t| t.server == server && t.tool.name == raw)
+        if let Some((server, raw)) = name.split_once('/')
+            && let Some(t) = self.tools.iter().find(|t| t.server == server && t.tool.name == raw)
+        {
+            return Some(t);
+        }
+        // The gateway's short spelling, `<server>__<tool>`.
+        let short = naming::Scheme::short(naming::MAX_NAME_LEN);
+        name.contains("__").then(|| self.tools.iter().find(|t| short.base(&t.server, &t.tool.name) == name)).flatten()
     }
 
     /// The tools of one server.

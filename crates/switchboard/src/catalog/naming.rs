@@ -1,8 +1,11 @@
-//! Model-visible tool names: `mcp__<server>__<tool>`.
+//! Model-visible tool names: `mcp__<server>__<tool>` in the catalog ([`Scheme::CATALOG`]), and
+//! `<server>__<tool>` within a shorter limit where an agent adds its own prefix
+//! ([`Scheme::short`], the gateway's default).
 //!
-//! Characters outside `[A-Za-z0-9_-]` become `_`; names are at most 64 bytes. When two tools
-//! would get the same name, or a name is too long, the name is shortened and given `_` plus 12
-//! hex characters of SHA-256 over the raw `server\0tool`. Names depend only on the set of
+//! Characters outside `[A-Za-z0-9_-]` become `_`; catalog names are at most 64 bytes. When two
+//! tools would get the same name, or a name is too long, the name is shortened and given `_`
+//! plus hex characters (12 in the catalog, 8 in short names) of SHA-256 over the raw
+//! `server\0tool`. Names depend only on the set of
 //! (server, tool) pairs, never on the order servers connected in: candidates are processed in
 //! sorted raw order, and the first of a colliding group keeps the plain name.
 
@@ -12,46 +15,80 @@ use sha2::{Digest, Sha256};
 
 /// Longest model-visible name, in bytes (OpenAI and Anthropic both cap at 64).
 pub const MAX_NAME_LEN: usize = 64;
-/// Hex characters of hash appended on collision.
-const HASH_LEN: usize = 12;
+
+/// How names are made: a prefix, then `<server>__<tool>`, at most `max` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Scheme {
+    /// Written before the server (`mcp__` in the catalog).
+    pub prefix: &'static str,
+    /// Longest name, in bytes.
+    pub max: usize,
+    /// Hex characters of hash appended on collision or shortening.
+    pub hash_len: usize,
+}
+
+impl Scheme {
+    /// The catalog's `mcp__<server>__<tool>`, at most 64 bytes.
+    pub const CATALOG: Scheme = Scheme { prefix: "mcp__", max: MAX_NAME_LEN, hash_len: 12 };
+    /// The shortest limit [`Scheme::short`] takes (room for a server, a tool and the hash).
+    pub const MIN_SHORT: usize = 24;
+
+    /// `<server>__<tool>` within `max` bytes (clamped to [`Scheme::MIN_SHORT`]..=64): for
+    /// clients that prefix names themselves.
+    pub fn short(max: usize) -> Scheme {
+        Scheme { prefix: "", max: max.clamp(Self::MIN_SHORT, MAX_NAME_LEN), hash_len: 8 }
+    }
+
+    /// The name before collision handling.
+    pub fn base(&self, server: &str, tool: &str) -> String {
+        format!("{}{}__{}", self.prefix, sanitize(server), sanitize(tool))
+    }
+
+    fn hashed(&self, server: &str, tool: &str, attempt: u32) -> String {
+        let mut h = Sha256::new();
+        h.update(server.as_bytes());
+        h.update([0]);
+        h.update(tool.as_bytes());
+        if attempt > 0 {
+            h.update([0]);
+            h.update(attempt.to_string().as_bytes());
+        }
+        let digest = h.finalize();
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let mut base = self.base(server, tool);
+        base.truncate(self.max - self.hash_len - 1); // ASCII only after sanitize
+        format!("{base}_{}", &hex[..self.hash_len])
+    }
+}
 
 /// Replaces every character outside `[A-Za-z0-9_-]` with `_`.
 pub fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
 }
 
-/// The name before collision handling.
+/// The catalog's name before collision handling.
 pub fn base_name(server: &str, tool: &str) -> String {
-    format!("mcp__{}__{}", sanitize(server), sanitize(tool))
+    Scheme::CATALOG.base(server, tool)
 }
 
-fn hashed(server: &str, tool: &str, attempt: u32) -> String {
-    let mut h = Sha256::new();
-    h.update(server.as_bytes());
-    h.update([0]);
-    h.update(tool.as_bytes());
-    if attempt > 0 {
-        h.update([0]);
-        h.update(attempt.to_string().as_bytes());
-    }
-    let digest = h.finalize();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    let mut base = base_name(server, tool);
-    base.truncate(MAX_NAME_LEN - HASH_LEN - 1); // ASCII only after sanitize
-    format!("{base}_{}", &hex[..HASH_LEN])
-}
-
-/// Assigns a unique name to every `(server, tool)` pair, returned in input order. A pair that
-/// repeats an earlier one (a server listing the same tool twice) gets an empty name: callers
-/// drop it.
+/// Assigns a unique catalog name to every `(server, tool)` pair ([`assign_with`] of
+/// [`Scheme::CATALOG`]).
 pub fn assign<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    assign_with(Scheme::CATALOG, pairs)
+}
+
+/// Assigns a unique name of `scheme` to every `(server, tool)` pair, returned in input order.
+/// A pair that repeats an earlier one (a server listing the same tool twice) gets an empty
+/// name: callers drop it.
+pub fn assign_with<'a>(scheme: Scheme, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
     let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
     let mut names = vec![String::new(); pairs.len()];
     // Distinct pairs in raw order; indices into `pairs`.
     let mut order: Vec<usize> = (0..pairs.len()).collect();
     order.sort_unstable_by(|&a, &b| pairs[a].cmp(&pairs[b]).then(a.cmp(&b)));
     order.dedup_by(|b, a| pairs[*a] == pairs[*b]);
-    let bases: Vec<String> = pairs.iter().map(|&(s, t)| base_name(s, t)).collect();
+    let bases: Vec<String> = pairs.iter().map(|&(s, t)| scheme.base(s, t)).collect();
     // Grouped by base name (stable, so raw order within a group).
     let mut by_base = order.clone();
     by_base.sort_by(|&a, &b| bases[a].cmp(&bases[b]));
@@ -60,7 +97,7 @@ pub fn assign<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<St
     // First pass: every short base keeps its plain name for the first pair of its group.
     for (k, &i) in by_base.iter().enumerate() {
         let first_of_group = k == 0 || bases[by_base[k - 1]] != bases[i];
-        if first_of_group && bases[i].len() <= MAX_NAME_LEN {
+        if first_of_group && bases[i].len() <= scheme.max {
             plain.insert(&bases[i]);
             names[i] = bases[i].clone();
         } else {
@@ -74,7 +111,7 @@ pub fn assign<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<St
         let (s, t) = pairs[i];
         let mut attempt = 0;
         let name = loop {
-            let candidate = hashed(s, t, attempt);
+            let candidate = scheme.hashed(s, t, attempt);
             if !plain.contains(candidate.as_str()) && !hashed_taken.contains(&candidate) {
                 break candidate;
             }
@@ -131,6 +168,22 @@ mod tests {
         let b = map(&[("srv", tool.as_str()), ("srv", t2.as_str())]);
         assert_ne!(name(&b, "srv", &tool), name(&b, "srv", &t2));
         assert!(b.values().all(|n| n.len() <= MAX_NAME_LEN));
+    }
+
+    #[test]
+    fn short_names_drop_the_prefix_and_keep_within_their_limit() {
+        let long = "trigger-long-running-operation";
+        let a = assign_with(Scheme::short(45), [("everything", long), ("my.srv", "x"), ("s", &"y".repeat(60))]);
+        assert_eq!(a[0], "everything__trigger-long-running-operation");
+        assert_eq!(a[1], "my_srv__x");
+        assert_eq!(a[2].len(), 45, "{}", a[2]);
+        assert!(a[2].starts_with("s__yyy"));
+        // A tighter limit shortens the first one too, keeping the server.
+        let b = assign_with(Scheme::short(30), [("everything", long)]);
+        assert!(b[0].starts_with("everything__trigger") && b[0].len() == 30, "{}", b[0]);
+        // Limits are clamped to what can hold a server, a tool and a hash.
+        assert_eq!(Scheme::short(3).max, Scheme::MIN_SHORT);
+        assert_eq!(Scheme::short(500).max, MAX_NAME_LEN);
     }
 
     #[test]

@@ -77,6 +77,27 @@ impl Hub {
         self.inner.gate.policy().decide(tool)
     }
 
+    /// The decision for a tool of the catalog and its rule as text, made once per tool per
+    /// catalog snapshot (a list change or a reload makes new entries).
+    fn decided<'e>(&self, entry: &'e ToolEntry) -> &'e (Decision, String) {
+        entry.decided.get_or_init(|| {
+            let d = self.decide(entry);
+            let text = d.rule.to_string();
+            (d, text)
+        })
+    }
+
+    /// The rule that denies a tool of the catalog, as text, if one does: such a tool is left
+    /// out of what models are given (the gateway's lists, provider exports), and a call to it
+    /// is refused naming this rule.
+    pub fn denied_by<'e>(&self, entry: &'e ToolEntry) -> Option<&'e str> {
+        if !self.inner.gate.policy().is_active() {
+            return None;
+        }
+        let (decision, rule) = self.decided(entry);
+        (decision.verdict == Verdict::Deny).then_some(rule.as_str())
+    }
+
     /// Every remembered "always" approval (`<data>/approvals.json`).
     pub fn remembered_approvals(&self) -> Result<Vec<crate::policy::approvals::Remembered>, Error> {
         Ok(self.approvals()?.list().to_vec())
@@ -184,12 +205,7 @@ impl Hub {
         let gate = &self.inner.gate;
         let mut passed = Passed { decision: Verdict::Allow, rule: String::new(), approval: None };
         if gate.policy().is_active() {
-            // Decided once per tool per catalog snapshot (a list change makes new entries).
-            let (decision, rule) = entry.decided.get_or_init(|| {
-                let d = self.decide(entry);
-                let text = d.rule.to_string();
-                (d, text)
-            });
+            let (decision, rule) = self.decided(entry);
             passed.decision = decision.verdict;
             passed.rule = rule.clone();
             match decision.verdict {

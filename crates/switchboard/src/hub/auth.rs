@@ -166,6 +166,6 @@ impl Hub {
     /// Reconnects a server after its tokens changed; its status afterwards says how it went.
     async fn reconnect_status(&self, server: &str) -> Result<ServerStatus, Error> {
         let _ = self.reconnect(server).await;
-        self.status(server).ok_or_else(|| Error::UnknownServer { name: server.into() })
+        self.status(server).ok_or_else(|| Error::unknown_server(server, []))
     }
 }

@@ -456,15 +456,32 @@ impl Hub {
     /// such tool. What [`Hub::call_tool`] returns for a name it cannot find.
     pub fn missing_tool(&self, name: &str) -> Error {
         for slot in self.inner.all_slots() {
-            let prefix = format!("mcp__{}__", crate::catalog::naming::sanitize(&slot.name));
-            if name.starts_with(&format!("{}/", slot.name)) || name.starts_with(&prefix) {
+            let short = format!("{}__", crate::catalog::naming::sanitize(&slot.name));
+            if name.starts_with(&format!("{}/", slot.name))
+                || name.starts_with(&short)
+                || name.strip_prefix("mcp__").is_some_and(|n| n.starts_with(&short))
+            {
                 let status = slot.state().status.clone();
                 if !matches!(status, ServerStatus::Connected { .. }) {
                     return Error::NotConnected { server: slot.name.clone(), reason: status.summary() };
                 }
             }
         }
-        Error::UnknownTool { name: name.into() }
+        // The closest name the catalog has, by any spelling (the catalog's is suggested).
+        let catalog = self.catalog();
+        let spellings: Vec<(String, &str)> = catalog
+            .tools()
+            .iter()
+            .flat_map(|t| {
+                let short = crate::catalog::naming::Scheme::short(crate::catalog::naming::MAX_NAME_LEN)
+                    .base(&t.server, &t.tool.name);
+                [(t.name.clone(), t.name.as_str()), (short, t.name.as_str())]
+            })
+            .collect();
+        let meant = crate::text::closest(name, spellings.iter().map(|(s, _)| s.as_str()))
+            .and_then(|found| spellings.iter().find(|(s, _)| s == found))
+            .map(|(_, catalog_name)| catalog_name.to_string());
+        Error::UnknownTool { name: name.into(), meant }
     }
 
     /// Asks a server to send `notifications/resources/updated` for `uri`; each arrives as

@@ -40,7 +40,7 @@ impl Hub {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(name)
-            .ok_or_else(|| Error::UnknownServer { name: name.into() })?;
+            .ok_or_else(|| Error::unknown_server(name, []))?;
         let _guard = slot.connect_lock.lock().await;
         let conn = slot.state().conn.take();
         if let Some(conn) = conn {

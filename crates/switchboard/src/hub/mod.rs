@@ -511,12 +511,8 @@ fn info(slot: &Slot) -> ServerInfo {
 
 impl Inner {
     fn slot(&self, name: &str) -> Result<Arc<Slot>, Error> {
-        self.slots
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::UnknownServer { name: name.into() })
+        let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        slots.get(name).cloned().ok_or_else(|| Error::unknown_server(name, slots.keys().map(String::as_str)))
     }
 
     fn all_slots(&self) -> Vec<Arc<Slot>> {

@@ -148,7 +148,7 @@ impl HubView {
         // Unknown names get the hub's own answer (with its suggestions), but only of tools
         // this view sees.
         if catalog.tool(name).is_none() {
-            return Err(Error::UnknownTool { name: name.to_string() });
+            return Err(Error::UnknownTool { name: name.to_string(), meant: None });
         }
         self.hub.call_tool(name, arguments, options).await
     }

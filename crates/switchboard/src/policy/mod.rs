@@ -10,6 +10,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod rules;
+pub mod suggest;
 pub mod validate;
 
 use std::future::Future;

@@ -73,6 +73,8 @@ pub enum RuleKind {
     },
     /// No `policy` anywhere: every call is allowed.
     NoPolicy,
+    /// Rules exist, none matches this tool, and no file sets a `default`: allowed.
+    NoMatch,
     /// The managed file could not be read: every call is refused until it is fixed.
     ManagedUnreadable {
         /// What is wrong with it.
@@ -89,7 +91,7 @@ pub struct Rule {
     /// What it is.
     #[serde(flatten)]
     pub kind: RuleKind,
-    /// The file that holds it (`None` for [`RuleKind::NoPolicy`]).
+    /// The file that holds it (`None` for [`RuleKind::NoPolicy`] and [`RuleKind::NoMatch`]).
     pub file: Option<PathBuf>,
     /// The kind of file.
     pub source: Option<RuleSource>,
@@ -102,6 +104,9 @@ impl fmt::Display for Rule {
             RuleKind::Default { default } => write!(f, "`default: {}`", default.as_str())?,
             RuleKind::Annotations { reason } => write!(f, "`default: annotations` ({reason})")?,
             RuleKind::NoPolicy => return f.write_str("no policy (every call is allowed)"),
+            RuleKind::NoMatch => {
+                return f.write_str("no rule matches this tool, and no file sets a `default` (allowed)");
+            }
             RuleKind::ManagedUnreadable { message } => write!(f, "the managed policy is unreadable ({message})")?,
         }
         if let Some(file) = &self.file {
@@ -148,6 +153,16 @@ impl<'a> ToolRef<'a> {
     pub fn new(name: &'a str, server: &'a str, tool: &'a str) -> Self {
         ToolRef { name, server, tool, annotations: None, trusted: true }
     }
+    /// Every name a rule may call it by: the catalog's (`mcp__github__create_issue`), the
+    /// server and the tool's own (`github/create_issue`), and the gateway's short one
+    /// (`github__create_issue`).
+    pub fn spellings(&self) -> [String; 3] {
+        [
+            self.name.to_string(),
+            format!("{}/{}", self.server, self.tool),
+            crate::catalog::naming::Scheme::short(crate::catalog::naming::MAX_NAME_LEN).base(self.server, self.tool),
+        ]
+    }
     /// With annotations, from a server trusted or not.
     pub fn annotated(mut self, annotations: Option<&'a ToolAnnotations>, trusted: bool) -> Self {
         self.annotations = annotations;
@@ -177,13 +192,15 @@ impl Globs {
         Globs { patterns: kept, set }
     }
 
-    /// The most specific pattern matching `name` or `raw`.
-    fn best(&self, name: &str, raw: &str) -> Option<&str> {
+    /// The most specific pattern matching any of a tool's `spellings`.
+    fn best(&self, spellings: &[&str]) -> Option<&str> {
         if self.patterns.is_empty() {
             return None;
         }
-        let mut hits = self.set.matches(name);
-        hits.extend(self.set.matches(raw));
+        let mut hits = Vec::new();
+        for s in spellings {
+            hits.extend(self.set.matches(s));
+        }
         hits.into_iter()
             .filter_map(|i| self.patterns.get(i).map(|p| (i, p.as_str())))
             .min_by_key(|(i, p)| (std::cmp::Reverse(literal_len(p)), *i))
@@ -267,12 +284,13 @@ impl Policy {
             let rule = Rule { verdict: Verdict::Allow, kind: RuleKind::NoPolicy, file: None, source: None };
             return Decision { verdict: Verdict::Allow, rule, managed: false };
         }
-        let raw = format!("{}/{}", tool.server, tool.tool);
+        let spellings = tool.spellings();
+        let spellings: Vec<&str> = spellings.iter().map(String::as_str).collect();
         // Per group: (verdict, is a pattern, literal length, rule).
         let mut per_group: [Option<(Verdict, bool, usize, Rule)>; 3] = [None, None, None];
         for layer in &self.layers {
             for (verdict, globs) in &layer.lists {
-                let Some(pattern) = globs.best(tool.name, &raw) else { continue };
+                let Some(pattern) = globs.best(&spellings) else { continue };
                 let len = literal_len(pattern);
                 let slot = &mut per_group[layer.source.group()];
                 let better = match slot {
@@ -326,7 +344,7 @@ impl Policy {
             // Rules exist, none matched, no default: allowed (a policy adds rules to today's
             // behaviour; `default` changes the rest).
             None => {
-                let rule = Rule { verdict: Verdict::Allow, kind: RuleKind::NoPolicy, file: None, source: None };
+                let rule = Rule { verdict: Verdict::Allow, kind: RuleKind::NoMatch, file: None, source: None };
                 Decision { verdict: Verdict::Allow, rule, managed: false }
             }
         }

@@ -37,8 +37,23 @@ fn deny_beats_ask_beats_allow_and_raw_names_match() {
     let deny = p.decide(tool("mcp__gh__delete_repo", "gh", "delete_repo"));
     assert_eq!(deny.verdict, Verdict::Deny);
     assert_eq!(deny.rule.to_string(), "rule `deny: mcp__*__delete_*` of /u.json (user file)");
-    // Unmatched, no default: allowed.
-    assert_eq!(p.decide(tool("mcp__fs__read", "fs", "read")).verdict, Verdict::Allow);
+    // Unmatched, no default: allowed, and said so (not "no policy": there is one).
+    let none = p.decide(tool("mcp__fs__read", "fs", "read"));
+    assert_eq!((none.verdict, &none.rule.kind), (Verdict::Allow, &RuleKind::NoMatch));
+    assert_eq!(none.rule.to_string(), "no rule matches this tool, and no file sets a `default` (allowed)");
+}
+
+#[test]
+fn rules_match_the_gateway_s_short_names_too() {
+    let p = Policy::new(&[layer(RuleSource::User, "/u.json", &[], &[], &["memory__create_*", "gh__*"], None)], None);
+    for (server, raw) in [("memory", "create_entities"), ("gh", "delete_repo")] {
+        let name = format!("mcp__{server}__{raw}");
+        assert_eq!(p.decide(tool(&name, server, raw)).verdict, Verdict::Deny, "{server}/{raw}");
+    }
+    assert_eq!(p.decide(tool("mcp__memory__read_graph", "memory", "read_graph")).verdict, Verdict::Allow);
+    // A server whose name needs sanitising: its short spelling is the sanitised one.
+    let q = Policy::new(&[layer(RuleSource::User, "/u.json", &[], &[], &["my_srv__x"], None)], None);
+    assert_eq!(q.decide(tool("mcp__my_srv__x", "my.srv", "x")).verdict, Verdict::Deny);
 }
 
 #[test]

@@ -242,6 +242,8 @@ pub struct ToolsJson<'a> {
     options: ExportOptions,
     skipped: RefCell<Vec<Skipped>>,
     changed: RefCell<Vec<Changed>>,
+    /// Left out before writing ([`ToolsJson::leave_out`]): the start of `skipped`.
+    left_out: Vec<Skipped>,
 }
 
 impl<'a> ToolsJson<'a> {
@@ -262,7 +264,17 @@ impl<'a> ToolsJson<'a> {
             options,
             skipped: RefCell::default(),
             changed: RefCell::default(),
+            left_out: Vec::new(),
         }
+    }
+
+    /// Leaves out the tools named in `denied` (name, why), and lists them with the others left
+    /// out: a tool the policy denies is not given to a model.
+    pub fn leave_out(mut self, denied: Vec<(String, String)>) -> Self {
+        self.entries.retain(|e| !denied.iter().any(|(name, _)| name == &e.name));
+        self.left_out.extend(denied.into_iter().map(|(name, reason)| Skipped { name, reason }));
+        *self.skipped.get_mut() = self.left_out.clone();
+        self
     }
 
     /// The tools left out, with why (after writing).
@@ -302,7 +314,9 @@ impl Serialize for Report<'_, '_> {
 impl Serialize for ToolsJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
-        self.skipped.borrow_mut().clear();
+        // Written again, it says the same: what was left out before writing, then what this
+        // writing could not give.
+        *self.skipped.borrow_mut() = self.left_out.clone();
         self.changed.borrow_mut().clear();
         let mut seq = s.serialize_seq(None)?;
         if self.format == ToolFormat::Anthropic && self.options.defer {

@@ -16,7 +16,9 @@ use crate::render::{self, safe, short, status_word, table};
 use crate::{Cli, Command, ConfigAction, InputsAction};
 
 /// Runs the command; returns the exit code.
-pub async fn run(cli: Cli, secrets: crate::logs::Secrets) -> u8 {
+/// Runs the command; its exit code. `json`: the command line asked for `--json`, so an error
+/// is also written to stdout as `{"error": {"kind", "message"}}` (the same exit code).
+pub async fn run(cli: Cli, secrets: crate::logs::Secrets, json: bool) -> u8 {
     match dispatch(cli, secrets).await {
         Ok(code) => code,
         // `switchboard tools | head -1`: the reader has what it wanted.
@@ -24,6 +26,10 @@ pub async fn run(cli: Cli, secrets: crate::logs::Secrets) -> u8 {
         Err(e) => {
             // What a server said may be in the message: no escape sequence reaches the terminal.
             let message = format!("{e:#}");
+            if json {
+                let kind = e.downcast_ref::<switchboard::Error>().map_or("error", switchboard::Error::kind);
+                let _ = crate::ctx::print_json(&serde_json::json!({"error": {"kind": kind, "message": message}}));
+            }
             note!(
                 "{} {}",
                 if render::stderr_tty() { console::style("error:").red().bold().to_string() } else { "error:".into() },

@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use switchboard::config::{self, LoadOptions, LoadedConfig};
 use switchboard::status::ServerStatus;
 use switchboard::{Hub, HubOptions, Paths};
@@ -123,9 +123,14 @@ pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
+/// No server named `name` in `loaded`: the library's error, with the closest name there is.
+pub(crate) fn no_server(loaded: &LoadedConfig, name: &str) -> anyhow::Error {
+    switchboard::Error::unknown_server(name, loaded.servers.keys().map(String::as_str)).into()
+}
+
 pub(crate) fn only(name: &str, loaded: &LoadedConfig) -> Result<BTreeSet<String>> {
     if !loaded.servers.contains_key(name) {
-        bail!("no server named `{name}` (see `switchboard list`)");
+        return Err(no_server(loaded, name));
     }
     Ok(BTreeSet::from([name.to_string()]))
 }

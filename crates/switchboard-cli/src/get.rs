@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use serde_json::{Value, json};
 use switchboard::Hub;
 use switchboard::catalog::Catalog;
@@ -66,11 +66,10 @@ pub(crate) struct Server {
 impl Server {
     /// From this process's hub.
     pub(crate) fn of_hub(hub: &Hub, server: &str) -> Result<Server> {
-        let info = hub
-            .servers()
-            .into_iter()
-            .find(|s| s.name == server)
-            .ok_or_else(|| anyhow!("no server named `{server}`"))?;
+        let info = hub.servers().into_iter().find(|s| s.name == server).ok_or_else(|| {
+            let servers = hub.servers();
+            switchboard::Error::unknown_server(server, servers.iter().map(|s| s.name.as_str()))
+        })?;
         let catalog = hub.catalog();
         let tools = Tools::Catalog(catalog.clone(), server.to_string());
         let resources = catalog.resources().iter().filter(|r| r.server == server).map(|r| json!(r.resource)).collect();
@@ -90,7 +89,7 @@ impl Server {
     /// Shows it (`checked`: whether a ping was answered, and how long the check took).
     pub(crate) fn show(&self, ctx: &Ctx, json: bool, checked: Option<(bool, std::time::Duration)>) -> Result<u8> {
         let name = self.info["name"].as_str().unwrap_or_default();
-        let entry = ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}`"))?;
+        let entry = ctx.loaded.servers.get(name).ok_or_else(|| crate::ctx::no_server(&ctx.loaded, name))?;
         let failed_check = checked.is_some_and(|(ok, _)| !ok);
         if json {
             #[derive(serde::Serialize)]

@@ -29,7 +29,7 @@ fn remote(loaded: &LoadedConfig, name: &str) -> Result<String> {
             _ => bail!("`{name}` is a local (stdio) server: it has no login"),
         },
         Some(_) => bail!("`{name}` is not a valid server entry (see `switchboard config check`)"),
-        None => bail!("no server named `{name}` (see `switchboard list`)"),
+        None => Err(crate::ctx::no_server(loaded, name)),
     }
 }
 

@@ -30,7 +30,7 @@ mod tools;
 
 use std::path::PathBuf;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Connect to MCP servers, list their tools, resources and prompts, and call them.
 #[derive(Debug, Parser)]
@@ -496,8 +496,25 @@ pub enum ConfigAction {
     },
 }
 
+/// Whether the command line asks for `--json` (of whichever subcommand has it): its errors are
+/// then a JSON object on stdout too.
+fn wants_json(matches: &clap::ArgMatches) -> bool {
+    let mut m = matches;
+    loop {
+        if matches!(m.try_get_one::<bool>("json"), Ok(Some(true))) {
+            return true;
+        }
+        match m.subcommand() {
+            Some((_, sub)) => m = sub,
+            None => return false,
+        }
+    }
+}
+
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let json = wants_json(&matches);
     let secrets = logs::init(cli.verbose);
     if let Command::Completions { shell } = &cli.command {
         // clap_complete panics on a closed pipe: write to a buffer first.
@@ -530,7 +547,7 @@ fn main() -> std::process::ExitCode {
     // a context switch per call of an HTTP client that opens a connection per request, as
     // rmcp's does).
     let code = runtime.block_on(async move {
-        match tokio::spawn(commands::run(cli, secrets)).await {
+        match tokio::spawn(commands::run(cli, secrets, json)).await {
             Ok(code) => code,
             Err(e) => {
                 note!("error: {e}");

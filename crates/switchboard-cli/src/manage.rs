@@ -81,8 +81,7 @@ pub(crate) fn project_file(root: &std::path::Path) -> PathBuf {
 /// `disable`: a user or `--config` server is disabled in its own file; a project server by an
 /// override in the user file (the repository's file, shared with others, is left alone).
 pub(crate) fn disable(ctx: &Ctx, name: &str) -> Result<u8> {
-    let entry =
-        ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}` (see `switchboard list`)"))?;
+    let entry = ctx.loaded.servers.get(name).ok_or_else(|| crate::ctx::no_server(&ctx.loaded, name))?;
     if entry.scope() == Scope::Project {
         let user = &ctx.paths.config_file;
         config::disable_server(user, name, true)?;
@@ -101,8 +100,7 @@ pub(crate) fn disable(ctx: &Ctx, name: &str) -> Result<u8> {
 /// `enable`: takes away what disables the server (an override in the user file, and
 /// `enabled: false` in its own file), never writing `enabled: true`.
 pub(crate) fn enable(ctx: &Ctx, name: &str) -> Result<u8> {
-    let entry =
-        ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}` (see `switchboard list`)"))?;
+    let entry = ctx.loaded.servers.get(name).ok_or_else(|| crate::ctx::no_server(&ctx.loaded, name))?;
     let mut changed = Vec::new();
     let mut files = vec![ctx.paths.config_file.clone()];
     files.extend(ctx.loaded.files.iter().filter(|f| f.found && f.scope == Scope::Cli).map(|f| f.path.clone()));
@@ -127,8 +125,7 @@ pub(crate) fn edit(
     f: impl FnOnce(&std::path::Path) -> Result<(), config::EditError>,
     verb: &str,
 ) -> Result<u8> {
-    let entry =
-        ctx.loaded.servers.get(name).ok_or_else(|| anyhow!("no server named `{name}` (see `switchboard list`)"))?;
+    let entry = ctx.loaded.servers.get(name).ok_or_else(|| crate::ctx::no_server(&ctx.loaded, name))?;
     let path = entry.source().to_path_buf();
     f(&path)?;
     out!("{verb} server `{name}` in {}.", path.display());
@@ -156,7 +153,7 @@ pub(crate) fn trust(ctx: &Ctx, server: Option<&str>, all: bool, yes: bool) -> Re
             Some(s) if ctx.loaded.servers.contains_key(s) => {
                 bail!("`{s}` is not from a project file: user and --config servers are always trusted")
             }
-            Some(s) => bail!("no server named `{s}`"),
+            Some(s) => return Err(crate::ctx::no_server(&ctx.loaded, s)),
             None if all => {
                 out!("Every project server is already trusted.");
                 return Ok(0);

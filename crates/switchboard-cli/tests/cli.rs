@@ -84,6 +84,45 @@ fn list_get_tools_and_call_with_the_demo_config() {
 }
 
 #[test]
+fn mistyped_names_get_the_one_meant_and_json_errors_are_json() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = demo_config(home.path());
+    let run = |args: &[&str]| {
+        let mut all = vec!["--config", cfg.to_str().unwrap()];
+        all.extend_from_slice(args);
+        sb(home.path(), home.path()).args(all).output().unwrap()
+    };
+    // The gateway's spelling of a tool is taken; a mistyped one is named with the one meant.
+    let out = run(&["call", "demo__echo", "--arg", "text=hi"]);
+    assert_eq!((String::from_utf8_lossy(&out.stdout).trim(), out.status.code()), ("hi", Some(0)));
+    let out = run(&["call", "mcp__demo__ecoh"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no tool named `mcp__demo__ecoh`; did you mean `mcp__demo__echo`?"), "{err}");
+    assert!(out.stdout.is_empty(), "no --json, nothing on stdout");
+    // Under --json the error is an object on stdout, with the same exit code.
+    for (args, kind, message) in [
+        (&["call", "demo__ech", "--json"][..], "unknown_tool", "did you mean `mcp__demo__echo`?"),
+        (&["get", "dmeo", "--json"][..], "unknown_server", "no server named `dmeo`; did you mean `demo`?"),
+        (&["policy", "mcp__demo__nope", "--json"][..], "unknown_tool", "no tool named `mcp__demo__nope`"),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["error"]["kind"], kind, "{args:?}: {v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains(message), "{args:?}: {v}");
+    }
+    // A mistyped config key names the one meant.
+    let typo = home.path().join("typo.json");
+    std::fs::write(&typo, r#"{"servers": {"x": {"comand": "srv"}}}"#).unwrap();
+    let out =
+        sb(home.path(), home.path()).args(["--config", typo.to_str().unwrap(), "config", "check"]).output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("unknown field `comand` ignored; did you mean `command`?"), "{said}");
+}
+
+#[test]
 fn add_remove_disable_and_config_check() {
     let home = tempfile::tempdir().unwrap();
     let ok = sb(home.path(), home.path())
@@ -469,4 +508,19 @@ fn serve_answers_with_the_token_and_sigterm_ends_every_server() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("not running"), "{err}");
+}
+
+#[test]
+fn a_login_to_a_host_that_does_not_resolve_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = home.path().join("remote.json");
+    // `.invalid` never resolves (RFC 2606).
+    std::fs::write(&cfg, r#"{"servers": {"linear": {"url": "https://mcp.linear.invalid/mcp"}}}"#).unwrap();
+    let out = sb(home.path(), home.path())
+        .args(["--config", cfg.to_str().unwrap(), "auth", "linear", "--no-browser"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("its host name `mcp.linear.invalid` does not resolve"), "{err}");
 }

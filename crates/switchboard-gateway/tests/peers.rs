@@ -202,6 +202,23 @@ fn mcp_inspector_cli_lists_and_calls() {
     stdio.extend(["--method", "tools/call", "--tool-name", "fx__add", "--tool-arg", "a=2", "b=3"].map(String::from));
     let called = inspector(&stdio);
     assert_eq!(called["structuredContent"]["sum"].as_f64(), Some(5.0), "{called}");
+    // switchboard's own `--config` after the command is the Inspector's own option too (it
+    // refuses it beside a command): README's form, with `--`, takes it to switchboard.
+    let clash = [
+        "--method".into(),
+        "tools/list".into(),
+        "-e".into(),
+        format!("SWITCHBOARD_DATA_DIR={}", home.path().join("data").display()),
+        "--".into(),
+        switchboard_testkit::cli().display().to_string(),
+        "--config".into(),
+        home.config.display().to_string(),
+        "gateway".into(),
+        "--names".into(),
+        "prefixed".into(),
+    ];
+    let listed = inspector(&clash);
+    assert!(listed["tools"].as_array().unwrap().iter().any(|t| t["name"] == "mcp__fx__add"), "{listed}");
     // HTTP, with the token.
     let (mut child, url) = common::http_gateway(&home, &[]);
     let auth = format!("Authorization: Bearer {}", home.token());

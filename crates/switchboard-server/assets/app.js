@@ -153,6 +153,10 @@ function renderList() {
     if (focused === server.name) item.focus();
   }
   $("no-servers").hidden = state.servers.size !== 0;
+  // A filter that matches nothing says so, rather than leaving the list blank.
+  const none = state.servers.size !== 0 && shown.length === 0;
+  $("no-match").hidden = !none;
+  if (none) $("no-match").textContent = `No server or tool matches “${state.filter}”. Esc clears the filter.`;
   renderSummary();
 }
 
@@ -243,10 +247,16 @@ function renderDetail() {
   if (st === "needs_auth") actions.append(button("Authenticate", () => authenticate(name), { class: "primary" }));
   if (["stopped", "failed", "disconnected", "needs_auth"].includes(st)) actions.append(button("Connect", () => act(name, "connect")));
   if (st === "connected") actions.append(button("Revalidate", () => act(name, "revalidate")));
-  if (["connected", "connecting", "failed", "disconnected", "needs_auth"].includes(st)) {
+  if (["connected", "connecting", "disconnected", "needs_auth"].includes(st)) {
     actions.append(button("Disconnect", () => act(name, "disconnect")));
+  } else if (st === "failed" && status.retry && status.retry.at_ms) {
+    // A failed server is tried again on a timer: what the person can end is that.
+    actions.append(button("Stop retrying", () => act(name, "disconnect")));
   }
-  if (server.transport !== "stdio" && st !== "needs_auth") actions.append(button("Log in again", () => authenticate(name)));
+  // Logging in again is for a remote server that is connected (another account, more scopes):
+  // one that fails for another reason (its host does not resolve, nothing listens) is not
+  // fixed by a login, and one that needs a login has "Authenticate".
+  if (server.transport !== "stdio" && st === "connected") actions.append(button("Log in again", () => authenticate(name)));
 
   const stderr = (detail && detail.stderr_tail && detail.stderr_tail.length ? detail.stderr_tail : status.stderr_tail) || [];
   const facts = h(
@@ -324,7 +334,10 @@ function renderTools(name, detail, openTools) {
   const section = h("section", { class: "tools", "aria-label": "Tools" });
   const tools = detail ? detail.tools : [];
   const counted = state.tokens.get(name);
-  const heading = h("h3", { text: `Tools (${tools.length})` });
+  const f = state.filter;
+  const matching = f ? tools.filter((t) => toolMatches(name, t)).length : tools.length;
+  // Under a filter the heading says how many of them it shows.
+  const heading = h("h3", { text: f && detail ? `Tools (${matching} of ${tools.length} match “${f}”)` : `Tools (${tools.length})` });
   if (counted) {
     heading.append(h("span", { class: "tokens", text: ` · ${counted.total} tokens of definitions` }));
   } else if (tools.length) {
@@ -342,7 +355,10 @@ function renderTools(name, detail, openTools) {
     section.append(h("p", { class: "empty", text: stateOf(state.servers.get(name)) === "connected" ? "This server offers no tools." : "Connect the server to see its tools." }));
     return section;
   }
-  const f = state.filter;
+  if (f && matching === 0) {
+    section.append(h("p", { class: "empty", text: `No tool of ${name} matches “${f}”. Esc clears the filter.` }));
+    return section;
+  }
   for (const tool of tools) {
     if (f && !toolMatches(name, tool)) continue;
     const shown = state.results.get(tool.name);

@@ -5,7 +5,7 @@
 //! for tool results).
 
 use axum::Router;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -47,16 +47,51 @@ const ASSETS: &[Asset] = &[
     asset!("favicon.svg", "image/svg+xml"),
 ];
 
-fn serve(asset: &'static Asset) -> Response {
-    let mut response = asset.body.into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
+/// The headers of everything the dashboard serves: its type, the CSP, no sniffing, no
+/// referrer, no framing, and how it is cached.
+fn secure(headers: &mut HeaderMap, content_type: &'static str, cache: &'static str) {
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+}
+
+fn serve(asset: &'static Asset) -> Response {
+    let mut response = asset.body.into_response();
     // The assets change with the binary: revalidate each time (they are small).
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    secure(response.headers_mut(), asset.content_type, "no-cache");
+    response
+}
+
+/// The page a browser gets when its login link cannot log it in (used, expired, from another
+/// run, or no code): what happened and the command that makes a new one, as a page (the
+/// browser followed a link a person clicked; JSON would be all they saw).
+pub(crate) fn login_failed() -> Response {
+    const PAGE: &str = r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>switchboard: log in again</title>
+<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/assets/style.css">
+</head>
+<body>
+<main class="notice">
+<h1>This login link does not work any more</h1>
+<p>A login link logs in one browser once; this one was used already, has expired, or is from a
+<code>switchboard serve</code> that has stopped since.</p>
+<p>For a new one, run <code>switchboard dashboard</code>: it opens the dashboard of the running
+<code>serve</code> in your browser (<code>switchboard dashboard --print-url</code> prints the link
+instead).</p>
+</main>
+</body>
+</html>
+"#;
+    let mut response = (StatusCode::UNAUTHORIZED, PAGE).into_response();
+    secure(response.headers_mut(), "text/html; charset=utf-8", "no-store");
     response
 }
 

@@ -61,30 +61,17 @@ impl IntoResponse for ApiError {
 impl From<Error> for ApiError {
     fn from(e: Error) -> ApiError {
         let message = e.to_string();
-        let (status, code) = match &e {
-            Error::UnknownTool { .. } => (StatusCode::NOT_FOUND, "unknown_tool"),
-            Error::UnknownServer { .. } => (StatusCode::NOT_FOUND, "unknown_server"),
-            Error::NotConnected { .. } => (StatusCode::CONFLICT, "not_connected"),
-            Error::AuthRequired { .. } => (StatusCode::CONFLICT, "needs_auth"),
-            Error::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
-            Error::ServerExited { .. } => (StatusCode::BAD_GATEWAY, "server_exited"),
-            Error::Cancelled => (StatusCode::BAD_GATEWAY, "cancelled"),
-            Error::Auth { .. } => (StatusCode::BAD_GATEWAY, "auth_failed"),
-            // The next login registers a new client: the person starts it again.
-            Error::ClientRefused { .. } => (StatusCode::CONFLICT, "client_refused"),
-            Error::Exists { .. } => (StatusCode::CONFLICT, "exists"),
-            Error::Invalid { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
-            Error::Denied { .. } => (StatusCode::FORBIDDEN, "denied"),
-            Error::InvalidArguments { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_arguments"),
-            Error::Storage { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "storage_failed"),
-            // What the server refused because of what was asked is the asker's to fix.
-            Error::Rejected { code: -32602, .. } => (StatusCode::BAD_REQUEST, "invalid_params"),
-            Error::Rejected { code: -32002, .. } => (StatusCode::NOT_FOUND, "unknown_resource"),
-            Error::Rejected { code: -32601, .. } => (StatusCode::NOT_FOUND, "unsupported"),
-            // The person must open a page first (the message has the URLs), then call again.
-            Error::Rejected { code: -32042, .. } => (StatusCode::CONFLICT, "url_required"),
-            Error::Rejected { .. } => (StatusCode::BAD_GATEWAY, "server_error"),
-            _ => (StatusCode::BAD_GATEWAY, "server_error"),
+        let code = e.kind();
+        let status = match code {
+            "unknown_tool" | "unknown_server" | "unknown_resource" | "unsupported" => StatusCode::NOT_FOUND,
+            // The person must log in, register again or open a page first, then call again.
+            "not_connected" | "needs_auth" | "client_refused" | "exists" | "url_required" => StatusCode::CONFLICT,
+            "timeout" => StatusCode::GATEWAY_TIMEOUT,
+            "bad_request" | "invalid_params" => StatusCode::BAD_REQUEST,
+            "denied" | "outside_view" => StatusCode::FORBIDDEN,
+            "invalid_arguments" => StatusCode::UNPROCESSABLE_ENTITY,
+            "storage_failed" => StatusCode::INTERNAL_SERVER_ERROR,
+            _ => StatusCode::BAD_GATEWAY,
         };
         ApiError::new(status, code, message)
     }

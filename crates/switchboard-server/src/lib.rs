@@ -238,21 +238,16 @@ impl std::fmt::Debug for Bound {
 
 #[derive(serde::Deserialize)]
 struct LoginQuery {
-    code: String,
+    code: Option<String>,
 }
 
 async fn login_page(State(access): State<Arc<security::Access>>, Query(q): Query<LoginQuery>) -> Response {
-    match access.redeem(&q.code) {
+    match q.code.as_deref().and_then(|code| access.redeem(code)) {
         Some(session) => {
             let cookie = format!("{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/");
             (StatusCode::SEE_OTHER, [(header::SET_COOKIE, cookie), (header::LOCATION, "/".to_string())]).into_response()
         }
-        None => error::ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "login_expired",
-            "this login link was used already (or is from another run): ask `switchboard serve` for a new one",
-        )
-        .into_response(),
+        None => dashboard::login_failed(),
     }
 }
 

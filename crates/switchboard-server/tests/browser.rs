@@ -41,6 +41,8 @@ async fn the_dashboard_in_chromium() {
                "args": [workspace().join("tests/peers/py_server.py").display().to_string()]},
         "secure": {"url": format!("http://127.0.0.1:{port}/mcp")},
         "broken": {"command": fixture().display().to_string(), "args": ["--exit-at-start", "3"]},
+        // A remote server nothing answers (never logged in): nothing a login would fix.
+        "unreachable": {"url": format!("http://127.0.0.1:{}/mcp", switchboard_testkit::free_port())},
         "everything": {"command": "node", "args": [common::node_peer("server-everything"), "stdio"]},
     });
     // `add` needs approval (the page shows a card), `crash` is denied.

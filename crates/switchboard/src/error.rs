@@ -8,6 +8,34 @@ fn did_you_mean(meant: &Option<String>) -> String {
 }
 
 impl Error {
+    /// A word for what went wrong, stable for programs (the API's `code`, the CLI's
+    /// `{"error": {"kind"}}` under `--json`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::UnknownTool { .. } => "unknown_tool",
+            Error::UnknownServer { .. } => "unknown_server",
+            Error::NotConnected { .. } => "not_connected",
+            Error::AuthRequired { .. } => "needs_auth",
+            Error::Timeout { .. } => "timeout",
+            Error::ServerExited { .. } => "server_exited",
+            Error::Cancelled => "cancelled",
+            Error::Auth { .. } => "auth_failed",
+            Error::ClientRefused { .. } => "client_refused",
+            Error::Exists { .. } => "exists",
+            Error::Invalid { .. } => "bad_request",
+            Error::Denied { .. } => "denied",
+            Error::InvalidArguments { .. } => "invalid_arguments",
+            Error::Storage { .. } => "storage_failed",
+            Error::OutsideView { .. } => "outside_view",
+            // What the server refused because of what was asked, by its JSON-RPC code.
+            Error::Rejected { code: -32602, .. } => "invalid_params",
+            Error::Rejected { code: -32002, .. } => "unknown_resource",
+            Error::Rejected { code: -32601, .. } => "unsupported",
+            Error::Rejected { code: -32042, .. } => "url_required",
+            Error::Rejected { .. } | Error::Protocol { .. } => "server_error",
+        }
+    }
+
     /// No server named `name` among `known` (with the closest as a suggestion).
     pub fn unknown_server<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Error {
         Error::UnknownServer { name: name.into(), meant: crate::text::closest(name, known).map(str::to_string) }

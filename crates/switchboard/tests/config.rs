@@ -156,7 +156,8 @@ fn bad_files_and_entries_give_diagnostics_and_lose_nothing_else() {
     "bad-args": {"command": "srv", "args": "--flag"},
     "both": {"command": "srv", "url": "http://x"},
     "bad name!": {"command": "x"},
-    "neither": {}
+    "neither": {},
+    "typo": {"comand": "srv", "url": "http://x"}
   },
   "extra": 1
 }"#,
@@ -171,6 +172,10 @@ fn bad_files_and_entries_give_diagnostics_and_lose_nothing_else() {
     let warn = loaded.diagnostics.iter().find(|d| d.field.as_deref() == Some("colour")).unwrap();
     assert_eq!((warn.severity, warn.line, warn.server.as_deref()), (Severity::Warning, Some(3), Some("good")));
     assert!(loaded.diagnostics.iter().any(|d| d.severity == Severity::Warning && d.field.as_deref() == Some("extra")));
+    // A mistyped field: the one meant, and nothing close for what is not one.
+    let typo = loaded.diagnostics.iter().find(|d| d.field.as_deref() == Some("comand")).unwrap();
+    assert!(typo.message.ends_with("unknown field `comand` ignored; did you mean `command`?"), "{typo}");
+    assert!(!warn.message.contains("did you mean"), "{warn}");
 
     let invalid = |name: &str| match loaded.servers.get(name) {
         Some(ServerEntry::Invalid(i)) => i.message.clone(),

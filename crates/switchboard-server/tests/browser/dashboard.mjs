@@ -41,6 +41,7 @@ try {
   step("without a session the page asks for a login");
   await page.goto(new URL("/", LOGIN_URL).href);
   await page.locator("#login").waitFor({ state: "visible" });
+  assert.equal(await page.getByText("Choose a server.").isVisible(), false, "an empty pane beside the login");
   consoleErrors.length = 0; // the 401 that showed the login
 
   step("the one-time login URL gives a session; the servers appear connected");
@@ -55,6 +56,26 @@ try {
   // A reload would lose this.
   await page.evaluate(() => (window.__sameDocument = true));
   const notReloaded = async () => assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page was not reloaded");
+
+  step("a used login link says so, and which command makes a new one (a page, not JSON)");
+  const usedLink = await context.newPage();
+  const answer = await usedLink.goto(LOGIN_URL);
+  assert.equal(answer.status(), 401);
+  await usedLink.getByRole("heading", { name: "This login link does not work any more" }).waitFor();
+  await usedLink.locator("main.notice code", { hasText: "switchboard dashboard" }).first().waitFor();
+  assert.ok(!(await usedLink.content()).includes('"error"'), "no JSON on the page");
+  await usedLink.close();
+
+  step("a remote server nothing answers offers Connect: not a login, not Disconnect");
+  await item("unreachable").and(page.locator('[data-state="failed"]')).waitFor();
+  await item("unreachable").click();
+  const actions = page.locator("#detail .actions");
+  await actions.getByRole("button", { name: "Connect" }).waitFor();
+  assert.equal(await actions.getByRole("button", { name: "Log in again" }).count(), 0, "Log in again offered");
+  assert.equal(await actions.getByRole("button", { name: "Disconnect" }).count(), 0, "Disconnect offered");
+  await item("secure").click();
+  await page.locator("#detail .actions").getByRole("button", { name: "Authenticate" }).waitFor();
+  assert.equal(await page.locator("#detail .actions").getByRole("button", { name: "Log in again" }).count(), 0);
 
   step("a server that failed to start shows its exit code and stderr");
   await item("broken").click();
@@ -116,7 +137,19 @@ try {
   await page.locator(".server-item").first().waitFor();
   assert.deepEqual(await page.locator(".server-item").evaluateAll((l) => l.map((i) => i.dataset.name)), ["py"], "filtered by tool name");
   await page.keyboard.press("Escape");
-  assert.equal(await page.locator(".server-item").count(), 5, "Escape clears the filter");
+  assert.equal(await page.locator(".server-item").count(), 6, "Escape clears the filter");
+
+  step("a filter that matches nothing says so, in the list and over the tools");
+  await item("demo").click();
+  await page.keyboard.press("/");
+  await page.keyboard.type("zzqx-nothing");
+  await page.locator("#no-match").getByText("No server or tool matches “zzqx-nothing”").waitFor();
+  assert.equal(await page.locator(".server-item").count(), 0);
+  await page.locator("#detail .tools h3").getByText(/^Tools \(0 of \d+ match “zzqx-nothing”\)/).waitFor();
+  await page.locator("#detail .tools").getByText("No tool of demo matches “zzqx-nothing”.").waitFor();
+  await page.keyboard.press("Escape");
+  await page.locator("#no-match").waitFor({ state: "hidden" });
+  await page.locator("#detail .tools h3").getByText(/^Tools \(\d+\)/).waitFor();
 
   step("the filter finds tools by the words of what they do (the hub's tool search)");
   await page.keyboard.press("/");

@@ -42,7 +42,7 @@ pub enum LoginError {
     BadCallback(String),
     /// The authorization server could not be reached (refused, timed out, no route, TLS): not
     /// a login to do, a server to try again later.
-    #[error("its authorization server cannot be reached at {url} ({cause})")]
+    #[error("{url} cannot be reached to find its authorization server: {cause}")]
     Unreachable {
         /// The address asked.
         url: String,
@@ -297,14 +297,24 @@ pub(super) async fn discover(
             Ok(metadata)
         }
         Err(AuthError::DiscoveryRequestFailed { url, source }) => {
-            Err(LoginError::Unreachable { url: url.to_string(), cause: causes(&*source) })
+            Err(LoginError::Unreachable { cause: unreachable(url.as_ref(), &causes(&*source)), url: url.to_string() })
         }
-        Err(AuthError::HttpError(e)) if e.is_connect() || e.is_timeout() => Err(LoginError::Unreachable {
-            url: e.url().map(ToString::to_string).unwrap_or_else(|| http.url.clone()),
-            cause: causes(&e),
-        }),
+        Err(AuthError::HttpError(e)) if e.is_connect() || e.is_timeout() => {
+            let url = e.url().map(ToString::to_string).unwrap_or_else(|| http.url.clone());
+            Err(LoginError::Unreachable { cause: unreachable(&url, &causes(&e)), url })
+        }
         Err(e) => Err(protocol("discovery")(e)),
     }
+}
+
+/// Why `url` could not be reached, in a person's words first: a host name that does not
+/// resolve is said as such (a typo, or a network without that name), the causes after it.
+fn unreachable(url: &str, causes: &str) -> String {
+    if causes.to_lowercase().contains("dns error") {
+        let host = reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_default();
+        return format!("its host name `{host}` does not resolve: {causes}");
+    }
+    causes.to_string()
 }
 
 /// An error and its sources, as one line.

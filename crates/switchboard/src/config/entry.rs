@@ -255,6 +255,47 @@ pub(crate) fn validate_name(name: &str) -> Result<(), String> {
 
 /// Parses one entry. Every known field (and alias) is taken out exactly once; what is left is
 /// reported as unknown.
+/// Every field a server entry takes, in every spelling read (for "did you mean" on an
+/// unknown one).
+const SERVER_FIELDS: &[&str] = &[
+    "type",
+    "command",
+    "args",
+    "env",
+    "environment",
+    "cwd",
+    "envFile",
+    "env_file",
+    "url",
+    "headers",
+    "http_headers",
+    "transport",
+    "bearer_token_env_var",
+    "oauth",
+    "protocol_version",
+    "protocolVersion",
+    "enabled",
+    "enable",
+    "disabled",
+    "startup_timeout_ms",
+    "timeout",
+    "timeoutMs",
+    "tool_timeout_ms",
+    "shutdown_grace_ms",
+    "max_message_bytes",
+    "validate_arguments",
+    "idle_shutdown_ms",
+    "keep_alive",
+    "always_load",
+    "alwaysLoad",
+    "env_passthrough",
+    "inherit_env",
+    "tools",
+    "description",
+    "name",
+    "title",
+];
+
 fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<ServerConfig, FieldError> {
     let Some(obj) = value.as_object() else {
         return Err((None, format!("a server entry must be an object, found {}", kind(value))));
@@ -298,11 +339,14 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         obj.remove(descriptive);
     }
     for (field, _) in &obj {
+        let meant = crate::text::closest(field, SERVER_FIELDS.iter().copied())
+            .map(|m| format!("; did you mean `{m}`?"))
+            .unwrap_or_default();
         ctx.diag(
             Severity::Warning,
             Some(name),
             Some(field),
-            format!("unknown field `{}` ignored", crate::text::excerpt(field, 60)),
+            format!("unknown field `{}` ignored{meant}", crate::text::excerpt(field, 60)),
         );
     }
 

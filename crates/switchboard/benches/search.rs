@@ -1,5 +1,6 @@
-//! Tool search at scale: the recorded catalog of nine real servers (`tests/search/`), copied
-//! under 97 server names into 10,088 tools, searched with the 80 requests of the quality set.
+//! Tool search at scale: the recorded catalog of 24 real servers (`tests/search/`, 311 tools),
+//! copied under 33 server names each into 10,263 tools, searched with the 140 requests of the
+//! quality set.
 //!
 //! Rows: the index build (a snapshot's first search), and word, `select:` and regex queries:
 //! median, 99th percentile and spread over every request, repeated in interleaved rounds.
@@ -14,7 +15,7 @@ use serde_json::Value;
 use switchboard::catalog::{Catalog, CompiledFilter, ServerLists};
 use switchboard::config::ToolFilter;
 
-const COPIES: usize = 97;
+const COPIES: usize = 33;
 const ROUNDS: usize = 15;
 
 fn data(name: &str) -> Value {
@@ -60,7 +61,7 @@ fn main() {
     let catalog = build();
     let tools = catalog.tools().len();
     println!(
-        "tool search over {tools} tools ({COPIES} copies of 9 real servers), {} requests, {ROUNDS} rounds",
+        "tool search over {tools} tools ({COPIES} copies of 24 real servers), {} requests, {ROUNDS} rounds",
         queries.len()
     );
     println!("{:<44} {:>10} {:>10} {:>10} {:>10} {:>8}", "row (microseconds)", "median", "p99", "p25", "p75", "n");

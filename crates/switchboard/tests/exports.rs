@@ -353,11 +353,18 @@ fn check(
 fn real_servers_tools_meet_each_providers_rules() {
     let cat = recorded();
     let n = cat.tools().len();
-    // Nothing of these real servers is beyond OpenAI, Anthropic or Gemini.
+    // Nothing of these real servers is beyond OpenAI or Anthropic.
     assert_eq!(check(&cat, ToolFormat::OpenAi, ExportOptions::new(), |v| openai_rule(v, false)), (n, vec![]));
     assert_eq!(check(&cat, ToolFormat::Anthropic, ExportOptions::new(), anthropic_rule), (n, vec![]));
+    // Gemini's schema has no map of any keys: the one tool that requires one is left out, said why.
     let (gemini, skipped) = check(&cat, ToolFormat::Gemini, ExportOptions::new(), gemini_rule);
-    assert_eq!((gemini, skipped.len()), (n, 0), "{skipped:?}");
+    assert_eq!(
+        (gemini, skipped),
+        (
+            n - 1,
+            vec!["mcp__firecrawl__firecrawl_monitor_update: its required `/properties/body` cannot be given in Gemini's schema".to_string()]
+        )
+    );
     // Strict mode: each tool exported meets it; those it cannot take are said.
     let (strict, skipped) =
         check(&cat, ToolFormat::OpenAi, ExportOptions::new().strict(true), |v| openai_rule(v, true));

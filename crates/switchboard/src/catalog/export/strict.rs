@@ -39,13 +39,18 @@ pub(crate) fn schema(input: &Map<String, Value>, notes: &mut Notes) -> Result<Ma
         Value::Object(o) => o,
         _ => return Err("its input schema is not an object".into()),
     };
+    // Only the definitions a `$ref` reaches: one nothing uses (Notion's servers carry a few)
+    // says nothing of what the model sends, and must not leave the tool out.
+    let used = reachable(input);
     for key in ["$defs", "definitions"] {
         if let Some(Value::Object(defs)) = input.get(key) {
             let mut walked = Map::new();
-            for (name, def) in defs {
+            for (name, def) in defs.iter().filter(|(name, _)| used.contains(&(key, name.as_str()))) {
                 walked.insert(name.clone(), walk.node(def, &format!("/{key}/{name}"), 1)?);
             }
-            out.insert(key.to_string(), Value::Object(walked));
+            if !walked.is_empty() {
+                out.insert(key.to_string(), Value::Object(walked));
+            }
         }
     }
     if walk.properties > MAX_PROPERTIES {
@@ -55,6 +60,52 @@ pub(crate) fn schema(input: &Map<String, Value>, notes: &mut Notes) -> Result<Ma
         return Err(format!("it has {} enum values; strict mode takes {MAX_ENUM}", walk.enums));
     }
     Ok(out)
+}
+
+/// The definitions (`("$defs" | "definitions", name)`) that local `$ref`s reach from the
+/// schema outside them, and from those definitions in turn.
+fn reachable(input: &Map<String, Value>) -> std::collections::HashSet<(&'static str, &str)> {
+    fn refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::Object(o) => {
+                for (k, child) in o {
+                    match (k.as_str(), child) {
+                        ("$ref", Value::String(r)) => out.push(r),
+                        _ => refs(child, out),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|c| refs(c, out)),
+            _ => {}
+        }
+    }
+    // `#/$defs/NAME...` → the definition it names (JSON-pointer escapes undone).
+    let target = |r: &str| -> Option<(&'static str, String)> {
+        let (key, rest) = if let Some(rest) = r.strip_prefix("#/$defs/") {
+            ("$defs", rest)
+        } else {
+            ("definitions", r.strip_prefix("#/definitions/")?)
+        };
+        let name = rest.split('/').next()?.replace("~1", "/").replace("~0", "~");
+        Some((key, name))
+    };
+    let mut found = Vec::new();
+    for (k, v) in input {
+        if k != "$defs" && k != "definitions" {
+            refs(v, &mut found);
+        }
+    }
+    let mut used: std::collections::HashSet<(&'static str, &str)> = std::collections::HashSet::new();
+    while let Some(r) = found.pop() {
+        let Some((key, name)) = target(r) else { continue };
+        let Some((name, def)) = input.get(key).and_then(Value::as_object).and_then(|d| d.get_key_value(&name)) else {
+            continue;
+        };
+        if used.insert((key, name.as_str())) {
+            refs(def, &mut found);
+        }
+    }
+    used
 }
 
 /// A schema that also takes `null`.

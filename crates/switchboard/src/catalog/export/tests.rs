@@ -102,6 +102,24 @@ fn strict_keeps_recursion_as_references() {
 }
 
 #[test]
+fn strict_keeps_only_the_definitions_a_reference_reaches() {
+    // `unused` (a map of any keys, which strict mode cannot say) is reached by nothing: the
+    // tool is kept; `a` reaches `b~1c` (a name with a slash) through `a`'s own reference.
+    let schema = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"],
+        "$defs": {"a": {"type": "object", "properties": {"y": {"$ref": "#/$defs/b~1c"}}, "required": ["y"]},
+                  "b/c": {"type": "string"},
+                  "unused": {"type": "object", "additionalProperties": true}}});
+    let (v, _) = export(schema, ToolFormat::OpenAi, &strict()).expect("kept");
+    let defs = v["function"]["parameters"]["$defs"].as_object().cloned().unwrap_or_default();
+    assert_eq!(defs.keys().collect::<Vec<_>>(), ["a", "b/c"]);
+    // Reached, the same definition leaves the tool out, saying why.
+    let schema = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/unused"}}, "required": ["x"],
+        "$defs": {"unused": {"type": "object", "additionalProperties": true}}});
+    let refused = export(schema, ToolFormat::OpenAi, &strict()).expect_err("left out");
+    assert!(refused.contains("free-form keys"), "{refused}");
+}
+
+#[test]
 fn tuples_become_arrays_of_their_parts() {
     let schema = json!({"type": "object", "properties": {"point": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "string"}]}}, "required": ["point"]});
     let (v, _) = export(schema.clone(), ToolFormat::OpenAi, &strict()).unwrap_or_default();

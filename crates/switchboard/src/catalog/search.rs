@@ -10,10 +10,9 @@
 //!   descriptions. The name counts three times and the title twice, so "create issue" finds
 //!   `create_issue` before a tool that only mentions issues.
 //!
-//! The BM25 weights (k1 1.2, b 0.75, the corpus's average length) come from the `bm25` crate's
-//! `Embedder`; the postings are ours, flat, because its `Scorer` reads each candidate's whole
-//! embedding per query token (12 ms at the 99th percentile on 10,000 tools, against 0.3 ms
-//! here: `docs/ARCHITECTURE.md` has the comparison with tantivy).
+//! The BM25 weights (k1 1.2, b 0.75, the corpus's average length) are computed here, over
+//! stems numbered as the index is built, into flat postings (`docs/ARCHITECTURE.md` has the
+//! comparison with the `bm25` crate and tantivy).
 //!
 //! Invariants: the same catalog and query always give the same answer (equal scores are
 //! ordered by model-visible name); the index is built on a snapshot's first search, once, and
@@ -198,22 +197,12 @@ impl Words {
     }
 }
 
-impl bm25::Tokenizer for Words {
-    fn tokenize(&self, text: &str) -> Vec<String> {
+impl Words {
+    /// The stems of `text`'s words, in order (a query's words as the index keeps them).
+    pub(crate) fn tokenize(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
         Words::each(text, |w| out.push(self.stemmer.stem(w).into_owned()));
         out
-    }
-}
-
-/// Words already split and stemmed, one space apart (the index's documents: each word of the
-/// catalog is stemmed once per build, not once per occurrence).
-#[derive(Default)]
-struct Spaces;
-
-impl bm25::Tokenizer for Spaces {
-    fn tokenize(&self, text: &str) -> Vec<String> {
-        text.split(' ').filter(|w| !w.is_empty()).map(str::to_string).collect()
     }
 }
 
@@ -314,84 +303,110 @@ fn fields<'a>(entry: &'a ToolEntry, mut field: impl FnMut(&'a str, usize)) {
     }
 }
 
+/// BM25's term-frequency saturation and length normalisation (the usual values).
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+
 /// The catalog's word index.
 pub(crate) struct Index {
-    /// Queries' words, weighted as the documents' were.
-    embedder: bm25::Embedder<u32, Words>,
-    /// Per word: its inverse document frequency and the tools that have it with their BM25
+    /// Queries' words, split and stemmed as the documents' were.
+    words: Words,
+    /// Stem → its number in `postings`.
+    ids: HashMap<String, u32>,
+    /// Per stem: its inverse document frequency and the tools that have it with their BM25
     /// term weight, in catalog order.
-    postings: HashMap<u32, (f32, Vec<(u32, f32)>)>,
+    postings: Vec<(f32, Vec<(u32, f32)>)>,
+    /// The tools' average length in words, field weights counted.
+    avgdl: f32,
     tools: usize,
 }
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Index").field("tools", &self.tools).field("words", &self.postings.len()).finish()
+        f.debug_struct("Index")
+            .field("tools", &self.tools)
+            .field("words", &self.postings.len())
+            .field("avgdl", &self.avgdl)
+            .finish()
     }
 }
 
 impl Index {
+    /// Each tool's words counted straight into numbered stems (a word is stemmed once per
+    /// build, whatever its occurrences), then each (stem, tool) weighed by BM25:
+    /// `tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))`, with the field weights counted into
+    /// `tf` and `dl` (the name three times, the title twice).
     pub(crate) fn build(tools: &[ToolEntry]) -> Index {
         let words = Words::new();
-        let mut stems: HashMap<String, String> = HashMap::new();
-        let mut total = 0usize;
-        let docs: Vec<String> = tools
-            .iter()
-            .map(|tool| {
-                let mut doc = String::new();
-                fields(tool, |text, times| {
-                    let (start, mut n) = (doc.len(), 0);
-                    Words::each(text, |w| {
-                        let stem = match stems.get(w) {
-                            Some(s) => s,
-                            None => stems.entry(w.to_string()).or_insert_with(|| words.stemmer.stem(w).into_owned()),
-                        };
-                        doc.push_str(stem);
-                        doc.push(' ');
-                        n += 1;
-                    });
-                    // A weighted field's words again, not split and stemmed again.
-                    let end = doc.len();
-                    for _ in 1..times {
-                        doc.extend_from_within(start..end);
+        // Lower-cased word → stem number, and stem → number.
+        let mut seen: HashMap<String, u32> = HashMap::new();
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        // Per tool: (stem, tf) and its length.
+        let mut docs: Vec<(Vec<(u32, u32)>, u32)> = Vec::with_capacity(tools.len());
+        // Counts of the tool being read, by stem, and the stems it has.
+        let mut counts: Vec<u32> = Vec::new();
+        let mut has: Vec<u32> = Vec::new();
+        let mut total = 0u64;
+        for tool in tools {
+            let mut length = 0u32;
+            fields(tool, |text, times| {
+                let times = u32::try_from(times).unwrap_or(1);
+                Words::each(text, |w| {
+                    let id = match seen.get(w) {
+                        Some(&id) => id,
+                        None => {
+                            let stem = words.stemmer.stem(w).into_owned();
+                            let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+                            let id = *ids.entry(stem).or_insert(next);
+                            seen.insert(w.to_string(), id);
+                            id
+                        }
+                    };
+                    let i = id as usize;
+                    if i >= counts.len() {
+                        counts.resize(i + 1, 0);
                     }
-                    total += n * times;
+                    if counts[i] == 0 {
+                        has.push(id);
+                    }
+                    counts[i] += times;
+                    length += times;
                 });
-                doc
-            })
-            .collect();
-        let avgdl = if docs.is_empty() { 1.0 } else { total as f32 / docs.len() as f32 };
-        let documents = bm25::EmbedderBuilder::<u32, Spaces>::with_avgdl(avgdl).build();
-        let embedder = bm25::EmbedderBuilder::<u32, Words>::with_avgdl(avgdl).tokenizer(words).build();
-        let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
-        let mut postings: HashMap<u32, (f32, Vec<(u32, f32)>)> = HashMap::new();
-        for (i, doc) in refs.iter().enumerate() {
-            let Ok(i) = u32::try_from(i) else { break };
-            // The embedding has an entry per occurrence, each with the word's weight.
-            let mut words = documents.embed(doc).0;
-            words.sort_unstable_by_key(|w| w.index);
-            words.dedup_by_key(|w| w.index);
-            for word in words {
-                postings.entry(word.index).or_default().1.push((i, word.value));
+            });
+            has.sort_unstable();
+            let terms = has.drain(..).map(|id| (id, std::mem::take(&mut counts[id as usize]))).collect();
+            total += u64::from(length);
+            docs.push((terms, length));
+        }
+        let avgdl = if docs.is_empty() { 1.0 } else { (total as f32 / docs.len() as f32).max(1.0) };
+        let mut postings: Vec<(f32, Vec<(u32, f32)>)> = vec![(0.0, Vec::new()); ids.len()];
+        for (doc, (terms, length)) in docs.iter().enumerate() {
+            let Ok(doc) = u32::try_from(doc) else { break };
+            let norm = K1 * (1.0 - B + B * (*length as f32 / avgdl));
+            for &(id, tf) in terms {
+                let tf = tf as f32;
+                if let Some(list) = postings.get_mut(id as usize) {
+                    list.1.push((doc, tf * (K1 + 1.0) / (tf + norm)));
+                }
             }
         }
         let n = tools.len() as f32;
-        for (idf, docs) in postings.values_mut() {
+        for (idf, docs) in &mut postings {
             let df = docs.len() as f32;
             *idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
         }
-        Index { embedder, postings, tools: tools.len() }
+        Index { words, ids, postings, avgdl, tools: tools.len() }
     }
 
     /// The best `limit` tools for `query` among those `keep` accepts: (position, score).
     pub(crate) fn rank(&self, query: &str, limit: usize, keep: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
-        let mut words: Vec<u32> = self.embedder.embed(query).indices().copied().collect();
+        let mut words: Vec<u32> = self.words.tokenize(query).iter().filter_map(|w| self.ids.get(w).copied()).collect();
         words.sort_unstable();
         words.dedup();
         let mut scores = vec![0f32; self.tools];
         let mut touched: Vec<u32> = Vec::new();
         for word in &words {
-            let Some((idf, docs)) = self.postings.get(word) else { continue };
+            let Some((idf, docs)) = self.postings.get(*word as usize) else { continue };
             for &(doc, weight) in docs {
                 let Some(score) = scores.get_mut(doc as usize) else { continue };
                 if *score == 0.0 {

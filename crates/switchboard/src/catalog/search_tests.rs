@@ -1,6 +1,5 @@
 use std::sync::Arc;
 
-use bm25::Tokenizer;
 use rmcp::model::Tool;
 use serde_json::json;
 
@@ -139,5 +138,5 @@ fn each_field_counts_by_its_weight() {
     let index = Index::build(cat.tools());
     // Name 3 × (creat, issu), title 2 × (creat, issu), server (gh), description (open, issu),
     // parameter (repo): 6 + 4 + 1 + 2 + 1 words.
-    assert_eq!(index.embedder.avgdl(), 14.0);
+    assert_eq!(index.avgdl, 14.0);
 }

@@ -32,7 +32,8 @@ pub fn show(ctx: &Ctx, hub: &Hub, tool: Option<&str>, json: bool) -> Result<u8> 
         ctx.loaded.policy.iter().map(|l| json!({"file": l.file, "source": l.source, "rules": l.rules})).collect();
     let decisions: Vec<_> = tools.into_iter().map(|t| (hub.decide(&t), t)).map(|(d, t)| (t, d)).collect();
     // Rules are judged against every server's tools, not one tool's.
-    let unmatched = if tool.is_none() { unmatched(ctx, hub) } else { Vec::new() };
+    let known = Known::of(hub, &catalog);
+    let unmatched = if tool.is_none() { unmatched(ctx, &known) } else { Vec::new() };
     if json {
         let tools: Vec<Value> = decisions
             .iter()
@@ -62,7 +63,7 @@ pub fn show(ctx: &Ctx, hub: &Hub, tool: Option<&str>, json: bool) -> Result<u8> 
     } else {
         print_table(&["TOOL", "DECISION", "RULE"], rows)?;
     }
-    let up = connected(hub);
+    let up = known.connected();
     for u in &unmatched {
         say_unmatched(u.list, &u.pattern, u.meant.as_deref(), up);
     }
@@ -146,33 +147,52 @@ pub struct Unmatched {
     pub meant: Option<String>,
 }
 
-/// `None` when `pattern` matches a tool of `hub`, or may match one of a server that is not
-/// connected (its tools are not known); else the pattern probably meant, if any.
-fn judge(hub: &Hub, pattern: &str) -> Option<Option<String>> {
-    use switchboard::policy::{ToolRef, suggest};
-    let catalog = hub.catalog();
-    let tools: Vec<ToolRef<'_>> =
-        catalog.tools().iter().map(|e| ToolRef::new(&e.name, &e.server, e.tool.name.as_ref())).collect();
-    if suggest::matches_any(pattern, &tools) {
-        return None;
-    }
-    let servers = hub.servers();
-    let down = servers.iter().filter(|s| !matches!(s.status, ServerStatus::Connected { .. }));
-    if down.clone().any(|s| suggest::may_name(pattern, &s.name)) {
-        return None;
-    }
-    let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-    Some(suggest::suggest(pattern, &names, &tools))
+/// What rules are judged against: the tools of the connected servers, and every server's
+/// name and whether it is connected.
+struct Known<'c> {
+    tools: Vec<switchboard::policy::ToolRef<'c>>,
+    servers: Vec<(String, bool)>,
 }
 
-/// Every rule of the config that matches no tool of `hub`'s connected servers.
-fn unmatched(ctx: &Ctx, hub: &Hub) -> Vec<Unmatched> {
+impl<'c> Known<'c> {
+    fn of(hub: &Hub, catalog: &'c switchboard::catalog::Catalog) -> Known<'c> {
+        let tools = catalog
+            .tools()
+            .iter()
+            .map(|e| switchboard::policy::ToolRef::new(&e.name, &e.server, e.tool.name.as_ref()))
+            .collect();
+        let servers =
+            hub.servers().into_iter().map(|s| (s.name, matches!(s.status, ServerStatus::Connected { .. }))).collect();
+        Known { tools, servers }
+    }
+
+    fn connected(&self) -> usize {
+        self.servers.iter().filter(|(_, up)| *up).count()
+    }
+
+    /// `None` when `pattern` matches a tool, or may match one of a server that is not
+    /// connected (its tools are not known); else the pattern probably meant, if any.
+    fn judge(&self, pattern: &str) -> Option<Option<String>> {
+        use switchboard::policy::suggest;
+        if suggest::matches_any(pattern, &self.tools) {
+            return None;
+        }
+        if self.servers.iter().any(|(name, up)| !up && suggest::may_name(pattern, name)) {
+            return None;
+        }
+        let names: Vec<&str> = self.servers.iter().map(|(name, _)| name.as_str()).collect();
+        Some(suggest::suggest(pattern, &names, &self.tools))
+    }
+}
+
+/// Every rule of the config that matches no tool of the connected servers.
+fn unmatched(ctx: &Ctx, known: &Known<'_>) -> Vec<Unmatched> {
     let mut found = Vec::new();
     for layer in &ctx.loaded.policy {
         for (list, patterns) in [("allow", &layer.rules.allow), ("ask", &layer.rules.ask), ("deny", &layer.rules.deny)]
         {
             for pattern in patterns {
-                if let Some(meant) = judge(hub, pattern) {
+                if let Some(meant) = known.judge(pattern) {
                     found.push(Unmatched { file: layer.file.clone(), list, pattern: pattern.clone(), meant });
                 }
             }
@@ -197,17 +217,15 @@ fn say_unmatched(list: &str, pattern: &str, meant: Option<&str>, connected: usiz
     }
 }
 
-fn connected(hub: &Hub) -> usize {
-    hub.servers().iter().filter(|s| matches!(s.status, ServerStatus::Connected { .. })).count()
-}
-
 /// `switchboard allow|ask|deny GLOB [--scope user|project]`: the rule is written, then checked
 /// against the tools of the servers (started for it), with a warning when it matches none.
 pub async fn edit(ctx: &Ctx, list: &'static str, glob: &str, scope: &str) -> Result<u8> {
     let code = write_rule(ctx, list, glob, scope)?;
     crate::ctx::with_hub(ctx, None, |hub, _| async move {
-        if let Some(meant) = judge(&hub, glob) {
-            say_unmatched(list, glob, meant.as_deref(), connected(&hub));
+        let catalog = hub.catalog();
+        let known = Known::of(&hub, &catalog);
+        if let Some(meant) = known.judge(glob) {
+            say_unmatched(list, glob, meant.as_deref(), known.connected());
         }
         Ok(code)
     })

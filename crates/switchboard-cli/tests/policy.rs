@@ -134,11 +134,21 @@ fn policy_shows_the_rule_of_each_tool_and_edits_keep_the_file() {
     assert_eq!(v["tools"][0]["decision"], "deny", "{v}");
 }
 
+/// `file://` URL of a path (what `import` takes for an absolute path).
+fn url_of(path: &str) -> String {
+    format!("file://{path}")
+}
+
 #[test]
 fn rules_that_match_no_tool_are_said_with_the_pattern_meant() {
     // server-memory (real) and the fixture; a rule over a server not there is judged too.
     let home = Home::new(json!({"deny": ["mcp__*__crash"], "ask": ["mcp__memroy__*"]}), None);
-    let memory = switchboard_testkit::node_peer("server-memory");
+    // A copy of its entry script under this test's folder: its path tells this test's processes
+    // from any other's.
+    let memory = home.dir.path().join("memory-server.mjs");
+    std::fs::write(&memory, format!("import {:?};\n", url_of(&switchboard_testkit::node_peer("server-memory"))))
+        .unwrap();
+    let memory = memory.display().to_string();
     let file = json!({
         "servers": {
             "demo": {"command": fixture().display().to_string()},
@@ -160,6 +170,9 @@ fn rules_that_match_no_tool_are_said_with_the_pattern_meant() {
     );
     let (_, err, _) = home.sb(&["deny", "mcp__memroy__*"]);
     assert!(err.contains("did you mean `mcp__memory__*`?"), "{err}");
+    // The servers started to check the rule end with the command (/proc).
+    let left = switchboard_testkit::wait_gone(&memory, std::time::Duration::from_secs(10));
+    assert!(left.is_empty(), "server-memory still running after `deny`: {left:?}");
     // The gateway's spelling is a spelling: no warning.
     let (out, err, code) = home.sb(&["deny", "memory__delete_*"]);
     assert_eq!(code, 0);

@@ -50,6 +50,21 @@ async fn rmcp_over_http_with_the_token() {
         "no list_changed on the GET stream"
     );
     client.cancel().await.unwrap();
+    // A client may ask for other names in the URL; a word that is not one is refused, saying so.
+    let asked = ().serve(client_transport(&format!("{url}?names=prefixed"), &home.token())).await.unwrap();
+    let names: Vec<String> = asked.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"mcp__fx__echo".to_string()) && !names.contains(&"fx__echo".to_string()), "{names:?}");
+    let r = asked.call_tool(
+        CallToolRequestParams::new("mcp__fx__echo").with_arguments(json!({"text": "hi"}).as_object().cloned().unwrap()),
+    );
+    assert!(serde_json::to_string(&r.await.unwrap().content).unwrap().contains("hi"));
+    asked.cancel().await.unwrap();
+    let bad = ().serve(client_transport(&format!("{url}?names=long"), &home.token())).await;
+    let refused = match bad {
+        Ok(c) => c.list_all_tools().await.map(|_| String::new()).unwrap_or_else(|e| e.to_string()),
+        Err(e) => e.to_string(),
+    };
+    assert!(refused.contains("`names=long`: use short"), "{refused}");
     let _ = child.kill();
     let _ = child.wait();
 }

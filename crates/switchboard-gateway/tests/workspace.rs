@@ -93,6 +93,11 @@ async fn the_gateways_of_a_workspace_share_its_servers() {
     assert!(echo(&b, "from b").await.unwrap().contains("from b"));
     let names: Vec<String> = a.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
     assert!(names.contains(&"fx__echo".to_string()), "the same names as a gateway of its own: {names:?}");
+    // An attached gateway's own `--names` holds: the daemon names the tools as it asks.
+    let prefixed = client(&home, home.path(), &["--names", "prefixed"]).await;
+    let named: Vec<String> = prefixed.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(named.contains(&"mcp__fx__echo".to_string()) && !named.contains(&"fx__echo".to_string()), "{named:?}");
+    prefixed.cancel().await.unwrap();
     assert_eq!(pids_with_arg(&home.marker), fx, "shared, not started again");
     // Errors name the tool as the client knows it, never by the attached gateway's upstream.
     let bad = a.call_tool(CallToolRequestParams::new("fx__echo")).await.unwrap();

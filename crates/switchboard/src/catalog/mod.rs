@@ -193,8 +193,9 @@ impl Catalog {
             return Some(t);
         }
         // The gateway's short spelling, `<server>__<tool>`.
-        let short = naming::Scheme::short(naming::MAX_NAME_LEN);
-        name.contains("__").then(|| self.tools.iter().find(|t| short.base(&t.server, &t.tool.name) == name)).flatten()
+        name.contains("__")
+            .then(|| self.tools.iter().find(|t| naming::short_base(&t.server, &t.tool.name) == name))
+            .flatten()
     }
 
     /// The tools of one server.

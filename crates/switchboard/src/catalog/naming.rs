@@ -67,6 +67,12 @@ pub fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
 }
 
+/// The gateway's short spelling of a tool, `<server>__<tool>` sanitised, before shortening or
+/// collision handling: how rules and lookups know a tool by the name an agent shows.
+pub fn short_base(server: &str, tool: &str) -> String {
+    Scheme::short(MAX_NAME_LEN).base(server, tool)
+}
+
 /// The catalog's name before collision handling.
 pub fn base_name(server: &str, tool: &str) -> String {
     Scheme::CATALOG.base(server, tool)

@@ -473,8 +473,7 @@ impl Hub {
             .tools()
             .iter()
             .flat_map(|t| {
-                let short = crate::catalog::naming::Scheme::short(crate::catalog::naming::MAX_NAME_LEN)
-                    .base(&t.server, &t.tool.name);
+                let short = crate::catalog::naming::short_base(&t.server, &t.tool.name);
                 [(t.name.clone(), t.name.as_str()), (short, t.name.as_str())]
             })
             .collect();

@@ -160,7 +160,7 @@ impl<'a> ToolRef<'a> {
         [
             self.name.to_string(),
             format!("{}/{}", self.server, self.tool),
-            crate::catalog::naming::Scheme::short(crate::catalog::naming::MAX_NAME_LEN).base(self.server, self.tool),
+            crate::catalog::naming::short_base(self.server, self.tool),
         ]
     }
     /// With annotations, from a server trusted or not.

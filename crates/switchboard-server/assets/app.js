@@ -78,7 +78,8 @@ function retryText(retry) {
 // ---------------------------------------------------------------- server list
 
 // A tool shown under the filter: its name or description holds the text, or the hub's tool
-// search (BM25 over names, titles, descriptions and parameters) found it for the words.
+// search (by the words, BM25 over names, titles, descriptions and parameters, and by what they
+// mean) found it for them.
 function toolMatches(server, tool) {
   const f = state.filter;
   if (!f) return true;

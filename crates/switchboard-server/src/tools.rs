@@ -35,8 +35,9 @@ pub struct ToolsQuery {
     /// With a provider format: descriptions cut to this many characters (default 2048).
     #[param(minimum = 1)]
     description_cap: Option<usize>,
-    /// Only the tools that answer this, best first: words (ranked with BM25 over names,
-    /// titles, descriptions and parameters), `select:NAME[,NAME]` or `/REGEX/`.
+    /// Only the tools that answer this, best first: words (ranked by what they say, BM25 over
+    /// names, titles, descriptions and parameters, and by what they mean), `select:NAME[,NAME]`
+    /// or `/REGEX/`.
     search: Option<String>,
     /// Most tools a search gives (default 20).
     #[param(minimum = 1)]

@@ -5,6 +5,7 @@
 //! half-updated catalog and never hold a lock. Raw MCP names are kept for the protocol call;
 //! the model sees the names from [`naming`].
 
+mod embed;
 pub mod export;
 pub mod naming;
 pub mod search;

@@ -84,16 +84,41 @@ fn words_rank_the_tool_named_for_them_first() {
 
 #[test]
 fn equal_scores_go_by_name_and_limits_hold() {
+    // One tool under three servers whose names are as long as each other: the same words, the
+    // same length, the same meaning, so the same score.
     let obj = json!({"type": "object"});
-    let same: Vec<Tool> =
-        ["zeta", "alpha", "mid"].iter().map(|n| tool(n, "frobnicate the widget", obj.clone())).collect();
-    let cat = catalog(&[("b", same.clone()), ("a", same)]);
-    let all = names(&cat.search("frobnicate", 10).unwrap_or_default());
-    assert_eq!(all, ["mcp__a__alpha", "mcp__a__mid", "mcp__a__zeta", "mcp__b__alpha", "mcp__b__mid", "mcp__b__zeta"]);
+    let same = vec![tool("frob", "frobnicate the widget", obj.clone())];
+    let cat = catalog(&[("s2", same.clone()), ("s3", same.clone()), ("s1", same)]);
+    let hits = cat.search("frobnicate", 10).unwrap_or_default();
+    assert!(hits.windows(2).all(|w| w[0].score == w[1].score), "{hits:?}");
+    let all = names(&hits);
+    assert_eq!(all, ["mcp__s1__frob", "mcp__s2__frob", "mcp__s3__frob"]);
     assert_eq!(names(&cat.search("frobnicate", 2).unwrap_or_default()), all[..2]);
     assert!(cat.search("frobnicate", 0).unwrap_or_default().is_empty());
     // The same answer from another snapshot built from the same lists.
     assert_eq!(names(&cat.clone().search("widget", 10).unwrap_or_default()), all);
+}
+
+/// Words the tools do not use find them by meaning: "capture an image of the website" has no
+/// word of `take_screenshot`'s (a cosine of 0.37, the others under 0.1); made-up words find
+/// nothing.
+#[cfg(feature = "meaning")]
+#[test]
+fn meaning_finds_tools_without_their_words() {
+    let obj = json!({"type": "object"});
+    let cat = catalog(&[(
+        "web",
+        vec![
+            tool("take_screenshot", "Take a screenshot of the current page", obj.clone()),
+            tool("add_observations", "Add new observations to existing entities in the knowledge graph", obj.clone()),
+            tool("list_issues", "List issues in a GitHub repository", obj),
+        ],
+    )]);
+    let words = Index::words(cat.tools());
+    assert!(words.rank("capture an image of the website", 5, |_| true).is_empty(), "no word in common");
+    let hits = cat.search("capture an image of the website", 5).unwrap_or_default();
+    assert_eq!(names(&hits), ["mcp__web__take_screenshot"]);
+    assert!(cat.search("qwertyuiop zxcvb", 5).unwrap_or_default().is_empty());
 }
 
 #[test]

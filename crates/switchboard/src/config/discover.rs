@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::entry::{FileCtx, Parsed, parse_file};
+use super::entry::{Parsed, parse_file};
+use super::file::FileCtx;
 use super::{Diagnostic, LoadedConfig, Scope, Severity};
 
 /// File names looked for in each project folder, highest precedence first.

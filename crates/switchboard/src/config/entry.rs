@@ -5,55 +5,22 @@
 //! `mcp.servers` (ZCode). Every entry goes through [`parse_entry`], which reads each field it
 //! knows exactly once and reports the rest as unknown, so a field cannot be silently dropped.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use super::expand::expand;
-use super::jsonc::line_of_key;
+use super::file::FileCtx;
 use super::values::{
     FieldError, as_bool, as_bytes, as_grace, as_ms, as_string, as_string_map, as_strings, err, kind, take,
 };
 use super::{
-    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Diagnostic,
-    HttpConfig, HttpTransport, InvalidServer, OAuthConfig, Scope, ServerConfig, ServerEntry, Severity, StdioConfig,
-    ToolFilter, TransportConfig,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, HttpConfig,
+    HttpTransport, InvalidServer, OAuthConfig, Scope, ServerConfig, ServerEntry, Severity, StdioConfig, ToolFilter,
+    TransportConfig,
 };
-
-/// Context for parsing one file.
-pub(crate) struct FileCtx<'a> {
-    pub path: &'a Path,
-    pub text: &'a str,
-    pub scope: Scope,
-    pub env: &'a HashMap<String, String>,
-    pub diagnostics: &'a mut Vec<Diagnostic>,
-}
-
-impl FileCtx<'_> {
-    pub(crate) fn diag(&mut self, severity: Severity, server: Option<&str>, field: Option<&str>, message: String) {
-        let line = field
-            .and_then(|f| {
-                // The field's line, searched after the server's own line.
-                let start = server.and_then(|s| line_of_key(self.text, s)).unwrap_or(1);
-                let offset: usize = self.text.split_inclusive('\n').take(start - 1).map(str::len).sum();
-                line_of_key(&self.text[offset..], f.split('.').next().unwrap_or(f)).map(|l| l + start - 1)
-            })
-            .or_else(|| server.and_then(|s| line_of_key(self.text, s)));
-        // A name or a key is what the file says: quoted short, whatever its length.
-        let short = |s: &str| crate::text::excerpt(s, 80);
-        self.diagnostics.push(Diagnostic {
-            severity,
-            file: self.path.to_path_buf(),
-            line,
-            column: None,
-            server: server.map(short),
-            field: field.map(short),
-            message,
-        });
-    }
-}
 
 /// One entry of a file: a server, or an override that only turns on or off a server of the
 /// same name from a file of lower precedence (`"fs": {"enabled": false}` in the user file
@@ -182,18 +149,6 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
         }
     }
     out
-}
-
-impl FileCtx<'_> {
-    /// An override for a server no file of lower precedence defines.
-    pub(crate) fn lone_toggle(&mut self, name: &str) {
-        self.diag(
-            Severity::Warning,
-            Some(name),
-            None,
-            "holds only `enabled`, but no file of lower precedence defines this server: ignored".into(),
-        );
-    }
 }
 
 /// Whether an `mcp` object is ZCode's (`mcp.servers` holds the map) rather than OpenCode's.

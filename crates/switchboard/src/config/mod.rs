@@ -10,6 +10,7 @@ mod discover;
 mod edit;
 mod entry;
 pub mod expand;
+mod file;
 pub mod foreign;
 mod import;
 mod inputs;
@@ -47,7 +48,7 @@ pub fn parse_server(
 ) -> (ServerEntry, Vec<Diagnostic>) {
     let text = serde_json::to_string_pretty(&serde_json::json!({"servers": {name: value}})).unwrap_or_default();
     let mut diagnostics = Vec::new();
-    let mut ctx = entry::FileCtx { path: source, text: &text, scope, env, diagnostics: &mut diagnostics };
+    let mut ctx = file::FileCtx { path: source, text: &text, scope, env, diagnostics: &mut diagnostics };
     let entry = entry::parse_server_value(name, value, &mut ctx);
     (entry, diagnostics)
 }

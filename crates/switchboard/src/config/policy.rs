@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::entry::FileCtx;
+use super::file::FileCtx;
 use super::{Scope, ServerConfig, Severity, TransportConfig};
 
 /// Where a policy came from, most authoritative first.

@@ -206,11 +206,8 @@ pub(super) async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, w
             Error::ServerExited { server: slot.name.clone(), message }
         }
         // The answer came but was not taken (too large, undecodable): not the server's refusal.
-        ServiceError::McpError(ref data)
-            if data.code.0 == crate::transport::stdio::REFUSED
-                && data.message.starts_with("switchboard did not take") =>
-        {
-            Error::Protocol { server: slot.name.clone(), message: format!("{what}: {}", data.message) }
+        ServiceError::McpError(ref data) if let Some(refused) = crate::transport::Refusal::of(data) => {
+            Error::Protocol { server: slot.name.clone(), message: format!("{what}: {refused}") }
         }
         ServiceError::McpError(ref data) => Error::Rejected {
             server: slot.name.clone(),

@@ -250,13 +250,7 @@ fn refuse_oversize(result: PostResult, id: Option<RequestId>, session: Option<St
     match (result, id) {
         (Err(StreamableHttpError::ResponseBodyTooLarge { max_size }), Some(id)) => {
             tracing::warn!("a response body over max_message_bytes ({max_size}) was refused");
-            let error = rmcp::model::ErrorData::new(
-                rmcp::model::ErrorCode(super::stdio::REFUSED),
-                format!(
-                    "switchboard did not take the server's answer: a response body over max_message_bytes ({max_size})"
-                ),
-                None,
-            );
+            let error = super::Refusal::new(format!("a response body over max_message_bytes ({max_size})")).error();
             Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::error(error, Some(id)), session))
         }
         (other, _) => other,
@@ -287,11 +281,7 @@ fn refuse_undecodable(
         _ => return result,
     };
     tracing::warn!("{why}");
-    let error = rmcp::model::ErrorData::new(
-        rmcp::model::ErrorCode(super::stdio::REFUSED),
-        format!("switchboard did not take the server's answer: {why}"),
-        None,
-    );
+    let error = super::Refusal::new(why).error();
     Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::error(error, id), session))
 }
 
@@ -488,7 +478,7 @@ mod tests {
         match refuse_undecodable(unparseable(), ours.clone(), false, None) {
             Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), _)) => {
                 assert_eq!(e.id, ours);
-                assert_eq!(e.error.code.0, super::super::stdio::REFUSED);
+                assert_eq!(e.error.code.0, super::super::REFUSED);
                 assert!(e.error.message.contains("not one JSON-RPC message"), "{}", e.error.message);
             }
             other => panic!("{other:?}"),

@@ -8,9 +8,12 @@ mod answers;
 pub(crate) mod header_params;
 pub mod http;
 pub mod lines;
+mod refusal;
 pub mod sse;
 pub mod stdio;
 
 pub use http::{HttpClient, LeftOut};
+pub use refusal::REFUSED;
+pub(crate) use refusal::Refusal;
 pub use sse::{SseClientTransport, SseError};
 pub use stdio::StdioTransport;

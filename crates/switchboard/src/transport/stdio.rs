@@ -22,17 +22,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
-use rmcp::model::{ErrorCode, ErrorData};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, watch};
 
 use crate::events::Event;
-
-/// The JSON-RPC error code of an answer switchboard did not take (in the range JSON-RPC
-/// leaves to implementations).
-pub const REFUSED: i32 = -32001;
 
 use super::lines::{HEAD, Line, Lines, message_id as request_id};
 
@@ -108,9 +103,7 @@ impl StdioTransport {
             self.events.send(Event::Dropped { server: self.server.to_string(), reason });
         }
         let id = id?;
-        let error =
-            ErrorData::new(ErrorCode(REFUSED), format!("switchboard did not take the server's answer: {why}"), None);
-        Some(RxJsonRpcMessage::<RoleClient>::error(error, Some(id)))
+        Some(RxJsonRpcMessage::<RoleClient>::error(super::Refusal::new(why).error(), Some(id)))
     }
 }
 

@@ -34,10 +34,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::LoggingLevel;
 use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use switchboard::Hub;
 use switchboard::config::Profile;
+use switchboard::events::LogLevel;
 
 pub use relay::Relay;
 pub use search::ToolSearch;
@@ -99,7 +99,7 @@ impl GatewayOptions {
 struct SessionState {
     peer: Option<Peer<RoleServer>>,
     /// The lowest level of log messages it wants (`logging/setLevel`); all until it says.
-    level: Option<LoggingLevel>,
+    level: Option<LogLevel>,
     /// `(server, upstream uri)` it subscribed to (`resources/subscribe`).
     subscribed: HashSet<(String, String)>,
     /// Its `subscriptions/listen` streams (2026-07-28).

@@ -6,8 +6,8 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam};
-use switchboard::events::Event;
+use rmcp::model::{LoggingMessageNotificationParam, ResourceUpdatedNotificationParam};
+use switchboard::events::{Event, LogLevel};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::Shared;
@@ -46,35 +46,9 @@ pub(crate) fn start(shared: &Arc<Shared>) {
 
 async fn other(shared: &Shared, event: Event) {
     match event {
-        Event::Log { server, level, data, .. } => log(shared, &server, &level, data).await,
+        Event::Log { server, level, data, .. } => log(shared, &server, level, data).await,
         Event::ResourceUpdated { server, uri } => updated(shared, &server, &uri).await,
         _ => {}
-    }
-}
-
-fn level_of(level: &str) -> LoggingLevel {
-    match level {
-        "debug" => LoggingLevel::Debug,
-        "notice" => LoggingLevel::Notice,
-        "warning" => LoggingLevel::Warning,
-        "error" => LoggingLevel::Error,
-        "critical" => LoggingLevel::Critical,
-        "alert" => LoggingLevel::Alert,
-        "emergency" => LoggingLevel::Emergency,
-        _ => LoggingLevel::Info,
-    }
-}
-
-fn rank(level: LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        _ => 7,
     }
 }
 
@@ -130,17 +104,16 @@ pub(crate) async fn list_changed(shared: &Shared) {
     }
 }
 
-async fn log(shared: &Shared, server: &str, level: &str, data: serde_json::Value) {
-    let level = level_of(level);
+async fn log(shared: &Shared, server: &str, level: LogLevel, data: serde_json::Value) {
     let peers: Vec<_> = shared
         .sessions()
         .values()
-        .filter(|s| s.level.is_none_or(|min| rank(level) >= rank(min)))
+        .filter(|s| s.level.is_none_or(|min| level >= min))
         .filter_map(|s| s.peer.clone())
         .collect();
     tracing::debug!(server, sessions = peers.len(), "forwarding a log message");
     for peer in peers {
-        let mut param = LoggingMessageNotificationParam::new(level, data.clone());
+        let mut param = LoggingMessageNotificationParam::new(level.into(), data.clone());
         param.logger = Some(server.to_string());
         #[allow(deprecated)]
         let _ = peer.notify_logging_message(param).await;

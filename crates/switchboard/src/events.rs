@@ -66,8 +66,8 @@ pub enum Event {
     Log {
         /// The server.
         server: String,
-        /// Its level (`info`, `error`, ...).
-        level: String,
+        /// Its level.
+        level: LogLevel,
         /// Its logger name, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         logger: Option<String>,
@@ -163,6 +163,66 @@ impl EventBus {
     /// The changes of state from now on (no per-call events).
     pub(crate) fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<Event> {
         self.changes.subscribe()
+    }
+}
+
+/// How grave a server's log message is (MCP's levels, RFC 5424's, least grave first: a
+/// session that asked for `warning` gets `warning` and above).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum LogLevel {
+    /// Detail for debugging.
+    Debug,
+    /// Normal operation.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// A warning.
+    Warning,
+    /// An error.
+    Error,
+    /// A critical condition.
+    Critical,
+    /// Action must be taken at once.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+// rmcp marks logging deprecated (SEP-2577) while servers still send it: the conversions are
+// the one place that names rmcp's type.
+#[allow(deprecated)]
+impl From<rmcp::model::LoggingLevel> for LogLevel {
+    fn from(level: rmcp::model::LoggingLevel) -> LogLevel {
+        use rmcp::model::LoggingLevel as L;
+        match level {
+            L::Debug => LogLevel::Debug,
+            L::Info => LogLevel::Info,
+            L::Notice => LogLevel::Notice,
+            L::Warning => LogLevel::Warning,
+            L::Error => LogLevel::Error,
+            L::Critical => LogLevel::Critical,
+            L::Alert => LogLevel::Alert,
+            L::Emergency => LogLevel::Emergency,
+        }
+    }
+}
+
+#[allow(deprecated)]
+impl From<LogLevel> for rmcp::model::LoggingLevel {
+    fn from(level: LogLevel) -> rmcp::model::LoggingLevel {
+        use rmcp::model::LoggingLevel as L;
+        match level {
+            LogLevel::Debug => L::Debug,
+            LogLevel::Info => L::Info,
+            LogLevel::Notice => L::Notice,
+            LogLevel::Warning => L::Warning,
+            LogLevel::Error => L::Error,
+            LogLevel::Critical => L::Critical,
+            LogLevel::Alert => L::Alert,
+            LogLevel::Emergency => L::Emergency,
+        }
     }
 }
 

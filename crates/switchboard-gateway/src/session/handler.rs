@@ -51,7 +51,7 @@ impl ServerHandler for Session {
     async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
         self.register(&ctx)?;
         if let Some(s) = self.shared.sessions().get_mut(&self.id) {
-            s.level = Some(request.level);
+            s.level = Some(request.level.into());
         }
         Ok(())
     }

@@ -459,9 +459,8 @@ impl ClientHandler for Handler {
         if !self.admit() {
             return;
         }
-        let level =
-            serde_json::to_value(params.level).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        tracing::debug!(server = %self.server, level = %level, "server log: {}", params.data);
+        let level = crate::events::LogLevel::from(params.level);
+        tracing::debug!(server = %self.server, ?level, "server log: {}", params.data);
         self.events.send(Event::Log { server: self.server.clone(), level, logger: params.logger, data: params.data });
     }
 }

@@ -7,15 +7,18 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequestParams, GetPromptResponse,
     GetPromptResult, InputRequiredResult, JsonObject, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
+    ReadResourceResult, ServerResult,
 };
 use rmcp::service::ServiceError;
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::connect::{self, ensure_connected};
 use super::request::{Failure, Limits, ProgressTo, map_error, send};
-use super::{Hub, Inner, Slot, connect, retry};
+use super::slot::drop_connection;
+use super::subscriptions::send_subscription;
+use super::{Hub, Inner, Slot};
 use crate::connection::Connection;
 use crate::connection::handler::Progress;
 use crate::error::Error;
@@ -299,13 +302,19 @@ impl Hub {
                 meta,
             ))
             .await;
+            if sent.is_err() && conn.tree.is_none() && conn.is_closed() {
+                // A remote server's transport closed under this request: the status says so at
+                // once.
+                let reason = format!("closed the connection during `{what}`");
+                connect::remote_gone(&self.inner, &slot, &conn, reason).await;
+            }
             let result = match sent {
                 Ok(r) => r,
                 Err(Failure { sent: false, error }) if !resent => {
                     // It never left: connect again and send it once more.
                     resent = true;
                     tracing::info!(server = %slot.name, "`{what}` was not sent (the connection was closed): reconnecting to send it again ({error})");
-                    super::health::drop_connection(&slot, &conn).await;
+                    drop_connection(&slot, &conn).await;
                     conn = connected_unless_cancelled(&self.inner, &slot, timeout, cancel).await?;
                     continue;
                 }
@@ -407,8 +416,13 @@ impl Hub {
                 Ok(Err(e)) => {
                     let error = Box::pin(map_error(&slot, &conn, e, &what)).await;
                     if conn.tree.is_none() && conn.is_closed() {
-                        retry::remote_gone(&self.inner, &slot, &conn, format!("closed the connection during `{what}`"))
-                            .await;
+                        connect::remote_gone(
+                            &self.inner,
+                            &slot,
+                            &conn,
+                            format!("closed the connection during `{what}`"),
+                        )
+                        .await;
                     }
                     return Err(error);
                 }
@@ -509,58 +523,6 @@ impl Hub {
     }
 }
 
-/// Subscribes `conn` again to what its slot was subscribed to (a new connection starts with
-/// none); a refusal is logged, the rest still tried.
-pub(super) async fn resubscribe(slot: &Slot, conn: &Connection) {
-    let uris: Vec<String> = slot.state().subscribed.iter().cloned().collect();
-    for uri in uris {
-        if let Err(e) = send_subscription(slot, conn, &uri, true).await {
-            tracing::warn!(server = %slot.name, uri, "could not subscribe again after reconnecting: {e}");
-        }
-    }
-}
-
-/// Sends one subscription change for `uri` on `conn`.
-// `resources/subscribe` is what every protocol version up to 2025-11-25 has; rmcp marks it
-// legacy in favour of 2026-07-28's `subscriptions/listen`.
-#[allow(deprecated)]
-async fn send_subscription(slot: &Slot, conn: &Connection, uri: &str, on: bool) -> Result<(), Error> {
-    // A server that did not declare `resources.subscribe` is not asked (one that cannot take
-    // it may never answer, and a listen stream would wait for an acknowledgement in vain).
-    let declared = conn
-        .peer
-        .peer_info()
-        .is_some_and(|i| i.capabilities.resources.as_ref().is_some_and(|r| r.subscribe == Some(true)));
-    if on && !declared {
-        return Err(Error::Rejected {
-            server: slot.name.clone(),
-            code: rmcp::model::ErrorCode::METHOD_NOT_FOUND.0,
-            message: format!("subscribing to {uri}: the server does not offer resource subscriptions"),
-            data: None,
-        });
-    }
-    if conn.is_stateless() {
-        // 2026-07-28 has no `resources/subscribe`: the URI joins the listen stream.
-        return conn.listen_resource(uri, on).await.map_err(|message| Error::Protocol {
-            server: slot.name.clone(),
-            message: format!("subscribing to {uri}: {message}"),
-        });
-    }
-    let what = format!("resources/{} {uri}", if on { "subscribe" } else { "unsubscribe" });
-    let request = async {
-        if on {
-            conn.peer.subscribe(SubscribeRequestParams::new(uri)).await
-        } else {
-            conn.peer.unsubscribe(UnsubscribeRequestParams::new(uri)).await
-        }
-    };
-    match tokio::time::timeout(Duration::from_secs(30), request).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(Box::pin(map_error(slot, conn, e, &what)).await),
-        Err(_) => Err(Error::Timeout { server: slot.name.clone(), what, after: Duration::from_secs(30) }),
-    }
-}
-
 /// Answers a 2026-07-28 server's `input_required` result for the next round of `what`, or
 /// gives up when the server keeps asking.
 async fn next_round(
@@ -596,64 +558,5 @@ async fn connected_unless_cancelled(
         biased;
         conn = ensure_connected(inner, slot, wait) => conn,
         () = token.cancelled() => Err(Error::Cancelled),
-    }
-}
-
-/// The slot's live connection. A server being connected is waited for, and so is one whose
-/// next attempt is due within [`retry::WAIT_FOR_DUE`], at most `wait` in all; one that went away
-/// is connected now when no timer will (a short-lived host, or no attempt scheduled); anything
-/// else fails at once, saying why and when the next attempt is.
-pub(super) async fn ensure_connected(
-    inner: &Arc<Inner>,
-    slot: &Arc<Slot>,
-    wait: Duration,
-) -> Result<Arc<Connection>, Error> {
-    if let Some(conn) = slot.state().conn.as_ref().filter(|c| !c.is_closed()) {
-        return Ok(conn.clone());
-    }
-    let deadline = tokio::time::Instant::now() + wait;
-    let mut changed = inner.changed.subscribe();
-    loop {
-        let status = {
-            let st = slot.state();
-            if let Some(conn) = st.conn.as_ref().filter(|c| !c.is_closed()) {
-                return Ok(conn.clone());
-            }
-            st.status.clone()
-        };
-        let not_connected =
-            |status: &ServerStatus| Error::NotConnected { server: slot.name.clone(), reason: status.summary() };
-        let due = slot.backoff().due();
-        let wait_now = match &status {
-            ServerStatus::Connecting => true,
-            ServerStatus::Disconnected { .. } | ServerStatus::Failed { .. } if due.is_some() => {
-                let soon = due.is_some_and(|d| d <= std::time::Instant::now() + retry::WAIT_FOR_DUE);
-                if !soon {
-                    return Err(not_connected(&status));
-                }
-                true
-            }
-            // Idle: stopped while unused; this request starts it again.
-            ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } | ServerStatus::Idle => false,
-            ServerStatus::Failed { kind, .. } if kind.is_retryable() => false,
-            other => return Err(not_connected(other)),
-        };
-        if wait_now {
-            // The attempt under way (or due) changes the status when it ends.
-            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
-                let status = slot.state().status.clone();
-                return Err(Error::NotConnected {
-                    server: slot.name.clone(),
-                    reason: format!("{} (waited {})", status.summary(), crate::connection::human(wait)),
-                });
-            }
-            continue;
-        }
-        // Boxed: a connect future is large, and it would otherwise make every call's future
-        // (which callers move around) that large too.
-        return Box::pin(connect(inner, slot)).await.map_err(|f| Error::NotConnected {
-            server: slot.name.clone(),
-            reason: format!("reconnecting failed: {}", f.message),
-        });
     }
 }

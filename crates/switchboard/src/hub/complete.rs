@@ -4,7 +4,7 @@
 use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompleteResult, CompletionContext, CompletionInfo, Reference};
 
 use super::Hub;
-use super::calls::ensure_connected;
+use super::connect::ensure_connected;
 use super::request::map_error;
 use crate::error::Error;
 

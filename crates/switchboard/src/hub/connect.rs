@@ -1,20 +1,28 @@
-//! Connecting a slot, and what watches a live connection: the exit watcher (an unexpected
-//! exit marks the server `disconnected`, its supervisor ends what it left, and the hub tries
-//! again: [`super::retry`]), the session-renewal watcher (a renewed HTTP session is listed and
-//! subscribed again) and the refresh worker for `list_changed` (sequential per server, with a
-//! sequence number so a refresh from an older connection can never overwrite a newer list).
+//! A slot's connection, from start to loss and back: connecting it; what watches a live
+//! connection: the exit watcher (an unexpected exit marks the server `disconnected`, its
+//! supervisor ends what it left), the health check of a remote one, the session-renewal
+//! watcher (a renewed HTTP session is listed and subscribed again) and the refresh worker for
+//! `list_changed` (sequential per server, with a sequence number so a refresh from an older
+//! connection can never overwrite a newer list); a loss (`lost`: the status, and the timer that
+//! connects again, when [`super::retry`]'s policy says); and a caller's wait for a live
+//! connection (`ensure_connected`). The policy (backoff, crash loop) is `retry.rs`; connecting
+//! and losing call each other, so they are one file.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::{Inner, Slot, calls, connected_status};
+use super::retry::{self, delay, tail_of, with_retry};
+use super::slot::{PING_TIMEOUT, drop_connection};
+use super::subscriptions::resubscribe;
+use super::{Inner, Slot, connected_status};
 use crate::connection::handler::ListChange;
 use crate::connection::{ConnectCtx, Connection, StartFailure};
-use crate::status::{FailureKind, ServerStatus};
+use crate::error::Error;
+use crate::status::{FailureKind, Retry, ServerStatus, now_ms};
 
 /// Connects a slot (no-op when it already has a live connection). A failure is the slot's
 /// status, and is tried again as [`super::retry`] says.
@@ -65,14 +73,14 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
                     .collect();
             }
             inner.rebuild_catalog();
-            super::retry::connected(slot);
+            retry::connected(slot);
             inner.set_status(slot, status);
             inner.publish_catalog(slot);
             spawn_watchers(inner, slot, &conn, changes, epoch);
-            super::retry::watch_health(inner, slot, &conn);
+            watch_health(inner, slot, &conn);
             if !slot.state().subscribed.is_empty() {
                 let (slot2, conn2) = (slot.clone(), conn.clone());
-                let handle = tokio::spawn(async move { calls::resubscribe(&slot2, &conn2).await });
+                let handle = tokio::spawn(async move { resubscribe(&slot2, &conn2).await });
                 inner.track(handle.abort_handle());
             }
             if inner.shutting_down.load(Ordering::SeqCst) {
@@ -90,7 +98,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
                 auth_challenge: failure.auth_challenge.clone(),
                 retry: None,
             };
-            super::retry::lost(inner, slot, status);
+            lost(inner, slot, status);
             Err(failure)
         }
     }
@@ -126,11 +134,11 @@ pub(super) fn spawn_watchers(
                         }
                         if let Some(conn) = conn2.upgrade() {
                             let reason = "closed its stdout and kept running (its process was ended)".to_string();
-                            super::health::drop_connection(&slot2, &conn).await;
+                            drop_connection(&slot2, &conn).await;
                             tracing::warn!(server = %slot2.name, "{reason}");
                             let status = ServerStatus::Disconnected { exit_code: None, signal: None, stderr_tail: tree.stderr.lines(), reason: Some(reason), retry: None };
                             if !inner2.shutting_down.load(Ordering::SeqCst) && slot2.epoch.load(Ordering::SeqCst) == epoch {
-                                super::retry::lost(&inner2, &slot2, status);
+                                lost(&inner2, &slot2, status);
                             }
                         }
                         return;
@@ -162,7 +170,7 @@ pub(super) fn spawn_watchers(
                 reason: None,
                 retry: None,
             };
-            super::retry::lost(&inner2, &slot2, status);
+            lost(&inner2, &slot2, status);
         });
         inner.track(h.abort_handle());
     }
@@ -180,7 +188,7 @@ pub(super) fn spawn_watchers(
                 for kind in [ListChange::Tools, ListChange::Resources, ListChange::Prompts] {
                     refresh(&inner2, &slot2, &conn, kind, epoch).await;
                 }
-                calls::resubscribe(&slot2, &conn).await;
+                resubscribe(&slot2, &conn).await;
             }
         });
         inner.track(h.abort_handle());
@@ -240,4 +248,181 @@ pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connect
         inner.set_status(slot, status);
     }
     inner.publish_catalog(slot);
+}
+
+/// The server went away, as `status` (`disconnected` or `failed`) says: records it, decides
+/// when it is tried again (or that it is a crash loop), publishes the status and, in a
+/// long-running host, sets the timer.
+pub(super) fn lost(inner: &Arc<Inner>, slot: &Arc<Slot>, status: ServerStatus) {
+    let policy = inner.options.reconnect;
+    let retryable = match &status {
+        ServerStatus::Failed { kind, .. } => kind.is_retryable(),
+        ServerStatus::Disconnected { .. } => true,
+        _ => false,
+    };
+    if !retryable || inner.shutting_down.load(Ordering::SeqCst) {
+        slot.backoff().cancel();
+        inner.set_status(slot, status);
+        return;
+    }
+    let now = Instant::now();
+    let (attempt, crash) = slot.backoff().record(&policy, &status, now);
+    if crash {
+        let (what, stderr_tail) = match &status {
+            ServerStatus::Failed { message, stderr_tail, .. } => (message.clone(), stderr_tail.clone()),
+            other => (other.summary(), tail_of(other)),
+        };
+        let message = format!(
+            "went away {} times within {} s (last: {}); not tried again by itself: connect it to try again",
+            policy.crash_loop,
+            policy.crash_window.as_secs(),
+            what.lines().next().unwrap_or_default()
+        );
+        tracing::warn!(server = %slot.name, "{message}");
+        let status = ServerStatus::Failed {
+            kind: FailureKind::CrashLoop,
+            message,
+            stderr_tail,
+            auth_challenge: None,
+            retry: None,
+        };
+        inner.set_status(slot, status);
+        return;
+    }
+    if !policy.background {
+        // A short-lived host tries again when a call needs the server.
+        inner.set_status(slot, with_retry(status, Some(Retry { attempt, at_ms: None })));
+        return;
+    }
+    let wait = delay(
+        &policy,
+        attempt,
+        now_ms() ^ u64::from(attempt) ^ slot.name.len() as u64 ^ slot.epoch.load(Ordering::Relaxed),
+    );
+    let retry = Retry { attempt, at_ms: Some(now_ms() + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)) };
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    let slot2 = slot.clone();
+    let epoch = slot.epoch.load(Ordering::SeqCst);
+    let timer = tokio::spawn(async move {
+        tokio::time::sleep(wait).await;
+        let Some(inner) = weak.upgrade() else { return };
+        // Connected meanwhile (a call did it, or a person): nothing to do.
+        if slot2.epoch.load(Ordering::SeqCst) != epoch || inner.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        slot2.backoff().started();
+        tracing::info!(server = %slot2.name, "trying again (attempt {})", attempt + 1);
+        let _ = connect(&inner, &slot2).await;
+    });
+    slot.backoff().schedule(now + wait, timer.abort_handle());
+    inner.track(timer.abort_handle());
+    inner.set_status(slot, with_retry(status, Some(retry)));
+}
+
+/// A remote connection that is gone (a request failed with its transport closed, or a health
+/// check failed): takes it out of the slot and tries again.
+pub(super) async fn remote_gone(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Arc<Connection>, reason: String) {
+    let current = slot.state().conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn));
+    if !current {
+        return;
+    }
+    drop_connection(slot, conn).await;
+    tracing::warn!(server = %slot.name, "{reason}");
+    let status = ServerStatus::Disconnected {
+        exit_code: None,
+        signal: None,
+        stderr_tail: Vec::new(),
+        reason: Some(reason),
+        retry: None,
+    };
+    lost(inner, slot, status);
+}
+
+/// In a long-running host, asks a connected remote server every `health_interval` whether it
+/// is there; the first failure (or a minute without answer) is [`remote_gone`].
+pub(super) fn watch_health(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Arc<Connection>) {
+    let policy = inner.options.reconnect;
+    if !policy.background || conn.tree.is_some() {
+        return;
+    }
+    let (weak, slot2, conn2) = (Arc::downgrade(inner), slot.clone(), Arc::downgrade(conn));
+    let h = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(policy.health_interval).await;
+            let (Some(inner), Some(conn)) = (weak.upgrade(), conn2.upgrade()) else { return };
+            if conn.is_closed() || !slot2.state().conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
+                return;
+            }
+            let checked = tokio::time::timeout(PING_TIMEOUT, conn.check()).await;
+            let reason = match checked {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => format!("stopped answering: {}", crate::connection::describe_error(&e)),
+                Err(_) => {
+                    format!("stopped answering (no answer to a health check within {:?})", PING_TIMEOUT)
+                }
+            };
+            remote_gone(&inner, &slot2, &conn, reason).await;
+            return;
+        }
+    });
+    inner.track(h.abort_handle());
+}
+
+/// The slot's live connection. A server being connected is waited for, and so is one whose
+/// next attempt is due within [`retry::WAIT_FOR_DUE`], at most `wait` in all; one that went away
+/// is connected now when no timer will (a short-lived host, or no attempt scheduled); anything
+/// else fails at once, saying why and when the next attempt is.
+pub(super) async fn ensure_connected(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    wait: Duration,
+) -> Result<Arc<Connection>, Error> {
+    if let Some(conn) = slot.state().conn.as_ref().filter(|c| !c.is_closed()) {
+        return Ok(conn.clone());
+    }
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut changed = inner.changed.subscribe();
+    loop {
+        let status = {
+            let st = slot.state();
+            if let Some(conn) = st.conn.as_ref().filter(|c| !c.is_closed()) {
+                return Ok(conn.clone());
+            }
+            st.status.clone()
+        };
+        let not_connected =
+            |status: &ServerStatus| Error::NotConnected { server: slot.name.clone(), reason: status.summary() };
+        let due = slot.backoff().due();
+        let wait_now = match &status {
+            ServerStatus::Connecting => true,
+            ServerStatus::Disconnected { .. } | ServerStatus::Failed { .. } if due.is_some() => {
+                let soon = due.is_some_and(|d| d <= std::time::Instant::now() + retry::WAIT_FOR_DUE);
+                if !soon {
+                    return Err(not_connected(&status));
+                }
+                true
+            }
+            // Idle: stopped while unused; this request starts it again.
+            ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } | ServerStatus::Idle => false,
+            ServerStatus::Failed { kind, .. } if kind.is_retryable() => false,
+            other => return Err(not_connected(other)),
+        };
+        if wait_now {
+            // The attempt under way (or due) changes the status when it ends.
+            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
+                let status = slot.state().status.clone();
+                return Err(Error::NotConnected {
+                    server: slot.name.clone(),
+                    reason: format!("{} (waited {})", status.summary(), crate::connection::human(wait)),
+                });
+            }
+            continue;
+        }
+        // Boxed: a connect future is large, and it would otherwise make every call's future
+        // (which callers move around) that large too.
+        return Box::pin(connect(inner, slot)).await.map_err(|f| Error::NotConnected {
+            server: slot.name.clone(),
+            reason: format!("reconnecting failed: {}", f.message),
+        });
+    }
 }

@@ -2,14 +2,11 @@
 //! watched); a remote server has no process, so its session can vanish unnoticed (server
 //! restarted, session expired, network gone). `revalidate` asks.
 
-use std::time::Duration;
-
-use super::{Hub, connect, retry};
+use super::connect::connect;
+use super::slot::{PING_TIMEOUT, drop_connection};
+use super::{Hub, retry};
 use crate::error::Error;
 use crate::status::ServerStatus;
-
-/// How long a health check waits for the server's answer.
-pub(super) const PING_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Hub {
     /// Checks that a server's session is alive with a `ping` (on 2026-07-28, which has none,
@@ -41,20 +38,5 @@ impl Hub {
         retry::reset(&slot);
         let _ = connect(&self.inner, &slot).await;
         Ok(slot.state().status.clone())
-    }
-}
-
-/// Takes `conn` out of the slot (if it is still the slot's) and closes it.
-pub(super) async fn drop_connection(slot: &super::Slot, conn: &std::sync::Arc<crate::connection::Connection>) {
-    let current = {
-        let mut st = slot.state();
-        let same = st.conn.as_ref().is_some_and(|c| std::sync::Arc::ptr_eq(c, conn));
-        if same {
-            st.conn = None;
-        }
-        same
-    };
-    if current {
-        conn.close().await;
     }
 }

@@ -22,6 +22,7 @@ mod reload;
 mod request;
 mod retry;
 mod slot;
+mod subscriptions;
 mod view;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

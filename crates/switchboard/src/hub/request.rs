@@ -4,7 +4,6 @@
 //! server, for the caller that sends it again; a remote transport closed under it is noticed at
 //! once).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CancelledNotification, CancelledNotificationParam, ClientNotification, ClientRequest, ServerResult};
@@ -12,7 +11,7 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Inner, Slot, retry};
+use super::{Inner, Slot};
 use crate::connection::handler::{Progress, Publish};
 use crate::connection::{Connection, describe_error};
 use crate::deadline::Expired;
@@ -32,31 +31,6 @@ pub(super) struct ProgressTo {
     pub(super) publish: Option<Publish>,
 }
 
-/// Sends a request and waits for its response, the end of its time, or cancellation. The
-/// deadlines are kept by the hub's [`Watchdog`](crate::deadline::Watchdog) rather than by
-/// per-request timers (see there why); on timeout or cancellation the server is told with
-/// `notifications/cancelled`, as the spec asks.
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn send(
-    inner: &Arc<Inner>,
-    slot: &Arc<Slot>,
-    conn: &Arc<Connection>,
-    request: ClientRequest,
-    limits: Limits,
-    progress: ProgressTo,
-    cancel: Option<CancellationToken>,
-    what: &str,
-    meta: Option<rmcp::model::RequestMetaObject>,
-) -> Result<ServerResult, Failure> {
-    let result = send_once(inner, slot, conn, request, limits, progress, cancel, what, meta).await;
-    if result.is_err() && conn.tree.is_none() && conn.is_closed() {
-        // A remote server's transport closed under this request: the status says so at once.
-        let reason = format!("closed the connection during `{what}`");
-        retry::remote_gone(inner, slot, conn, reason).await;
-    }
-    result
-}
-
 /// Why a request failed, and whether it may have reached the server.
 pub(super) struct Failure {
     pub(super) error: Error,
@@ -70,8 +44,12 @@ impl From<Error> for Failure {
     }
 }
 
+/// Sends a request and waits for its response, the end of its time, or cancellation. The
+/// deadlines are kept by the hub's [`Watchdog`](crate::deadline::Watchdog) rather than by
+/// per-request timers (see there why); on timeout or cancellation the server is told with
+/// `notifications/cancelled`, as the spec asks.
 #[allow(clippy::too_many_arguments)]
-async fn send_once(
+pub(super) async fn send(
     inner: &Inner,
     slot: &Slot,
     conn: &Connection,

@@ -1,4 +1,5 @@
-//! Trying servers again, the same for every transport. A server that goes away (its process
+//! When servers are tried again (the policy; `connect.rs` acts on it), the same for every
+//! transport. A server that goes away (its process
 //! exits, it fails to start, a remote one fails a request or a health check) is marked
 //! `disconnected` or `failed` with the cause at once and tried again:
 //!
@@ -13,13 +14,10 @@
 //! own timeout, [`super::calls`]); later ones fail at once and say when the next attempt is.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use super::{Inner, Slot};
-use crate::connection::Connection;
-use crate::status::{FailureKind, Retry, ServerStatus, now_ms};
+use super::Slot;
+use crate::status::{FailureKind, Retry, ServerStatus};
 
 /// How servers that go away are tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,16 +72,50 @@ impl Backoff {
         self.due
     }
 
-    fn cancel(&mut self) {
+    pub(super) fn cancel(&mut self) {
         if let Some(t) = self.timer.take() {
             t.abort();
         }
         self.due = None;
     }
+
+    /// Records that the server went away at `now`, as `status` says: counts the attempt (a
+    /// failed one adds to the count; a connected server that went away starts it again) and the
+    /// loss (for the crash-loop check). Returns the attempt and whether it is a crash loop.
+    pub(super) fn record(&mut self, policy: &Reconnect, status: &ServerStatus, now: Instant) -> (u32, bool) {
+        self.cancel();
+        if matches!(status, ServerStatus::Failed { .. }) {
+            self.attempt = self.attempt.saturating_add(1);
+        } else {
+            self.attempt = 0;
+        }
+        // A remote server that cannot be reached is away, not crashing: it is tried on with
+        // backoff (up to the longest delay) however long it takes; only exits and failed starts
+        // count towards a crash loop.
+        let unreachable = matches!(status, ServerStatus::Failed { kind: FailureKind::NetworkUnreachable, .. });
+        if !unreachable {
+            self.recent.push_back(now);
+        }
+        while self.recent.front().is_some_and(|t| now.duration_since(*t) > policy.crash_window) {
+            self.recent.pop_front();
+        }
+        (self.attempt, self.recent.len() >= policy.crash_loop as usize)
+    }
+
+    /// The next attempt is due at `due`, on `timer`.
+    pub(super) fn schedule(&mut self, due: Instant, timer: tokio::task::AbortHandle) {
+        self.due = Some(due);
+        self.timer = Some(timer);
+    }
+
+    /// The attempt that was due is being made.
+    pub(super) fn started(&mut self) {
+        self.due = None;
+    }
 }
 
 /// The wait before attempt `attempt` (0: the first after a connected server went away).
-fn delay(policy: &Reconnect, attempt: u32, seed: u64) -> Duration {
+pub(super) fn delay(policy: &Reconnect, attempt: u32, seed: u64) -> Duration {
     if attempt == 0 {
         return Duration::ZERO;
     }
@@ -100,99 +132,8 @@ fn splitmix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// The server went away, as `status` (`disconnected` or `failed`) says: records it, decides
-/// when it is tried again (or that it is a crash loop), publishes the status and, in a
-/// long-running host, sets the timer.
-pub(super) fn lost(inner: &Arc<Inner>, slot: &Arc<Slot>, status: ServerStatus) {
-    let policy = inner.options.reconnect;
-    let retryable = match &status {
-        ServerStatus::Failed { kind, .. } => kind.is_retryable(),
-        ServerStatus::Disconnected { .. } => true,
-        _ => false,
-    };
-    if !retryable || inner.shutting_down.load(Ordering::SeqCst) {
-        slot.backoff().cancel();
-        inner.set_status(slot, status);
-        return;
-    }
-    let now = Instant::now();
-    let (attempt, crash) = {
-        let mut b = slot.backoff();
-        b.cancel();
-        if matches!(status, ServerStatus::Failed { .. }) {
-            b.attempt = b.attempt.saturating_add(1);
-        } else {
-            b.attempt = 0;
-        }
-        // A remote server that cannot be reached is away, not crashing: it is tried on with
-        // backoff (up to the longest delay) however long it takes; only exits and failed starts
-        // count towards a crash loop.
-        let unreachable = matches!(&status, ServerStatus::Failed { kind: FailureKind::NetworkUnreachable, .. });
-        if !unreachable {
-            b.recent.push_back(now);
-        }
-        while b.recent.front().is_some_and(|t| now.duration_since(*t) > policy.crash_window) {
-            b.recent.pop_front();
-        }
-        (b.attempt, b.recent.len() >= policy.crash_loop as usize)
-    };
-    if crash {
-        let (what, stderr_tail) = match &status {
-            ServerStatus::Failed { message, stderr_tail, .. } => (message.clone(), stderr_tail.clone()),
-            other => (other.summary(), tail_of(other)),
-        };
-        let message = format!(
-            "went away {} times within {} s (last: {}); not tried again by itself: connect it to try again",
-            policy.crash_loop,
-            policy.crash_window.as_secs(),
-            what.lines().next().unwrap_or_default()
-        );
-        tracing::warn!(server = %slot.name, "{message}");
-        let status = ServerStatus::Failed {
-            kind: FailureKind::CrashLoop,
-            message,
-            stderr_tail,
-            auth_challenge: None,
-            retry: None,
-        };
-        inner.set_status(slot, status);
-        return;
-    }
-    if !policy.background {
-        // A short-lived host tries again when a call needs the server.
-        inner.set_status(slot, with_retry(status, Some(Retry { attempt, at_ms: None })));
-        return;
-    }
-    let wait = delay(
-        &policy,
-        attempt,
-        now_ms() ^ u64::from(attempt) ^ slot.name.len() as u64 ^ slot.epoch.load(Ordering::Relaxed),
-    );
-    let retry = Retry { attempt, at_ms: Some(now_ms() + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)) };
-    let weak: Weak<Inner> = Arc::downgrade(inner);
-    let slot2 = slot.clone();
-    let epoch = slot.epoch.load(Ordering::SeqCst);
-    let timer = tokio::spawn(async move {
-        tokio::time::sleep(wait).await;
-        let Some(inner) = weak.upgrade() else { return };
-        // Connected meanwhile (a call did it, or a person): nothing to do.
-        if slot2.epoch.load(Ordering::SeqCst) != epoch || inner.shutting_down.load(Ordering::SeqCst) {
-            return;
-        }
-        slot2.backoff().due = None;
-        tracing::info!(server = %slot2.name, "trying again (attempt {})", attempt + 1);
-        let _ = super::connect::connect(&inner, &slot2).await;
-    });
-    {
-        let mut b = slot.backoff();
-        b.due = Some(now + wait);
-        b.timer = Some(timer.abort_handle());
-    }
-    inner.track(timer.abort_handle());
-    inner.set_status(slot, with_retry(status, Some(retry)));
-}
-
-fn tail_of(status: &ServerStatus) -> Vec<String> {
+/// The last lines of stderr a status carries.
+pub(super) fn tail_of(status: &ServerStatus) -> Vec<String> {
     match status {
         ServerStatus::Disconnected { stderr_tail, .. } | ServerStatus::Failed { stderr_tail, .. } => {
             stderr_tail.clone()
@@ -201,7 +142,8 @@ fn tail_of(status: &ServerStatus) -> Vec<String> {
     }
 }
 
-fn with_retry(mut status: ServerStatus, next: Option<Retry>) -> ServerStatus {
+/// `status` with when it is tried next.
+pub(super) fn with_retry(mut status: ServerStatus, next: Option<Retry>) -> ServerStatus {
     match &mut status {
         ServerStatus::Disconnected { retry, .. } | ServerStatus::Failed { retry, .. } => *retry = next,
         _ => {}
@@ -224,55 +166,6 @@ pub(super) fn reset(slot: &Slot) {
     b.cancel();
     b.recent.clear();
     b.attempt = 0;
-}
-
-/// A remote connection that is gone (a request failed with its transport closed, or a health
-/// check failed): takes it out of the slot and tries again.
-pub(super) async fn remote_gone(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Arc<Connection>, reason: String) {
-    let current = slot.state().conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn));
-    if !current {
-        return;
-    }
-    super::health::drop_connection(slot, conn).await;
-    tracing::warn!(server = %slot.name, "{reason}");
-    let status = ServerStatus::Disconnected {
-        exit_code: None,
-        signal: None,
-        stderr_tail: Vec::new(),
-        reason: Some(reason),
-        retry: None,
-    };
-    lost(inner, slot, status);
-}
-
-/// In a long-running host, asks a connected remote server every `health_interval` whether it
-/// is there; the first failure (or a minute without answer) is [`remote_gone`].
-pub(super) fn watch_health(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Arc<Connection>) {
-    let policy = inner.options.reconnect;
-    if !policy.background || conn.tree.is_some() {
-        return;
-    }
-    let (weak, slot2, conn2) = (Arc::downgrade(inner), slot.clone(), Arc::downgrade(conn));
-    let h = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(policy.health_interval).await;
-            let (Some(inner), Some(conn)) = (weak.upgrade(), conn2.upgrade()) else { return };
-            if conn.is_closed() || !slot2.state().conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
-                return;
-            }
-            let checked = tokio::time::timeout(super::health::PING_TIMEOUT, conn.check()).await;
-            let reason = match checked {
-                Ok(Ok(())) => continue,
-                Ok(Err(e)) => format!("stopped answering: {}", crate::connection::describe_error(&e)),
-                Err(_) => {
-                    format!("stopped answering (no answer to a health check within {:?})", super::health::PING_TIMEOUT)
-                }
-            };
-            remote_gone(&inner, &slot2, &conn, reason).await;
-            return;
-        }
-    });
-    inner.track(h.abort_handle());
 }
 
 #[cfg(test)]

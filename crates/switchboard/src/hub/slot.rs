@@ -4,6 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 
 use crate::catalog::{CompiledFilter, ServerLists};
 use crate::config::{ServerConfig, ServerEntry};
@@ -164,5 +165,23 @@ fn parts(entry: &ServerEntry) -> (Arc<CompiledFilter>, Option<Arc<ServerConfig>>
     match entry {
         ServerEntry::Valid(c) => (Arc::new(CompiledFilter::new(&c.tools)), Some(Arc::new(c.clone()))),
         ServerEntry::Invalid(_) => (Arc::new(CompiledFilter::new(&Default::default())), None),
+    }
+}
+
+/// How long a health check waits for the server's answer.
+pub(super) const PING_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Takes `conn` out of the slot (if it is still the slot's) and closes it.
+pub(super) async fn drop_connection(slot: &Slot, conn: &std::sync::Arc<crate::connection::Connection>) {
+    let current = {
+        let mut st = slot.state();
+        let same = st.conn.as_ref().is_some_and(|c| std::sync::Arc::ptr_eq(c, conn));
+        if same {
+            st.conn = None;
+        }
+        same
+    };
+    if current {
+        conn.close().await;
     }
 }

@@ -1,8 +1,8 @@
 //! One request on a live connection: sent under the hub's watchdog (idle and hard deadlines,
 //! the caller's cancellation; `notifications/cancelled` to the server on either), its progress
 //! routed, and its failure classified into the hub's [`Error`] (whether it may have reached the
-//! server, for the caller that sends it again; a remote transport closed under it is noticed at
-//! once).
+//! server, for the caller that sends it again; the caller also marks a remote server gone when
+//! its transport closed under the request: `connect::remote_gone`).
 
 use std::time::Duration;
 

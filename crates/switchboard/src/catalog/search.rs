@@ -389,10 +389,15 @@ impl Index {
     /// 10,000 tools; the process's first build also decodes the model's tables, 0.05 s).
     pub(crate) fn build(tools: &[ToolEntry]) -> Index {
         std::thread::scope(|scope| {
-            let meanings = scope.spawn(|| meanings(tools));
+            // A thread the system will not give: the meanings after the words, on this one.
+            let second =
+                std::thread::Builder::new().name("search-index".into()).spawn_scoped(scope, || meanings(tools));
             let mut index = Index::words(tools);
-            // A panic there (none is known) leaves search to the words.
-            index.meanings = meanings.join().unwrap_or_default();
+            index.meanings = match second {
+                // A panic there (none is known) leaves search to the words.
+                Ok(handle) => handle.join().unwrap_or_default(),
+                Err(_) => meanings(tools),
+            };
             index
         })
     }

@@ -12,7 +12,7 @@ use switchboard::trust::TrustStore;
 use switchboard::{CallOptions, Hub};
 
 use crate::ctx::{Ctx, load, only, print_json, with_hub};
-use crate::render::{self, safe, short, status_word, table};
+use crate::render::{self, short, status_word, table};
 use crate::{Cli, Command, ConfigAction, InputsAction};
 
 /// Runs the command; returns the exit code.
@@ -122,7 +122,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                 let templates = crate::listing::values(catalog.resource_templates())?;
                 crate::listing::resources(&resources, &templates, json)?;
                 if !json {
-                    warn_not_connected(&hub);
+                    render::warn_not_connected(&hub);
                 }
                 Ok(0)
             })
@@ -147,7 +147,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             with_hub(ctx, only, |hub, _| async move {
                 crate::listing::prompts(&crate::listing::values(hub.catalog().prompts())?, json)?;
                 if !json {
-                    warn_not_connected(&hub);
+                    render::warn_not_connected(&hub);
                 }
                 Ok(0)
             })
@@ -184,7 +184,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                     print_json(&found)?;
                     return Ok(0);
                 }
-                show_completion(&found.values, found.total, found.has_more == Some(true))
+                render::show_completion(&found.values, found.total, found.has_more == Some(true))
             })
             .await
         }
@@ -298,23 +298,6 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
     }
 }
 
-pub(crate) fn warn_not_connected(hub: &Hub) {
-    let down: Vec<String> = hub
-        .servers()
-        .into_iter()
-        .filter(|s| {
-            matches!(
-                s.status,
-                ServerStatus::Failed { .. } | ServerStatus::Untrusted | ServerStatus::Disconnected { .. }
-            )
-        })
-        .map(|s| format!("{} ({})", s.name, s.status.state()))
-        .collect();
-    if !down.is_empty() {
-        note!("note: not included: {} (see `switchboard list`)", down.join(", "));
-    }
-}
-
 fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     let servers = hub.servers();
     if json {
@@ -363,20 +346,6 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     }
     // A config file with errors (printed above) is a failure, though every server is listed.
     Ok(u8::from(ctx.loaded.has_errors()))
-}
-
-/// The suggestions, one per line, and how many more there are.
-pub(crate) fn show_completion(values: &[String], total: Option<u32>, has_more: bool) -> Result<u8> {
-    for value in values {
-        out!("{}", safe(value));
-    }
-    let more = total.map(|t| (t as usize).saturating_sub(values.len())).unwrap_or(0);
-    if more > 0 {
-        note!("({more} more: type more of it)");
-    } else if has_more {
-        note!("(more: type more of it)");
-    }
-    Ok(0)
 }
 
 /// `--timeout` in seconds, checked: a clear error, never a panic, for what is not a time.

@@ -13,12 +13,13 @@ use switchboard::status::ServerStatus;
 use switchboard::{Hub, HubOptions, Paths};
 use tokio_util::sync::CancellationToken;
 
-use crate::{Cli, Command, ask, render};
+use crate::terminal::{self, Screen, Terminal};
+use crate::{Cli, Command, render};
 
 /// The config and paths a command runs with.
 pub(crate) struct Ctx {
     /// What is drawn on stderr now (so questions are not drawn over it).
-    pub(crate) screen: ask::Screen,
+    pub(crate) screen: Screen,
     pub(crate) paths: Paths,
     /// How the config was loaded (to load it again when its files change).
     pub(crate) options: LoadOptions,
@@ -33,10 +34,10 @@ pub(crate) fn load(cli: &Cli) -> Result<Ctx> {
     let mut loaded = config::load(&options);
     // Inputs servers need (`${input:ID}`): asked once, at a terminal, then kept.
     let asks = !matches!(cli.command, Command::Config { .. } | Command::Inputs { .. } | Command::Import { .. });
-    if asks && crate::import::ask_missing(&paths, &loaded.inputs_missing) {
+    if asks && terminal::ask_missing(&paths, &loaded.inputs_missing) {
         loaded = config::load(&options);
     }
-    Ok(Ctx { screen: ask::Screen::default(), paths, options, loaded })
+    Ok(Ctx { screen: Screen::default(), paths, options, loaded })
 }
 
 impl Ctx {
@@ -68,10 +69,10 @@ where
     // A server's request for input is put to the person only when there is one at a terminal.
     // The same for a server asking for a completion: the person answers as the model.
     if std::io::stdin().is_terminal() && render::stderr_tty() {
-        let terminal = ask::Terminal::new(ctx.screen.clone());
-        options = options.elicitor(Arc::new(ask::TerminalElicitor::new(terminal.clone())));
-        options = options.approver(crate::policy::TerminalApprover::new(terminal.clone()));
-        options = options.sampler(Arc::new(crate::sample::TerminalSampler::new(terminal)));
+        let terminal = Terminal::new(ctx.screen.clone());
+        options = options.elicitor(Arc::new(terminal::TerminalElicitor::new(terminal.clone())));
+        options = options.approver(terminal::TerminalApprover::new(terminal.clone()));
+        options = options.sampler(Arc::new(terminal::TerminalSampler::new(terminal)));
     }
     let hub = Hub::start(&ctx.loaded, options);
     let cancel = CancellationToken::new();

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
 use serde_json::json;
-use switchboard::config::{self, Action, Found, InputStore, KnownFile, MissingInput, SourceScope, Tool};
+use switchboard::config::{self, Action, Found, InputStore, KnownFile, SourceScope, Tool};
 
 use crate::ctx::{Ctx, print_json};
-use crate::render::{safe, table};
+use crate::render::{safe, shown, table};
+use crate::terminal::described;
 
 /// Every place the tools keep servers, for this person and project.
 fn known(ctx: &Ctx) -> Vec<KnownFile> {
@@ -80,15 +81,6 @@ pub(crate) fn sources(ctx: &Ctx, json: bool) -> Result<u8> {
         out!("Bring them in with `switchboard import` (`--dry-run` shows what it would do).");
     }
     Ok(0)
-}
-
-/// A path with the home folder as `~`.
-fn shown(path: &Path) -> String {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    match home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
-        Some(rest) => format!("~/{}", rest.display()),
-        None => path.display().to_string(),
-    }
 }
 
 /// What `switchboard import` was asked.
@@ -312,10 +304,6 @@ pub(crate) fn inputs(ctx: &Ctx, args: InputsArgs) -> Result<u8> {
     }
 }
 
-fn described(input: &config::InputDecl) -> String {
-    input.description.as_deref().map(|d| format!(": {}", safe(d))).unwrap_or_default()
-}
-
 /// The config file whose input `id` is meant: the one given, else the one that needs it.
 fn file_of(ctx: &Ctx, id: &str, file: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(f) = file {
@@ -345,37 +333,6 @@ fn read_value(id: &str, file: &Path) -> Result<String> {
         bail!("no value on stdin");
     }
     Ok(value)
-}
-
-/// Asks the person at the terminal for each input that servers need and has no value yet,
-/// once; keeps each answer. Returns whether any was given (the config is then loaded again).
-pub(crate) fn ask_missing(paths: &switchboard::Paths, missing: &[MissingInput]) -> bool {
-    if missing.is_empty() || !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return false;
-    }
-    let store = InputStore::new(&paths.data_dir);
-    let term = console::Term::stderr();
-    let mut given = false;
-    for m in missing {
-        let _ = writeln!(&term, "{} needs `{}`{}", shown(&m.file), m.input.id, described(&m.input));
-        if !m.input.options.is_empty() {
-            let _ =
-                writeln!(&term, "  one of: {}", m.input.options.iter().map(|o| safe(o)).collect::<Vec<_>>().join(", "));
-        }
-        let default = m.input.default.as_deref().map(|d| format!(" [{}]", safe(d))).unwrap_or_default();
-        let _ = write!(&term, "  value{default} (Enter to skip): ");
-        let read = if m.input.password { term.read_secure_line() } else { term.read_line() };
-        let Ok(value) = read else { break };
-        let value = if value.is_empty() { m.input.default.clone().unwrap_or_default() } else { value };
-        if value.is_empty() {
-            continue;
-        }
-        match store.set(&m.file, &m.input.id, &value) {
-            Ok(()) => given = true,
-            Err(e) => note!("warning: the value of `{}` is not kept: {e}", m.input.id),
-        }
-    }
-    given
 }
 
 /// With no server configured: says which other tools have some, and how to bring them in.

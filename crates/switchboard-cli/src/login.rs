@@ -98,7 +98,7 @@ async fn browser_login(hub: &Hub, server: &str, no_browser: bool, print_url: boo
         std::io::stdout().flush()?;
     } else {
         note!("Log in to `{server}` in a browser:\n\n  {url}\n");
-        if !no_browser && has_display() && open_browser(&url) {
+        if !no_browser && crate::terminal::has_display() && crate::terminal::open_browser(&url) {
             note!("(opened in your browser)");
         }
         note!("Waiting for the browser to come back to {redirect} (5 minutes; Ctrl-C cancels).");
@@ -168,23 +168,6 @@ fn report(server: &str, status: &ServerStatus, quiet: bool) -> Result<u8> {
         }
         other => Err(anyhow!("logged in, but `{server}` did not connect: {}", other.summary())),
     }
-}
-
-/// A graphical session is there to show a browser.
-pub(crate) fn has_display() -> bool {
-    cfg!(target_os = "macos") || std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some()
-}
-
-/// Asks the desktop to open `url`; false if it could not.
-pub(crate) fn open_browser(url: &str) -> bool {
-    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-    std::process::Command::new(opener)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .is_ok()
 }
 
 /// The configured (name, URL) pairs of remote servers.

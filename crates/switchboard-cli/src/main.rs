@@ -8,7 +8,6 @@
 
 #[macro_use]
 mod out;
-mod ask;
 mod commands;
 mod configs;
 mod ctx;
@@ -23,9 +22,9 @@ mod manage;
 mod policy;
 mod remote;
 mod render;
-mod sample;
 mod serve;
 mod signals;
+mod terminal;
 mod tools;
 
 use std::path::PathBuf;

@@ -285,5 +285,5 @@ pub(crate) async fn complete(remote: &Remote, asked: Completion<'_>, json: bool)
         print_json(&out)?;
         return Ok(0);
     }
-    crate::commands::show_completion(&values, total, has_more)
+    render::show_completion(&values, total, has_more)
 }

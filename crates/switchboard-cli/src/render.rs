@@ -171,3 +171,46 @@ pub fn launch_lines(config: &ServerConfig) -> Vec<String> {
     }
     lines
 }
+
+/// A path with the home folder as `~`.
+pub(crate) fn shown(path: &std::path::Path) -> String {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    match home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
+    }
+}
+
+/// A note on stderr naming the servers left out of an answer (failed, untrusted, gone).
+pub(crate) fn warn_not_connected(hub: &switchboard::Hub) {
+    let down: Vec<String> = hub
+        .servers()
+        .into_iter()
+        .filter(|s| {
+            matches!(
+                s.status,
+                switchboard::status::ServerStatus::Failed { .. }
+                    | switchboard::status::ServerStatus::Untrusted
+                    | switchboard::status::ServerStatus::Disconnected { .. }
+            )
+        })
+        .map(|s| format!("{} ({})", s.name, s.status.state()))
+        .collect();
+    if !down.is_empty() {
+        note!("note: not included: {} (see `switchboard list`)", down.join(", "));
+    }
+}
+
+/// The suggestions, one per line, and how many more there are.
+pub(crate) fn show_completion(values: &[String], total: Option<u32>, has_more: bool) -> anyhow::Result<u8> {
+    for value in values {
+        out!("{}", safe(value));
+    }
+    let more = total.map(|t| (t as usize).saturating_sub(values.len())).unwrap_or(0);
+    if more > 0 {
+        note!("({more} more: type more of it)");
+    } else if has_more {
+        note!("(more: type more of it)");
+    }
+    Ok(0)
+}

@@ -155,7 +155,7 @@ pub async fn dashboard(ctx: &Ctx, print_url: bool) -> Result<u8> {
     }
     let link: serde_json::Value = response.json().await?;
     let url = link["login_url"].as_str().ok_or_else(|| anyhow!("{base} answered without a link"))?;
-    if !print_url && crate::login::has_display() && crate::login::open_browser(url) {
+    if !print_url && crate::terminal::has_display() && crate::terminal::open_browser(url) {
         out!("Opened the dashboard in your browser. If nothing opened, this link works once within 10 minutes:");
     } else {
         out!("Open this link in a browser (it works once, within 10 minutes):");

@@ -181,7 +181,7 @@ pub(crate) async fn run(ctx: &Ctx, asked: Asked, no_attach: bool) -> Result<u8> 
             if let Some(totals) = &totals {
                 totals.show()?;
             }
-            crate::commands::warn_not_connected(&hub);
+            crate::render::warn_not_connected(&hub);
         }
         Ok(0)
     })

@@ -71,7 +71,7 @@ pub enum Error {
         reason: String,
     },
     /// No response (nor progress) within the timeout; `notifications/cancelled` was sent.
-    #[error("`{what}` on server `{server}` timed out after {}", crate::connection::human(*after))]
+    #[error("`{what}` on server `{server}` timed out after {}", crate::text::human(*after))]
     Timeout {
         /// The server.
         server: String,

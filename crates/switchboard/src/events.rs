@@ -20,7 +20,7 @@ pub enum Event {
     /// server by server, and the diagnostics of the files as they are now.
     ConfigReloaded {
         /// What the reload did.
-        report: Box<crate::hub::ReloadReport>,
+        report: Box<ReloadReport>,
         /// Warnings and errors of the files now (an entry that turned invalid is kept running).
         diagnostics: Vec<crate::config::Diagnostic>,
     },
@@ -223,6 +223,35 @@ impl From<LogLevel> for rmcp::model::LoggingLevel {
             LogLevel::Alert => L::Alert,
             LogLevel::Emergency => L::Emergency,
         }
+    }
+}
+
+/// What a reload did, server by server (names in order).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ReloadReport {
+    /// New servers (started unless disabled or waiting for trust).
+    pub added: Vec<String>,
+    /// Servers no longer configured: stopped.
+    pub removed: Vec<String>,
+    /// Servers whose launch or transport changed: restarted.
+    pub restarted: Vec<String>,
+    /// Servers changed in a way that needs no restart (filters, timeouts, checks, enabled).
+    pub updated: Vec<String>,
+    /// Servers left as they were.
+    pub unchanged: Vec<String>,
+    /// Servers whose entry turned invalid: what runs is kept, `(server, why)`.
+    pub kept: Vec<(String, String)>,
+}
+
+impl ReloadReport {
+    /// Whether anything changed.
+    pub fn changed(&self) -> bool {
+        !(self.added.is_empty()
+            && self.removed.is_empty()
+            && self.restarted.is_empty()
+            && self.updated.is_empty()
+            && self.kept.is_empty())
     }
 }
 

@@ -48,13 +48,13 @@ pub mod transport;
 pub mod trust;
 pub mod workspace;
 
-pub use connection::handler::Progress;
 pub use error::Error;
 pub use hub::{
     CallOptions, Comeback, Completing, ConfigWatch, Hub, HubOptions, HubView, Reconnect, ReloadReport, ServerInfo,
     ToolOutput, ViewFilter,
 };
 pub use paths::Paths;
+pub use transport::progress::Progress;
 
 /// Writes a file whole (a temporary file renamed over it) with mode 0600, creating its folder
 /// (0700): for secrets.

@@ -4,12 +4,24 @@
 //! can move the cursor over what the person reads).
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 /// `s` cut to at most `max` characters, with `…` and the full size when it was cut.
 pub fn excerpt(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         None => s.to_string(),
         Some((cut, _)) => format!("{}… ({} bytes)", &s[..cut], s.len()),
+    }
+}
+
+/// A duration as a person reads it: `1.5 s`, `30 s`, `250 ms`.
+pub(crate) fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
     }
 }
 

@@ -4,7 +4,6 @@
 //! Start-up failures are classified into [`FailureKind`]s with a message that names the
 //! cause and, for a process, its exit code and last stderr lines.
 
-pub(crate) mod flood;
 pub mod handler;
 mod listen;
 mod mrtr;
@@ -26,7 +25,8 @@ use crate::catalog::ServerLists;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::process::ProcessTree;
 use crate::status::FailureKind;
-use handler::{Handler, ListChange, ProgressRouter};
+use crate::transport::progress::ProgressRouter;
+use handler::{Handler, ListChange};
 
 /// Why a server did not start.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -137,20 +137,9 @@ fn describe(e: &ServiceError) -> String {
         ServiceError::McpError(data) => {
             format!("server error {}: {}", data.code.0, crate::text::excerpt(&data.message, 2000))
         }
-        ServiceError::Timeout { timeout } => format!("timed out after {}", human(*timeout)),
+        ServiceError::Timeout { timeout } => format!("timed out after {}", crate::text::human(*timeout)),
         ServiceError::TransportClosed => "the connection closed".into(),
         other => other.to_string(),
-    }
-}
-
-/// `1.5 s`, `30 s`, `250 ms`.
-pub(crate) fn human(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{} ms", d.as_millis())
-    } else if d.subsec_millis() == 0 {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
     }
 }
 
@@ -177,7 +166,7 @@ impl Connection {
                 .protocol_version
                 .as_ref()
                 .and_then(|v| ProtocolVersion::KNOWN_VERSIONS.iter().find(|k| k.as_str() == v.as_str()).cloned()),
-            flood: Arc::new(std::sync::Mutex::new(flood::Flood::new(ctx.notification_rate))),
+            flood: Arc::new(std::sync::Mutex::new(crate::transport::flood::Flood::new(ctx.notification_rate))),
         };
         let answers = handler.clone();
         let (service, tree, http_session, stdout_closed) = match &config.transport {
@@ -278,7 +267,10 @@ impl Connection {
             Ok(Err(ListError::Other(e))) => (FailureKind::ToolListFailed, format!("tools/list failed: {e}")),
             Err(_) => (
                 FailureKind::StartupTimeout,
-                format!("listing tools did not finish within {} (startup_timeout_ms)", human(config.startup_timeout)),
+                format!(
+                    "listing tools did not finish within {} (startup_timeout_ms)",
+                    crate::text::human(config.startup_timeout)
+                ),
             ),
         };
         let t = tree.as_deref().map(tail).unwrap_or_default();

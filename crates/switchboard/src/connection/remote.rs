@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::handler::Handler;
-use super::{ConnectCtx, StartFailure, human};
+use super::{ConnectCtx, StartFailure};
 use crate::config::{HttpConfig, HttpTransport, ServerConfig};
 use crate::status::FailureKind;
 use crate::transport::{HttpClient, SseClientTransport, SseError};
@@ -54,7 +54,10 @@ pub(super) async fn start(
     let timeout = || {
         StartFailure::new(
             FailureKind::StartupTimeout,
-            format!("{url} did not finish start-up within {} (startup_timeout_ms)", human(config.startup_timeout)),
+            format!(
+                "{url} did not finish start-up within {} (startup_timeout_ms)",
+                crate::text::human(config.startup_timeout)
+            ),
         )
     };
     let with_url = |mut f: StartFailure| {

@@ -8,7 +8,7 @@ use rmcp::service::{ClientInitializeError as Init, RoleClient, RunningService};
 use tokio::time::Instant;
 
 use super::handler::Handler;
-use super::{ConnectCtx, StartFailure, end_with, human};
+use super::{ConnectCtx, StartFailure, end_with};
 use crate::config::{ServerConfig, StdioConfig};
 use crate::process::{self, ProcessTree};
 use crate::status::FailureKind;
@@ -81,7 +81,10 @@ pub(super) async fn start(
         }
         Err(_) => (
             FailureKind::StartupTimeout,
-            format!("did not finish start-up within {} (startup_timeout_ms)", human(config.startup_timeout)),
+            format!(
+                "did not finish start-up within {} (startup_timeout_ms)",
+                crate::text::human(config.startup_timeout)
+            ),
         ),
     };
     Err(end_with(Some(tree), kind, message).await)

@@ -20,11 +20,11 @@ use super::slot::drop_connection;
 use super::subscriptions::send_subscription;
 use super::{Hub, Inner, Slot};
 use crate::connection::Connection;
-use crate::connection::handler::Progress;
 use crate::error::Error;
 use crate::events::Event;
 use crate::output::{ModelResult, ResultBudget, Spill, format_call_result};
 use crate::status::ServerStatus;
+use crate::transport::progress::Progress;
 
 /// Options for one call.
 #[derive(Debug, Clone, Default)]

@@ -413,7 +413,7 @@ pub(super) async fn ensure_connected(
                 let status = slot.state().status.clone();
                 return Err(Error::NotConnected {
                     server: slot.name.clone(),
-                    reason: format!("{} (waited {})", status.summary(), crate::connection::human(wait)),
+                    reason: format!("{} (waited {})", status.summary(), crate::text::human(wait)),
                 });
             }
             continue;

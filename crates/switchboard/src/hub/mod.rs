@@ -34,18 +34,17 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 
+pub use crate::events::ReloadReport;
 pub use auth::Comeback;
 pub use calls::{CallOptions, ToolOutput};
 pub use complete::Completing;
 pub use follow::ConfigWatch;
-pub use reload::ReloadReport;
 pub use retry::Reconnect;
 pub use view::{HubView, ViewFilter};
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};
 use crate::config::{LoadedConfig, Scope, ServerConfig, TransportConfig};
 use crate::connection::Connection;
-use crate::connection::handler::Publish;
 use crate::deadline::Watchdog;
 use crate::elicitation::Elicitor;
 use crate::error::Error;
@@ -55,6 +54,7 @@ use crate::paths::Paths;
 use crate::process::ProcessTree;
 use crate::sampling::Sampler;
 use crate::status::{Counts, FailureKind, ServerStatus};
+use crate::transport::progress::Publish;
 use crate::trust::TrustStore;
 use connect::connect;
 use slot::Slot;
@@ -131,7 +131,7 @@ impl HubOptions {
             reconnect: Reconnect::default(),
             results_keep: Duration::from_secs(7 * 24 * 3600),
             results_max_bytes: 500 * 1000 * 1000,
-            notification_rate: crate::connection::flood::DEFAULT_RATE,
+            notification_rate: crate::transport::flood::DEFAULT_RATE,
         }
     }
 

@@ -8,40 +8,10 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use super::{Hub, Slot, connect, retry};
 use crate::config::{LoadedConfig, Scope, ServerConfig, ServerEntry};
+use crate::events::ReloadReport;
 use crate::status::ServerStatus;
-
-/// What a reload did, server by server (names in order).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct ReloadReport {
-    /// New servers (started unless disabled or waiting for trust).
-    pub added: Vec<String>,
-    /// Servers no longer configured: stopped.
-    pub removed: Vec<String>,
-    /// Servers whose launch or transport changed: restarted.
-    pub restarted: Vec<String>,
-    /// Servers changed in a way that needs no restart (filters, timeouts, checks, enabled).
-    pub updated: Vec<String>,
-    /// Servers left as they were.
-    pub unchanged: Vec<String>,
-    /// Servers whose entry turned invalid: what runs is kept, `(server, why)`.
-    pub kept: Vec<(String, String)>,
-}
-
-impl ReloadReport {
-    /// Whether anything changed.
-    pub fn changed(&self) -> bool {
-        !(self.added.is_empty()
-            && self.removed.is_empty()
-            && self.restarted.is_empty()
-            && self.updated.is_empty()
-            && self.kept.is_empty())
-    }
-}
 
 /// Whether going from `old` to `new` needs the server started again.
 fn needs_restart(old: &ServerConfig, new: &ServerConfig) -> bool {

@@ -12,10 +12,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Inner, Slot};
-use crate::connection::handler::{Progress, Publish};
 use crate::connection::{Connection, describe_error};
 use crate::deadline::Expired;
 use crate::error::Error;
+use crate::transport::progress::{Progress, Publish};
 
 /// How long a request may take: `idle` without a response or progress, `total` in all.
 #[derive(Clone, Copy)]

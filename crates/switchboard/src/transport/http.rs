@@ -51,17 +51,7 @@ pub struct HttpClient {
     /// Tools the transport leaves out of `tools/list` answers.
     left_out: Arc<LeftOut>,
     /// Where progress read from response streams goes (rmcp's handler otherwise).
-    progress: Option<ProgressSink>,
-}
-
-/// Takes the progress notifications a transport reads, in the order it reads them.
-#[derive(Clone)]
-pub(crate) struct ProgressSink(pub(crate) Arc<dyn Fn(rmcp::model::ProgressNotificationParam) + Send + Sync>);
-
-impl std::fmt::Debug for ProgressSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ProgressSink")
-    }
+    progress: Option<super::progress::ProgressSink>,
 }
 
 /// The tools of the last `tools/list` that the transport leaves out because their
@@ -165,7 +155,7 @@ impl HttpClient {
     }
 
     /// Hands progress notifications read from response streams to `sink`, in order.
-    pub(crate) fn progress_sink(mut self, sink: ProgressSink) -> HttpClient {
+    pub(crate) fn progress_sink(mut self, sink: super::progress::ProgressSink) -> HttpClient {
         self.progress = Some(sink);
         self
     }
@@ -179,7 +169,7 @@ impl HttpClient {
                     let taken = match event {
                         // A progress notification is small: a result is not read twice.
                         Ok(Sse { data: Some(data), .. }) if data.len() <= 64 * 1024 => {
-                            super::stdio::progress_notification(data.as_bytes()).map(|p| (sink.0)(p)).is_some()
+                            super::progress::progress_notification(data.as_bytes()).map(|p| (sink.0)(p)).is_some()
                         }
                         _ => false,
                     };
@@ -501,9 +491,11 @@ mod tests {
         let taken = Arc::new(Mutex::new(Vec::new()));
         let into = taken.clone();
         let Ok(client) = HttpClient::new() else { return };
-        let client = client.progress_sink(ProgressSink(Arc::new(move |p: rmcp::model::ProgressNotificationParam| {
-            into.lock().unwrap_or_else(PoisonError::into_inner).push(p.progress);
-        })));
+        let client = client.progress_sink(super::super::progress::ProgressSink(Arc::new(
+            move |p: rmcp::model::ProgressNotificationParam| {
+                into.lock().unwrap_or_else(PoisonError::into_inner).push(p.progress);
+            },
+        )));
         let event = |data: &str| Ok(Sse { event: None, data: Some(data.to_string()), id: None, retry: None });
         let events = futures::stream::iter(vec![
             event(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":50}}"#),

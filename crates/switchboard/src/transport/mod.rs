@@ -5,14 +5,17 @@
 //! invalid `x-mcp-header` declarations: [`header_params`]).
 
 mod answers;
+pub(crate) mod flood;
 pub(crate) mod header_params;
 pub mod http;
 pub mod lines;
+pub(crate) mod progress;
 mod refusal;
 pub mod sse;
 pub mod stdio;
 
 pub use http::{HttpClient, LeftOut};
+pub use progress::Progress;
 pub use refusal::REFUSED;
 pub(crate) use refusal::Refusal;
 pub use sse::{SseClientTransport, SseError};

@@ -40,7 +40,7 @@ pub struct StdioTransport {
     events: crate::events::EventBus,
     closed: watch::Sender<bool>,
     dropped: RateNote,
-    flood: crate::connection::flood::Flood,
+    flood: super::flood::Flood,
     /// Notifications dropped since the reading last paused.
     since_pause: u32,
     /// The `tools/call` requests in flight, whose answers are decoded without rmcp's search.
@@ -48,7 +48,7 @@ pub struct StdioTransport {
     /// Where progress goes, taken here in the order the server wrote it (rmcp hands each
     /// notification to a task of its own, so progress sent just before a result could reach
     /// its caller after the result).
-    progress: Option<Arc<crate::connection::handler::ProgressRouter>>,
+    progress: Option<Arc<super::progress::ProgressRouter>>,
 }
 
 impl StdioTransport {
@@ -68,21 +68,21 @@ impl StdioTransport {
             events,
             closed: watch::channel(false).0,
             dropped: RateNote::default(),
-            flood: crate::connection::flood::Flood::default(),
+            flood: super::flood::Flood::default(),
             since_pause: 0,
             calls: Default::default(),
             progress: None,
         }
     }
 
-    /// Takes at most `rate` notifications a second (0: every one); see `connection::flood`.
+    /// Takes at most `rate` notifications a second (0: every one); see `transport::flood`.
     pub fn notification_rate(mut self, rate: u32) -> StdioTransport {
-        self.flood = crate::connection::flood::Flood::new(rate);
+        self.flood = super::flood::Flood::new(rate);
         self
     }
 
     /// Routes progress notifications here, in order, instead of through rmcp's handler.
-    pub(crate) fn progress_router(mut self, router: Arc<crate::connection::handler::ProgressRouter>) -> StdioTransport {
+    pub(crate) fn progress_router(mut self, router: Arc<super::progress::ProgressRouter>) -> StdioTransport {
         self.progress = Some(router);
         self
     }
@@ -159,7 +159,7 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
                         }
                         if taken
                             && let Some(router) = &self.progress
-                            && let Some(progress) = progress_notification(line)
+                            && let Some(progress) = super::progress::progress_notification(line)
                         {
                             router.dispatch(progress);
                             continue;
@@ -242,19 +242,6 @@ fn parse(line: &[u8]) -> Parsed {
             }
         }
     }
-}
-
-/// A `notifications/progress` line's parameters (a line already known to be a notification).
-pub(crate) fn progress_notification(line: &[u8]) -> Option<rmcp::model::ProgressNotificationParam> {
-    const METHOD: &[u8] = b"\"notifications/progress\"";
-    memchr::memmem::find(line, METHOD)?;
-    #[derive(serde::Deserialize)]
-    struct Note {
-        method: String,
-        params: rmcp::model::ProgressNotificationParam,
-    }
-    let note: Note = serde_json::from_slice(line).ok()?;
-    (note.method == "notifications/progress").then_some(note.params)
 }
 
 /// Whether a (whole) line is a notification that may be dropped under a flood: no top-level

@@ -7,61 +7,12 @@
 
 use std::io::{BufRead, Write};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::json;
 use serde_json::{Map, Value};
 use switchboard::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor, check_answer};
 
-/// The spinner or progress bar on screen, if any, so a question is not drawn over.
-#[derive(Clone, Default)]
-pub struct Screen(Arc<Mutex<Option<indicatif::ProgressBar>>>);
-
-impl Screen {
-    /// Records the bar being drawn now (`None`: nothing).
-    pub fn set(&self, bar: Option<indicatif::ProgressBar>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = bar;
-    }
-
-    pub(crate) fn current(&self) -> Option<indicatif::ProgressBar> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-}
-
-/// The person at the terminal, asked one thing at a time (by the elicitor, the approver and the
-/// sampler alike): what is drawn (a spinner) is set aside while they answer.
-#[derive(Clone)]
-pub struct Terminal {
-    screen: Screen,
-    turn: Arc<tokio::sync::Mutex<()>>,
-}
-
-impl Terminal {
-    /// Asking on the terminal, clear of what `screen` draws.
-    pub fn new(screen: Screen) -> Self {
-        Terminal { screen, turn: Arc::default() }
-    }
-
-    /// Runs `ask` with stdin and stderr on a blocking thread, when it is this question's
-    /// turn; `None` if it could not run.
-    pub async fn ask<R: Send + 'static>(
-        &self,
-        ask: impl FnOnce(&mut std::io::StdinLock<'static>, &mut std::io::Stderr) -> R + Send + 'static,
-    ) -> Option<R> {
-        let _turn = self.turn.lock().await;
-        let bar = self.screen.current();
-        tokio::task::spawn_blocking(move || {
-            let mut input = std::io::stdin().lock();
-            let mut err = std::io::stderr();
-            match &bar {
-                Some(bar) => bar.suspend(|| ask(&mut input, &mut err)),
-                None => ask(&mut input, &mut err),
-            }
-        })
-        .await
-        .ok()
-    }
-}
+use super::Terminal;
 
 /// Asks servers' questions on the terminal.
 pub struct TerminalElicitor {
@@ -85,7 +36,7 @@ impl Elicitor for TerminalElicitor {
                 let answer = ask(&request, input, err);
                 // URL mode: the person said yes to opening it.
                 if let (ElicitationAnswer::Accept(_), Some(url)) = (&answer, &request.url) {
-                    let opened = crate::login::has_display() && crate::login::open_browser(url);
+                    let opened = super::has_display() && super::open_browser(url);
                     if !opened {
                         let _ = writeln!(err, "  open it in a browser: {}", one_line(url));
                     }

@@ -15,7 +15,7 @@ use std::pin::Pin;
 use serde_json::Value;
 use switchboard::sampling::{CreateMessageResult, Sampler, SamplingMessage, SamplingRequest};
 
-use crate::ask::Terminal;
+use super::Terminal;
 use crate::render::safe;
 
 /// The model name a reply carries: a person wrote it.

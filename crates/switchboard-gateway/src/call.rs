@@ -308,7 +308,7 @@ fn start(
                 Outcome::Resource(hub.read_resource(&server, &uri).await.map(|mut r| {
                     if exposed != uri {
                         for c in &mut r.contents {
-                            crate::session::set_uri(c, &exposed);
+                            set_uri(c, &exposed);
                         }
                     }
                     r
@@ -613,5 +613,17 @@ pub(crate) fn error(e: switchboard::Error) -> McpError {
         // The upstream's own refusal keeps its code (the message names the server).
         E::Rejected { code, data, .. } => McpError::new(rmcp::model::ErrorCode(*code), e.to_string(), data.clone()),
         _ => McpError::internal_error(e.to_string(), None),
+    }
+}
+
+/// Gives resource contents the URI the client asked for (the exposed one, not the upstream's).
+pub(crate) fn set_uri(contents: &mut rmcp::model::ResourceContents, uri: &str) {
+    use rmcp::model::ResourceContents;
+    match contents {
+        ResourceContents::TextResourceContents { uri: u, .. }
+        | ResourceContents::BlobResourceContents { uri: u, .. } => {
+            *u = uri.to_string();
+        }
+        _ => {}
     }
 }

@@ -20,6 +20,9 @@ use switchboard::catalog::Catalog;
 use switchboard::catalog::naming;
 use switchboard::config::{Profile, ToolFilter};
 
+/// The resource listing every server and its status.
+pub const SERVERS_URI: &str = "switchboard://servers";
+
 /// The prefix of rewritten resource URIs.
 pub const URI_PREFIX: &str = "switchboard://";
 
@@ -289,7 +292,7 @@ impl View {
         let prompts = !self.prompts.iter().map(|p| &p.prompt).eq(older.prompts.iter().map(|p| &p.prompt));
         // The servers' status resource is the gateway's own, listed by each gateway in a chain
         // (an attached one shows its hub's): not a change of the servers' lists.
-        let ours = |r: &&Resource| r.uri != crate::session::SERVERS_URI;
+        let ours = |r: &&Resource| r.uri != SERVERS_URI;
         let resources = !self.resources.iter().filter(ours).eq(older.resources.iter().filter(ours))
             || self.templates != older.templates;
         (tools, prompts, resources)

@@ -1,7 +1,6 @@
 //! The `/api` routes. Each handler is annotated for the OpenAPI description, which is built
 //! from these annotations (`GET /api/openapi.json`), not kept by hand.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
@@ -15,33 +14,8 @@ use switchboard::{CallOptions, Hub, ServerInfo};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ErrorBody};
-use crate::events::{EventLog, async_stream};
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    /// The hub.
-    pub hub: Hub,
-    /// Its events, numbered.
-    pub events: Arc<EventLog>,
-    /// Logins waiting for their callback.
-    pub logins: Arc<crate::login::PendingLogins>,
-    /// Tokens, sessions and login codes.
-    pub access: Arc<crate::security::Access>,
-    /// The questions servers ask the person, if the hub asks through this API.
-    pub questions: Option<Arc<crate::questions::Questions>>,
-    /// Calls waiting for approval, if the hub asks through this API.
-    pub approvals: Option<Arc<crate::approvals::ApprovalQueue>>,
-    /// Servers' requests for a completion, if the relay asks through this API.
-    pub sampling: Option<Arc<crate::sampling::SamplingQueue>>,
-    /// The token counter, once a request asked for token counts.
-    pub tokens: Arc<std::sync::OnceLock<Arc<switchboard::catalog::tokens::TokenCounter>>>,
-    /// The address browsers reach this server by, when it is not the one they send in `Host`
-    /// (`--public-url`, behind a proxy).
-    pub public_url: Option<String>,
-}
-
-pub(crate) type ApiResult<T> = Result<T, ApiError>;
+use crate::events::async_stream;
+use crate::state::{ApiResult, AppState, find, known_server, query_of, rejected};
 
 /// One server: where it comes from and how it is.
 #[derive(Debug, Serialize, ToSchema)]
@@ -90,13 +64,6 @@ pub struct ServerDetail {
     tools: Vec<Value>,
     /// The last lines it wrote on stderr (stdio servers).
     stderr_tail: Vec<String>,
-}
-
-pub(crate) fn find(hub: &Hub, name: &str) -> ApiResult<ServerInfo> {
-    let servers = hub.servers();
-    let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-    let meant = switchboard::Error::unknown_server(name, known);
-    servers.into_iter().find(|s| s.name == name).ok_or_else(|| ApiError::from(meant))
 }
 
 #[utoipa::path(get, path = "/api/servers", tag = "servers",
@@ -184,14 +151,6 @@ pub struct CallResult {
     /// The result ready for a model (blocks, truncation, spill file).
     #[schema(value_type = Object)]
     model: Value,
-}
-
-/// A request body that did not make it: too big (413) or not the JSON asked for (400).
-pub(crate) fn rejected(e: axum::extract::rejection::JsonRejection) -> ApiError {
-    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the request body is over the limit (1 MiB)");
-    }
-    ApiError::bad_request(e.body_text())
 }
 
 fn wants_stream(headers: &HeaderMap) -> bool {
@@ -342,19 +301,6 @@ impl ServerFilter {
     fn checked(query: Result<Query<ServerFilter>, QueryRejection>, hub: &Hub) -> ApiResult<Option<String>> {
         known_server(hub, query_of(query)?.server)
     }
-}
-
-/// A query string as asked for, or 400 saying what is wrong with it.
-pub(crate) fn query_of<T>(query: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
-    query.map(|Query(q)| q).map_err(|e| ApiError::bad_request(e.body_text()))
-}
-
-/// `server` if it names a server (404 otherwise), or no filter.
-pub(crate) fn known_server(hub: &Hub, server: Option<String>) -> ApiResult<Option<String>> {
-    if let Some(name) = &server {
-        find(hub, name)?;
-    }
-    Ok(server)
 }
 
 /// The JSON array of `items` whose `server` is `only` (all without a filter).

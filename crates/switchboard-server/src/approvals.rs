@@ -15,16 +15,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use switchboard::policy::{Approval, ApprovalRequest, Approver, BoxFuture};
 use utoipa::ToSchema;
 
-use crate::api::AppState;
-use crate::error::{ApiError, ErrorBody};
 use crate::events::EventLog;
 use crate::queue::{Asked, Queue};
 
@@ -97,7 +92,7 @@ impl ApprovalQueue {
     }
 
     /// Puts `request` to whoever follows the events; `Err` with the reason when nobody does.
-    async fn ask(&self, request: ApprovalRequest, origin: Option<String>) -> Result<Approval, String> {
+    pub(crate) async fn ask(&self, request: ApprovalRequest, origin: Option<String>) -> Result<Approval, String> {
         let asked = self
             .queue
             .ask(|id| PendingApproval {
@@ -138,13 +133,6 @@ impl Approver for ApprovalQueue {
     }
 }
 
-/// The calls waiting.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ApprovalList {
-    /// Oldest first.
-    approvals: Vec<PendingApproval>,
-}
-
 /// An answer.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -164,62 +152,4 @@ pub struct OutsideRequest {
     /// The process that asks, shown on the card (`switchboard gateway (pid 4242) in
     /// /home/ada/project`).
     pub(crate) origin: String,
-}
-
-/// The longest `origin` shown.
-const ORIGIN_MAX: usize = 300;
-
-#[utoipa::path(post, path = "/api/approvals", tag = "approval", request_body = OutsideRequest,
-    description = "Asks the person about a call of another process (a standalone `switchboard gateway` whose client cannot elicit). The request waits in the queue like the server's own (an `approval_requested` event, `GET /api/approvals`) and the response is the decision; closing the connection withdraws it.",
-    responses((status = 200, body = DecisionRequest, description = "Decided (`deny` too when nobody answered in time)"),
-        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 409, body = ErrorBody, description = "`nobody_to_ask`: nobody follows the events")))]
-pub async fn request(
-    State(app): State<AppState>,
-    body: Result<Json<OutsideRequest>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<DecisionRequest>, ApiError> {
-    let Json(OutsideRequest { request, origin }) = body.map_err(crate::api::rejected)?;
-    let nobody = |why: String| ApiError::new(StatusCode::CONFLICT, "nobody_to_ask", why);
-    let queue = app.approvals.as_ref().ok_or_else(|| nobody("this server takes no approvals".into()))?;
-    let origin = switchboard::text::excerpt(&switchboard::text::for_terminal(&origin), ORIGIN_MAX);
-    let approval = queue.ask(request, Some(origin)).await.map_err(nobody)?;
-    Ok(Json(DecisionRequest { decision: approval.as_str().into() }))
-}
-
-#[utoipa::path(get, path = "/api/approvals", tag = "approval",
-    responses((status = 200, body = ApprovalList), (status = 401, body = ErrorBody)))]
-pub async fn list(State(app): State<AppState>) -> Json<ApprovalList> {
-    Json(ApprovalList { approvals: app.approvals.as_ref().map(|q| q.waiting()).unwrap_or_default() })
-}
-
-#[utoipa::path(post, path = "/api/approvals/{id}", tag = "approval", request_body = DecisionRequest,
-    params(("id" = u64, Path, description = "The call waiting")),
-    responses((status = 204, description = "Decided; the call goes on or is refused"),
-        (status = 400, body = ErrorBody, description = "Not one of the four decisions"),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "No such call waits")))]
-pub async fn decide(
-    State(app): State<AppState>,
-    Path(id): Path<String>,
-    body: Result<Json<DecisionRequest>, axum::extract::rejection::JsonRejection>,
-) -> Result<StatusCode, ApiError> {
-    let unknown = || {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_approval",
-            format!(
-                "no call `{}` waits for approval (decided already, or withdrawn when it ended)",
-                switchboard::text::excerpt(&id, 40)
-            ),
-        )
-    };
-    let number: u64 = id.parse().map_err(|_| unknown())?;
-    let Json(request) = body.map_err(crate::api::rejected)?;
-    let Some(approval) = Approval::parse(&request.decision) else {
-        return Err(ApiError::bad_request("`decision` must be one of allow_once, allow_session, allow_always, deny"));
-    };
-    let queue = app.approvals.as_ref().ok_or_else(unknown)?;
-    if !queue.answer(number, approval) {
-        return Err(unknown());
-    }
-    Ok(StatusCode::NO_CONTENT)
 }

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use switchboard::Completing;
 use utoipa::ToSchema;
 
-use crate::api::{AppState, find, rejected};
 use crate::error::{ApiError, ErrorBody};
+use crate::state::{AppState, find, rejected};
 
 /// What to complete.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -5,6 +5,7 @@
 //! every request must name this server in `Host`; `/api` needs the bearer token from the data
 //! folder or the session cookie from a one-time login URL; request bodies are limited.
 
+mod answers;
 mod api;
 mod approvals;
 mod complete;
@@ -19,6 +20,7 @@ mod queue;
 mod running;
 mod sampling;
 mod security;
+mod state;
 mod tools;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -154,7 +156,7 @@ impl utoipa::Modify for BearerAuth {
 }
 
 /// The `/api` router and the OpenAPI description built from its routes.
-fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
+fn api(state: state::AppState) -> (Router, utoipa::openapi::OpenApi) {
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(api::list_servers, manage::add))
         .routes(routes!(api::get_server, manage::remove))
@@ -172,18 +174,18 @@ fn api(state: api::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::get_prompt))
         .routes(routes!(complete::complete))
         .routes(routes!(api::events))
-        .routes(routes!(questions::list))
-        .routes(routes!(questions::answer))
-        .routes(routes!(approvals::list, approvals::request))
-        .routes(routes!(approvals::decide))
-        .routes(routes!(sampling::list))
-        .routes(routes!(sampling::answer))
+        .routes(routes!(answers::questions::list))
+        .routes(routes!(answers::questions::answer))
+        .routes(routes!(answers::approvals::list, answers::approvals::request))
+        .routes(routes!(answers::approvals::decide))
+        .routes(routes!(answers::sampling::list))
+        .routes(routes!(answers::sampling::answer))
         .with_state(state)
         .split_for_parts();
     (router, openapi)
 }
 
-fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> api::AppState {
+fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> state::AppState {
     let events = events::EventLog::start(hub);
     let (questions, approvals, sampling) =
         (options.questions.clone(), options.approvals.clone(), options.sampling.clone());
@@ -196,7 +198,7 @@ fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> ap
     if let Some(s) = &sampling {
         s.attach(&events);
     }
-    api::AppState {
+    state::AppState {
         hub: hub.clone(),
         events,
         logins: Arc::default(),

@@ -6,49 +6,16 @@
 //! cookie (SameSite=Strict) does not come with it: it is matched to its login by the `state`
 //! the login created, which no one else knows.
 
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
-
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
-use switchboard::auth::Login;
 use utoipa::ToSchema;
 
-use crate::api::{AppState, ServerView, find};
+use crate::api::ServerView;
 use crate::error::{ApiError, ErrorBody};
-
-/// How long a started login waits for its callback.
-const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// Logins waiting for the browser, by their `state`.
-#[derive(Default)]
-pub struct PendingLogins {
-    logins: Mutex<Vec<(String, Login, Instant)>>,
-}
-
-impl std::fmt::Debug for PendingLogins {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PendingLogins").finish_non_exhaustive()
-    }
-}
-
-impl PendingLogins {
-    fn add(&self, state: String, login: Login) {
-        let mut logins = self.logins.lock().unwrap_or_else(PoisonError::into_inner);
-        logins.retain(|(_, l, at)| at.elapsed() < LOGIN_TIMEOUT && l.server() != login.server());
-        logins.push((state, login, Instant::now()));
-    }
-
-    fn take(&self, state: &str) -> Option<Login> {
-        let mut logins = self.logins.lock().unwrap_or_else(PoisonError::into_inner);
-        logins.retain(|(_, _, at)| at.elapsed() < LOGIN_TIMEOUT);
-        let i = logins.iter().position(|(s, _, _)| s == state)?;
-        Some(logins.swap_remove(i).1)
-    }
-}
+use crate::state::{AppState, LOGIN_TIMEOUT, find};
 
 /// A login started.
 #[derive(Debug, Serialize, ToSchema)]

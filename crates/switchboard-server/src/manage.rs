@@ -10,8 +10,9 @@ use serde_json::Value;
 use switchboard::config::{self, NewServer, Scope, Severity};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::api::{ActionResult, AppState, ServerView, find};
+use crate::api::{ActionResult, ServerView};
 use crate::error::{ApiError, ErrorBody};
+use crate::state::{AppState, find};
 
 /// A server to add.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -45,7 +46,7 @@ pub async fn add(
     State(app): State<AppState>,
     body: Result<Json<NewServerRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<(StatusCode, Json<ActionResult>), ApiError> {
-    let Json(request) = body.map_err(crate::api::rejected)?;
+    let Json(request) = body.map_err(crate::state::rejected)?;
     if find(&app.hub, &request.name).is_ok() {
         return Err(switchboard::Error::Exists { name: request.name }.into());
     }
@@ -93,7 +94,7 @@ pub async fn remove(
     Path(name): Path<String>,
     query: Result<Query<RemoveQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let q = crate::api::query_of(query)?;
+    let q = crate::state::query_of(query)?;
     let info = find(&app.hub, &name)?;
     if q.from_file == Some(true) && info.source.exists() {
         config::remove_server(&info.source, &name)

@@ -6,15 +6,13 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 use switchboard::catalog::ToolEntry;
 use switchboard::catalog::export::{Changed, ExportOptions, Skipped, ToolFormat, ToolsJson};
-use switchboard::catalog::tokens::TokenCounter;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::api::{ApiResult, AppState, known_server, query_of};
 use crate::error::{ApiError, ErrorBody};
+use crate::state::{ApiResult, AppState, known_server, query_of};
 
 /// Most tools a search gives when `limit` is not said.
 const SEARCH_LIMIT: usize = 20;
@@ -60,22 +58,6 @@ pub enum Format {
     Anthropic,
     /// Gemini function declarations.
     Gemini,
-}
-
-impl AppState {
-    /// The token counter, loaded on first use (a tenth of a second, off the async threads)
-    /// and kept.
-    async fn token_counter(&self) -> ApiResult<Arc<TokenCounter>> {
-        let cell = self.tokens.clone();
-        if let Some(c) = cell.get() {
-            return Ok(c.clone());
-        }
-        let loaded = tokio::task::spawn_blocking(TokenCounter::o200k)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        Ok(cell.get_or_init(|| Arc::new(loaded)).clone())
-    }
 }
 
 /// Tools, in the asked format.

@@ -19,10 +19,8 @@ use switchboard::status::ServerStatus;
 
 use crate::call::{Done, Work};
 use crate::relay::SessionPeer;
+use crate::view::SERVERS_URI;
 use crate::{Names, SessionState, Shared, UnknownProfile};
-
-/// The resource listing every server and its status.
-pub const SERVERS_URI: &str = "switchboard://servers";
 
 /// One downstream session (an rmcp `ServerHandler`). Made by [`crate::Gateway::session`].
 pub struct Session {
@@ -590,14 +588,4 @@ fn not_found(mut e: McpError, uri: &str, modern: bool) -> McpError {
         Some(_) => {}
     }
     e
-}
-
-pub(crate) fn set_uri(contents: &mut ResourceContents, uri: &str) {
-    match contents {
-        ResourceContents::TextResourceContents { uri: u, .. }
-        | ResourceContents::BlobResourceContents { uri: u, .. } => {
-            *u = uri.to_string();
-        }
-        _ => {}
-    }
 }

@@ -3,7 +3,8 @@
 //! Real servers (`server-everything`, the Python SDK) cover the protocol's happy paths; this
 //! binary covers what they cannot be asked to do: start slowly, crash mid-call, leave a
 //! grandchild in a new session, flood stderr, print garbage on stdout, return huge results,
-//! change its tool list at run time, ignore SIGTERM, start process trees that try to escape
+//! change its tool list at run time, answer a prompt, a resource read or a completion slowly
+//! (`--slow-requests`), ignore SIGTERM, start process trees that try to escape
 //! (`--forks plain|hostile --marker M`, see `forks.rs`). Every behaviour is chosen with a flag so
 //! that tests stay readable: `switchboard-fixture --init-delay-ms 500 --tools 100`.
 //!
@@ -12,6 +13,7 @@
 
 mod forks;
 mod misbehave;
+mod offers;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -19,10 +21,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -61,6 +63,9 @@ struct Options {
     linger: bool,
     /// List `ask_later`: a question asked outside any call.
     ask_later: bool,
+    /// Offer a prompt (`slow`), a resource (`fixture://slow`) and completions that take
+    /// ten seconds unless cancelled (a cancellation is written to the call log).
+    slow_requests: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -93,6 +98,7 @@ fn parse_args() -> Result<Options, String> {
             "--notify-flood" => opts.notify_flood = true,
             "--linger" => opts.linger = true,
             "--ask-later" => opts.ask_later = true,
+            "--slow-requests" => opts.slow_requests = true,
             "--sleep-forever" => sleep_forever(),
             other => return Err(format!("unknown flag {other}")),
         }
@@ -258,6 +264,9 @@ impl ServerHandler for Fixture {
         });
         if let Some(text) = &self.opts.instructions {
             body["instructions"] = json!(text);
+        }
+        if self.opts.slow_requests {
+            body["capabilities"]["completions"] = json!({});
         }
         serde_json::from_value(body).unwrap_or_else(|_| ServerConfig::default())
     }
@@ -506,14 +515,7 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let mut items = vec![
-            json!({"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"}),
-            json!({"uri": "fixture://data.json", "name": "data", "mimeType": "application/json"}),
-        ];
-        for i in 0..self.added_resources.load(Ordering::SeqCst) {
-            items.push(json!({"uri": format!("fixture://added/{i}"), "name": format!("added_{i}")}));
-        }
-        page("resources", items, self.opts.page_size, request)
+        offers::list_resources(self, request)
     }
 
     async fn list_resource_templates(
@@ -528,17 +530,9 @@ impl ServerHandler for Fixture {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let text = match request.uri.as_str() {
-            "fixture://hello" => "hello resource".to_string(),
-            "fixture://data.json" => "{\"answer\": 42}".to_string(),
-            uri if uri.starts_with("fixture://item/") => format!("item {}", &uri["fixture://item/".len()..]),
-            uri => return Err(ErrorData::resource_not_found(format!("no resource {uri}"), None)),
-        };
-        Ok(ReadResourceResponse::Complete(from(json!({
-            "contents": [{"uri": request.uri, "mimeType": "text/plain", "text": text}]
-        }))?))
+        offers::read_resource(self, request, context).await
     }
 
     async fn list_prompts(
@@ -546,35 +540,23 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let mut items = vec![json!({
-            "name": "greet",
-            "description": "Greets someone.",
-            "arguments": [{"name": "who", "description": "Whom to greet", "required": true}],
-        })];
-        for i in 0..self.added_prompts.load(Ordering::SeqCst) {
-            items.push(json!({"name": format!("added_{i}"), "description": "Added at run time."}));
-        }
-        page("prompts", items, self.opts.page_size, request)
+        offers::list_prompts(self, request)
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        if request.name != "greet" {
-            return Err(ErrorData::invalid_params(format!("no prompt named {}", request.name), None));
-        }
-        let who = request
-            .arguments
-            .as_ref()
-            .and_then(|a| a.get("who"))
-            .and_then(Value::as_str)
-            .ok_or_else(|| ErrorData::invalid_params("argument `who` is required", None))?;
-        Ok(GetPromptResponse::Complete(from(json!({
-            "description": "A greeting",
-            "messages": [{"role": "user", "content": {"type": "text", "text": format!("Hello, {who}!")}}],
-        }))?))
+        offers::get_prompt(self, request, context).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        offers::complete(self, request, context).await
     }
 }
 

@@ -24,7 +24,7 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use std::future::Future;
 use std::pin::Pin;
 use switchboard::elicitation::ElicitationAnswer;
-use switchboard::{CallOptions, ToolOutput};
+use switchboard::{CallOptions, RequestOptions, ToolOutput};
 use tokio::sync::{mpsc, oneshot};
 
 use tokio::task::JoinHandle;
@@ -299,13 +299,20 @@ fn start(
             };
             (names, call)
         }
+        // A prompt or a resource read takes the same cancellation and progress as a tool call:
+        // the client's `notifications/cancelled` (or its going away) reaches the upstream.
         Work::Prompt { server, name, arguments } => {
-            (None, Box::pin(async move { Outcome::Prompt(hub.get_prompt(&server, &name, arguments).await) }))
+            let request = request_options(&options);
+            (
+                None,
+                Box::pin(async move { Outcome::Prompt(hub.get_prompt_with(&server, &name, arguments, request).await) }),
+            )
         }
         Work::Resource { server, uri, exposed } => (
             None,
             Box::pin(async move {
-                Outcome::Resource(hub.read_resource(&server, &uri).await.map(|mut r| {
+                let request = request_options(&options);
+                Outcome::Resource(hub.read_resource_with(&server, &uri, request).await.map(|mut r| {
                     if exposed != uri {
                         for c in &mut r.contents {
                             set_uri(c, &exposed);
@@ -319,6 +326,15 @@ fn start(
     let armed = CancelOnDrop(Some(cancel.clone()));
     let call = Guarded { fut: Some(call), cancel: cancel.clone(), armed: true };
     Running { names, call, asks, guard, cancel, progress, queue, armed }
+}
+
+/// What a request other than a tool call takes of a call's options: its cancellation and its
+/// progress.
+fn request_options(options: &CallOptions) -> RequestOptions {
+    let mut request = RequestOptions::new();
+    request.cancel = options.cancel.clone();
+    request.progress = options.progress.clone();
+    request
 }
 
 /// Sends one progress notification to where the call's progress goes now.

@@ -295,3 +295,48 @@ fn schemas_are_kept_exactly_as_served() {
     }
     assert_eq!(compared, direct.as_object().unwrap().len(), "{exported:?}");
 }
+
+/// A prompt, a resource read and a completion cancelled by a real SDK client reach the upstream
+/// as `notifications/cancelled` (the fixture writes each to its call log), over stdio and over
+/// HTTP; over HTTP, ending the session (`DELETE /mcp`) with a tool call in flight cancels it
+/// upstream too. Each upstream answer would take ten seconds: the client is answered at once.
+#[test]
+fn cancelling_any_request_reaches_the_upstream() {
+    for http in [false, true] {
+        let what = if http { "over http" } else { "over stdio" };
+        let home = Home::with(false, json!({"fixture_args": ["--slow-requests"]}));
+        let (child, transport) = if http {
+            let (child, url) = common::http_gateway(&home, &[]);
+            (Some(child), vec!["http".into(), url, home.token()])
+        } else {
+            (None, stdio(&home))
+        };
+        let mut c = Command::new("node");
+        c.arg(script("cancel_client.mjs")).arg(node_peers()).args(&transport);
+        env(&mut c, &home);
+        let v = report(c);
+        assert!(v["found"]["prompt"].is_string() && v["found"]["resource"].is_string(), "{what}: {v}");
+        for kind in ["prompt", "resource", "completion"] {
+            assert_eq!(v[kind]["outcome"], "aborted", "{what}: {kind}: {v}");
+            assert!(v[kind]["ms"].as_u64().is_some_and(|ms| ms < 5000), "{what}: {kind} took long: {v}");
+        }
+        assert_eq!(v["after"].as_f64(), Some(3.0), "{what}: the session goes on: {v}");
+        let mut wanted = vec!["cancelled prompt", "cancelled resource", "cancelled completion"];
+        if http {
+            assert_eq!(v["deleted"], true, "{what}: {v}");
+            wanted.push("cancelled slow");
+        }
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_secs(10) && !wanted.iter().all(|w| home.calls().iter().any(|l| l == w)) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let calls = home.calls();
+        for w in wanted {
+            assert!(calls.iter().any(|l| l == w), "{what}: the upstream never saw `{w}`: {calls:?}");
+        }
+        if let Some(mut c) = child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

@@ -50,8 +50,8 @@ pub mod workspace;
 
 pub use error::Error;
 pub use hub::{
-    CallOptions, Comeback, Completing, ConfigWatch, Hub, HubOptions, HubView, Reconnect, ReloadReport, ServerInfo,
-    ToolOutput, ViewFilter,
+    CallOptions, Comeback, Completing, ConfigWatch, Hub, HubOptions, HubView, Reconnect, ReloadReport, RequestOptions,
+    ServerInfo, ToolOutput, ViewFilter,
 };
 pub use paths::Paths;
 pub use transport::progress::Progress;

@@ -525,7 +525,10 @@ impl Session {
             }
             _ => return Err(McpError::invalid_params("unknown kind of completion reference", None)),
         };
-        let mut result = self.shared.hub.complete(&server, request).await.map_err(error)?;
+        // The client's `notifications/cancelled` for this request (or the end of its session)
+        // cancels `ctx.ct`: the upstream is told with its own request id.
+        let options = switchboard::RequestOptions::new().cancel(ctx.ct.clone());
+        let mut result = self.shared.hub.complete_with(&server, request, options).await.map_err(error)?;
         // A 2026-07-28 client needs `resultType` (an upstream of an earlier revision sends
         // none); rmcp takes it off again for clients of earlier revisions.
         result.result_type = Some(rmcp::model::ResultType::COMPLETE);

@@ -101,7 +101,8 @@ impl Home {
         Home::with(everything, json!({}))
     }
 
-    /// With more servers or top-level keys merged in (`{"servers": {...}, "profiles": {...}}`).
+    /// With more servers or top-level keys merged in (`{"servers": {...}, "profiles": {...}}`),
+    /// and more flags for the fixture (`{"fixture_args": ["--slow-requests"]}`).
     pub fn with(everything: bool, extra: serde_json::Value) -> Home {
         let dir = tempfile::tempdir().unwrap();
         let call_log = dir.path().join("calls.log");
@@ -109,6 +110,11 @@ impl Home {
         let mut servers = json!({
             "fx": {"command": fixture(), "args": ["--name", "fx", "--call-log", call_log, "--marker", marker, "--forks", "hostile"]},
         });
+        if let Some(args) = extra.get("fixture_args").and_then(|a| a.as_array())
+            && let Some(fx) = servers["fx"]["args"].as_array_mut()
+        {
+            fx.extend(args.iter().cloned());
+        }
         if everything {
             servers["ev"] = json!({"command": "node", "args": [node_peer("server-everything"), "stdio"]});
         }

@@ -1,27 +1,24 @@
-//! Requests through the hub: tool calls (timeout reset on progress, a hard maximum,
-//! cancellation, model-ready results), resource reads and prompts.
+//! What a caller asks of a server: tool calls (behind the policy's gate; timeout reset on
+//! progress under a hard maximum; model-ready results), resource reads, prompts and
+//! resource subscriptions. Each is described once as a `request::Request` and sent on the one
+//! path every request takes (`pipeline.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, InputRequiredResult, JsonObject, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequest, GetPromptRequestParams,
+    GetPromptResult, JsonObject, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResult, ServerResult,
 };
-use rmcp::service::ServiceError;
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::connect::{self, ensure_connected};
-use super::request::{Failure, Limits, ProgressTo, map_error, send};
-use super::slot::drop_connection;
+use super::connect::ensure_connected;
+use super::request::{Request, RequestOptions};
 use super::subscriptions::send_subscription;
-use super::{Hub, Inner, Slot};
-use crate::connection::Connection;
+use super::{Hub, Slot};
 use crate::error::Error;
-use crate::events::Event;
 use crate::output::{ModelResult, ResultBudget, Spill, format_call_result};
 use crate::status::ServerStatus;
 use crate::transport::progress::Progress;
@@ -247,7 +244,8 @@ impl Hub {
         .await
     }
 
-    /// A call the gate let through.
+    /// A call the gate let through, on the one request path ([`Hub::exchange`]): its timeout
+    /// reset by progress, under a hard maximum.
     async fn send_call(
         &self,
         entry: &crate::catalog::ToolEntry,
@@ -255,99 +253,37 @@ impl Hub {
         arguments: Option<JsonObject>,
         options: CallOptions,
     ) -> Result<ToolOutput, Error> {
-        let slot = slot.clone();
-        let _in_use = slot.begin_use();
-        // A timeout beyond the longest a config may set is that longest (no clock overflows).
-        let timeout = options
-            .timeout
-            .or(slot.config().map(|c| c.tool_timeout))
-            .unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT)
-            .min(crate::config::MAX_TIMEOUT);
-        let cancel = options.cancel.as_ref();
-        let mut conn = connected_unless_cancelled(&self.inner, &slot, timeout, cancel).await?;
-        let mut resent = false;
-        let max_total =
-            options.max_total.unwrap_or(self.inner.options.max_call_time).max(timeout).min(crate::config::MAX_TIMEOUT);
+        let format = (!options.raw_only)
+            .then(|| Format { budget: self.inner.options.budget, spill_dir: self.inner.spill_dir.clone() });
         let mut params = CallToolRequestParams::new(entry.tool.name.to_string());
         if let Some(args) = arguments {
             params = params.with_arguments(args);
         }
-        let what = format!("tools/call {}", entry.tool.name);
-        let limits = Limits { idle: timeout, total: max_total };
-        let publish = self.inner.publish_progress(&entry.server, &entry.name);
-        let mut state_only = 0;
-        let mut round = 0;
-        if conn.is_stateless() {
-            params.input_responses = options.input_responses.clone();
-        }
-        let raw = loop {
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-            let progress = ProgressTo { caller: options.progress.clone(), publish: publish.clone() };
-            // Only a 2026-07-28 upstream reads the client's capabilities from `_meta`.
-            let meta = match &options.client_capabilities {
-                Some(asked) if conn.is_stateless() => Some(self.request_capabilities(asked)),
-                _ => None,
-            };
-            // Boxed: the request's future (6.8 KB, most of it rmcp's) would otherwise be part of
-            // every future above it, each copied whole when made (about 27 KB of copying a call).
-            let sent = Box::pin(send(
-                &self.inner,
-                &slot,
-                &conn,
-                request,
-                limits,
-                progress,
-                options.cancel.clone(),
-                &what,
-                meta,
-            ))
-            .await;
-            if sent.is_err() && conn.tree.is_none() && conn.is_closed() {
-                // A remote server's transport closed under this request: the status says so at
-                // once.
-                let reason = format!("closed the connection during `{what}`");
-                connect::remote_gone(&self.inner, &slot, &conn, reason).await;
-            }
-            let result = match sent {
-                Ok(r) => r,
-                Err(Failure { sent: false, error }) if !resent => {
-                    // It never left: connect again and send it once more.
-                    resent = true;
-                    tracing::info!(server = %slot.name, "`{what}` was not sent (the connection was closed): reconnecting to send it again ({error})");
-                    drop_connection(&slot, &conn).await;
-                    conn = connected_unless_cancelled(&self.inner, &slot, timeout, cancel).await?;
-                    continue;
-                }
-                Err(Failure { error: e, .. }) => {
-                    if let Error::AuthRequired { challenge: Some(c), .. } = &e
-                        && c.contains("insufficient_scope")
-                    {
-                        self.remember_refusal(&slot.name, c).await;
-                        self.inner.events.send(Event::AuthNeeded {
-                            server: slot.name.clone(),
-                            reason: format!("the server refused `{}` for want of a scope", entry.tool.name),
-                            scope: crate::auth::challenge_scope(c),
-                        });
-                    }
-                    return Err(e);
-                }
-            };
-            match result {
-                ServerResult::CallToolResult(r) => break r,
-                ServerResult::InputRequiredResult(asked) => {
-                    (params.input_responses, params.request_state) =
-                        next_round(&slot, &conn, asked, &mut round, &mut state_only, &what).await?;
-                }
-                _ => {
-                    return Err(Error::Protocol {
-                        server: slot.name.clone(),
-                        message: format!("{what}: the server's answer is not a tool result"),
-                    });
-                }
+        let mut request = Request::new(
+            slot,
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            format!("tools/call {}", entry.tool.name),
+            RequestOptions { timeout: options.timeout, cancel: options.cancel, progress: options.progress },
+        );
+        // A call's timeout is reset by progress, under a hard maximum.
+        request.limits.total = options
+            .max_total
+            .unwrap_or(self.inner.options.max_call_time)
+            .max(request.limits.idle)
+            .min(crate::config::MAX_TIMEOUT);
+        request.progress.publish = self.inner.publish_progress(&entry.server, &entry.name);
+        request.capabilities = options.client_capabilities;
+        request.answers = options.input_responses;
+        let what = request.what.clone();
+        let raw = match self.exchange(slot, request).await? {
+            ServerResult::CallToolResult(r) => r,
+            _ => {
+                return Err(Error::Protocol {
+                    server: slot.name.clone(),
+                    message: format!("{what}: the server's answer is not a tool result"),
+                });
             }
         };
-        let format = (!options.raw_only)
-            .then(|| Format { budget: self.inner.options.budget, spill_dir: self.inner.spill_dir.clone() });
         Ok(ToolOutput {
             name: entry.name.clone(),
             server: entry.server.clone(),
@@ -360,15 +296,24 @@ impl Hub {
 
     /// Reads a resource from a server.
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, Error> {
-        let what = format!("resources/read {uri}");
-        self.with_rounds(server, what, ReadResourceRequestParams::new(uri), |peer, params| async move {
-            Ok(match peer.read_resource_once(params).await? {
-                ReadResourceResponse::Complete(r) => Some(Ok(r)),
-                ReadResourceResponse::InputRequired(asked) => Some(Err(asked)),
-                _ => None,
-            })
-        })
-        .await
+        self.read_resource_with(server, uri, RequestOptions::default()).await
+    }
+
+    /// Reads a resource from a server, with a timeout, a cancellation token or a progress
+    /// channel of the caller's.
+    pub async fn read_resource_with(
+        &self,
+        server: &str,
+        uri: &str,
+        options: RequestOptions,
+    ) -> Result<ReadResourceResult, Error> {
+        let slot = self.inner.slot(server)?.clone();
+        let body = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
+        let request = Request::new(&slot, body, format!("resources/read {uri}"), options);
+        match self.exchange(&slot, request).await? {
+            ServerResult::ReadResourceResult(r) => Ok(r),
+            _ => Err(unexpected(&slot, format!("resources/read {uri}"))),
+        }
     }
 
     /// Gets a prompt from a server.
@@ -378,94 +323,38 @@ impl Hub {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<GetPromptResult, Error> {
+        self.get_prompt_with(server, name, arguments, RequestOptions::default()).await
+    }
+
+    /// Gets a prompt from a server, with a timeout, a cancellation token or a progress channel
+    /// of the caller's.
+    pub async fn get_prompt_with(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: RequestOptions,
+    ) -> Result<GetPromptResult, Error> {
+        let slot = self.inner.slot(server)?.clone();
         let mut params = GetPromptRequestParams::new(name);
         if let Some(args) = arguments {
             params = params.with_arguments(args);
         }
-        self.with_rounds(server, format!("prompts/get {name}"), params, |peer, params| async move {
-            Ok(match peer.get_prompt_once(params).await? {
-                GetPromptResponse::Complete(r) => Some(Ok(r)),
-                GetPromptResponse::InputRequired(asked) => Some(Err(asked)),
-                _ => None,
-            })
-        })
-        .await
-    }
-
-    /// Sends a request (`once`: one round; `Ok(None)` for a result of another kind) under the
-    /// server's timeout, answering `input_required` rounds (2026-07-28) until the result.
-    async fn with_rounds<P, R, F, Fut>(&self, server: &str, what: String, mut params: P, once: F) -> Result<R, Error>
-    where
-        P: Clone + Rounds,
-        F: Fn(rmcp::service::Peer<rmcp::service::RoleClient>, P) -> Fut,
-        Fut: std::future::Future<Output = Result<Option<Result<R, InputRequiredResult>>, ServiceError>>,
-    {
-        let slot = self.inner.slot(server)?.clone();
-        let _in_use = slot.begin_use();
-        let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
-        let conn = ensure_connected(&self.inner, &slot, timeout).await?;
-        let (mut round, mut state_only) = (0, 0);
-        loop {
-            let asked = match tokio::time::timeout(timeout, once(conn.peer.clone(), params.clone())).await {
-                Ok(Ok(Some(Ok(result)))) => return Ok(result),
-                Ok(Ok(Some(Err(asked)))) => asked,
-                Ok(Ok(None)) => {
-                    let message = format!("{what}: unexpected result type");
-                    return Err(Error::Protocol { server: server.into(), message });
-                }
-                Ok(Err(e)) => {
-                    let error = Box::pin(map_error(&slot, &conn, e, &what)).await;
-                    if conn.tree.is_none() && conn.is_closed() {
-                        connect::remote_gone(
-                            &self.inner,
-                            &slot,
-                            &conn,
-                            format!("closed the connection during `{what}`"),
-                        )
-                        .await;
-                    }
-                    return Err(error);
-                }
-                Err(_) => return Err(Error::Timeout { server: server.into(), what, after: timeout }),
-            };
-            let retry = next_round(&slot, &conn, asked, &mut round, &mut state_only, &what).await?;
-            params.answer(retry);
+        let body = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        let request = Request::new(&slot, body, format!("prompts/get {name}"), options);
+        match self.exchange(&slot, request).await? {
+            ServerResult::GetPromptResult(r) => Ok(r),
+            _ => Err(unexpected(&slot, format!("prompts/get {name}"))),
         }
     }
 }
 
-/// Request parameters that carry the answers of an `input_required` round.
-trait Rounds {
-    fn answer(&mut self, retry: crate::connection::InputRetry);
-}
-
-impl Rounds for ReadResourceRequestParams {
-    fn answer(&mut self, (responses, state): crate::connection::InputRetry) {
-        (self.input_responses, self.request_state) = (responses, state);
-    }
-}
-
-impl Rounds for GetPromptRequestParams {
-    fn answer(&mut self, (responses, state): crate::connection::InputRetry) {
-        (self.input_responses, self.request_state) = (responses, state);
-    }
+/// A server answered `what` with a result of another kind.
+pub(super) fn unexpected(slot: &Slot, what: String) -> Error {
+    Error::Protocol { server: slot.name.clone(), message: format!("{what}: unexpected result type") }
 }
 
 impl Hub {
-    /// The `_meta` declaring `asked`, less what this hub cannot answer.
-    fn request_capabilities(&self, asked: &rmcp::model::ClientCapabilities) -> rmcp::model::RequestMetaObject {
-        let mut caps = asked.clone();
-        if self.inner.options.elicitor.is_none() {
-            caps.elicitation = None;
-        }
-        if self.inner.options.sampler.is_none() {
-            caps.sampling = None;
-        }
-        let mut meta = rmcp::model::RequestMetaObject::default();
-        meta.set_client_capabilities(caps);
-        meta
-    }
-
     /// Why `name` is not in the catalog: its server is not connected (say why), or there is no
     /// such tool. What [`Hub::call_tool`] returns for a name it cannot find.
     pub fn missing_tool(&self, name: &str) -> Error {
@@ -512,7 +401,7 @@ impl Hub {
     async fn resource_subscription(&self, server: &str, uri: &str, on: bool) -> Result<(), Error> {
         let slot = self.inner.slot(server)?.clone();
         let conn = ensure_connected(&self.inner, &slot, Duration::from_secs(30)).await?;
-        send_subscription(&slot, &conn, uri, on).await?;
+        send_subscription(&self.inner, &slot, &conn, uri, on).await?;
         let mut st = slot.state();
         if on {
             st.subscribed.insert(uri.to_string());
@@ -520,43 +409,5 @@ impl Hub {
             st.subscribed.remove(uri);
         }
         Ok(())
-    }
-}
-
-/// Answers a 2026-07-28 server's `input_required` result for the next round of `what`, or
-/// gives up when the server keeps asking.
-async fn next_round(
-    slot: &Slot,
-    conn: &Connection,
-    asked: InputRequiredResult,
-    round: &mut usize,
-    state_only: &mut u32,
-    what: &str,
-) -> Result<crate::connection::InputRetry, Error> {
-    *round += 1;
-    if *round >= crate::connection::MRTR_MAX_ROUNDS {
-        return Err(Error::Protocol {
-            server: slot.name.clone(),
-            message: format!("{what}: the server still asked for input after {round} rounds"),
-        });
-    }
-    conn.answer_input(asked, state_only)
-        .await
-        .map_err(|e| Error::Protocol { server: slot.name.clone(), message: format!("{what}: {e}") })
-}
-
-/// [`ensure_connected`], given up when the caller cancels (a call waiting for its server to
-/// come back is cancelled like one in flight).
-async fn connected_unless_cancelled(
-    inner: &Arc<Inner>,
-    slot: &Arc<Slot>,
-    wait: Duration,
-    cancel: Option<&CancellationToken>,
-) -> Result<Arc<Connection>, Error> {
-    let Some(token) = cancel else { return ensure_connected(inner, slot, wait).await };
-    tokio::select! {
-        biased;
-        conn = ensure_connected(inner, slot, wait) => conn,
-        () = token.cancelled() => Err(Error::Cancelled),
     }
 }

@@ -1,11 +1,14 @@
 //! Completion (`completion/complete`): suggestions for a prompt's argument or a resource
 //! template's variable, from what was typed so far and the arguments already chosen.
 
-use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompleteResult, CompletionContext, CompletionInfo, Reference};
+use rmcp::model::{
+    ArgumentInfo, ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult, CompletionContext,
+    CompletionInfo, Reference, ServerResult,
+};
 
 use super::Hub;
 use super::connect::ensure_connected;
-use super::request::map_error;
+use super::request::{Request, RequestOptions};
 use crate::error::Error;
 
 /// What an argument being completed belongs to.
@@ -22,15 +25,23 @@ impl Hub {
     /// Asks a server for completions of a prompt's or a resource template's argument
     /// (`completion/complete`), as given (the gateway relays its clients' requests).
     pub async fn complete(&self, server: &str, params: CompleteRequestParams) -> Result<CompleteResult, Error> {
+        self.complete_with(server, params, RequestOptions::default()).await
+    }
+
+    /// [`Hub::complete`], with a timeout, a cancellation token or a progress channel of the
+    /// caller's.
+    pub async fn complete_with(
+        &self,
+        server: &str,
+        params: CompleteRequestParams,
+        options: RequestOptions,
+    ) -> Result<CompleteResult, Error> {
         let slot = self.inner.slot(server)?.clone();
-        let _in_use = slot.begin_use();
-        let timeout = slot.config().map(|c| c.tool_timeout).unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT);
-        let conn = ensure_connected(&self.inner, &slot, timeout).await?;
-        let what = "completion/complete".to_string();
-        match tokio::time::timeout(timeout, conn.peer.complete(params)).await {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => Err(Box::pin(map_error(&slot, &conn, e, &what)).await),
-            Err(_) => Err(Error::Timeout { server: server.into(), what, after: timeout }),
+        let body = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        let request = Request::new(&slot, body, "completion/complete".into(), options);
+        match self.exchange(&slot, request).await? {
+            ServerResult::CompleteResult(r) => Ok(r),
+            _ => Err(super::calls::unexpected(&slot, "completion/complete".into())),
         }
     }
 

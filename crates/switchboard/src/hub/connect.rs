@@ -79,8 +79,8 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
             spawn_watchers(inner, slot, &conn, changes, epoch);
             watch_health(inner, slot, &conn);
             if !slot.state().subscribed.is_empty() {
-                let (slot2, conn2) = (slot.clone(), conn.clone());
-                let handle = tokio::spawn(async move { resubscribe(&slot2, &conn2).await });
+                let (inner2, slot2, conn2) = (inner.clone(), slot.clone(), conn.clone());
+                let handle = tokio::spawn(async move { resubscribe(&inner2, &slot2, &conn2).await });
                 inner.track(handle.abort_handle());
             }
             if inner.shutting_down.load(Ordering::SeqCst) {
@@ -188,7 +188,7 @@ pub(super) fn spawn_watchers(
                 for kind in [ListChange::Tools, ListChange::Resources, ListChange::Prompts] {
                     refresh(&inner2, &slot2, &conn, kind, epoch).await;
                 }
-                resubscribe(&slot2, &conn).await;
+                resubscribe(&inner2, &slot2, &conn).await;
             }
         });
         inner.track(h.abort_handle());

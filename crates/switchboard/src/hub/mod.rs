@@ -18,6 +18,7 @@ mod follow;
 mod health;
 mod lease;
 mod manage;
+mod pipeline;
 mod reload;
 mod request;
 mod retry;
@@ -39,6 +40,7 @@ pub use auth::Comeback;
 pub use calls::{CallOptions, ToolOutput};
 pub use complete::Completing;
 pub use follow::ConfigWatch;
+pub use request::RequestOptions;
 pub use retry::Reconnect;
 pub use view::{HubView, ViewFilter};
 

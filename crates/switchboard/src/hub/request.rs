@@ -1,4 +1,4 @@
-//! One request on a live connection: sent under the hub's watchdog (idle and hard deadlines,
+//! One attempt of a request on a live connection: sent under the hub's watchdog (idle and hard deadlines,
 //! the caller's cancellation; `notifications/cancelled` to the server on either), its progress
 //! routed, and its failure classified into the hub's [`Error`] (whether it may have reached the
 //! server, for the caller that sends it again; the caller also marks a remote server gone when
@@ -6,7 +6,10 @@
 
 use std::time::Duration;
 
-use rmcp::model::{CancelledNotification, CancelledNotificationParam, ClientNotification, ClientRequest, ServerResult};
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientNotification, ClientRequest,
+    InputResponses, ServerResult,
+};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -16,6 +19,83 @@ use crate::connection::{Connection, describe_error};
 use crate::deadline::Expired;
 use crate::error::Error;
 use crate::transport::progress::{Progress, Publish};
+
+/// How one request that is not a tool call is made: its timeout, who may cancel it, where its
+/// progress goes. The default: the server's `tool_timeout_ms`, no cancellation, progress only
+/// resetting the timeout.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct RequestOptions {
+    /// How long the server may stay silent (no response, no progress); `None`: the server's
+    /// `tool_timeout_ms`.
+    pub timeout: Option<Duration>,
+    /// Cancelling it ends the request and tells the server (`notifications/cancelled`).
+    pub cancel: Option<CancellationToken>,
+    /// Where the server's progress reports for this request go.
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+}
+
+impl RequestOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With a timeout.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+
+    /// Cancelled by `token`.
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Progress reports to `tx`.
+    pub fn progress(mut self, tx: mpsc::UnboundedSender<Progress>) -> Self {
+        self.progress = Some(tx);
+        self
+    }
+}
+
+/// One request, described once: what goes on the wire, how it is named in messages, its
+/// limits, where its progress goes, who may cancel it.
+pub(super) struct Request {
+    pub(super) body: ClientRequest,
+    /// `tools/call echo`, `resources/read file:///x`: for messages.
+    pub(super) what: String,
+    pub(super) limits: Limits,
+    pub(super) progress: ProgressTo,
+    pub(super) cancel: Option<CancellationToken>,
+    /// The client's capabilities, declared in `_meta` to a 2026-07-28 server (earlier ones
+    /// read them from the handshake).
+    pub(super) capabilities: Option<ClientCapabilities>,
+    /// Answers the caller already has for a 2026-07-28 server's first round.
+    pub(super) answers: Option<InputResponses>,
+}
+
+impl Request {
+    /// `body` under the server's timeout (or `options`'), with `options`' cancellation and
+    /// progress.
+    pub(super) fn new(slot: &Slot, body: ClientRequest, what: String, options: RequestOptions) -> Request {
+        let timeout = options
+            .timeout
+            .or(slot.config().map(|c| c.tool_timeout))
+            .unwrap_or(crate::config::DEFAULT_TOOL_TIMEOUT)
+            .min(crate::config::MAX_TIMEOUT);
+        Request {
+            body,
+            what,
+            limits: Limits { idle: timeout, total: timeout },
+            progress: ProgressTo { caller: options.progress, publish: None },
+            cancel: options.cancel,
+            capabilities: None,
+            answers: None,
+        }
+    }
+}
 
 /// How long a request may take: `idle` without a response or progress, `total` in all.
 #[derive(Clone, Copy)]
@@ -44,22 +124,19 @@ impl From<Error> for Failure {
     }
 }
 
-/// Sends a request and waits for its response, the end of its time, or cancellation. The
-/// deadlines are kept by the hub's [`Watchdog`](crate::deadline::Watchdog) rather than by
-/// per-request timers (see there why); on timeout or cancellation the server is told with
-/// `notifications/cancelled`, as the spec asks.
-#[allow(clippy::too_many_arguments)]
+/// Sends `request` once on `conn` and waits for its response, the end of its time, or its
+/// cancellation. The deadlines are kept by the hub's [`Watchdog`](crate::deadline::Watchdog)
+/// rather than by per-request timers (see there why); on timeout or cancellation the server is
+/// told with `notifications/cancelled`, as the spec asks. `meta`: the request's `_meta`.
 pub(super) async fn send(
     inner: &Inner,
     slot: &Slot,
     conn: &Connection,
-    request: ClientRequest,
-    limits: Limits,
-    progress: ProgressTo,
-    cancel: Option<CancellationToken>,
-    what: &str,
+    request: &Request,
     meta: Option<rmcp::model::RequestMetaObject>,
 ) -> Result<ServerResult, Failure> {
+    let Request { body, what, limits, progress, cancel, .. } = request;
+    let what = what.as_str();
     let options = match meta {
         Some(m) => PeerRequestOptions::no_options().with_meta(m),
         None => PeerRequestOptions::no_options(),
@@ -69,7 +146,7 @@ pub(super) async fn send(
     // and the caller's cancellation hold from here, not only once the request is out.
     let sending = tokio::select! {
         biased;
-        sent = conn.request(request, options) => Ok(sent),
+        sent = conn.request(body.clone(), options) => Ok(sent),
         why = &mut watched.expired => Err(why.ok()),
         () = cancelled(cancel.as_ref()) => Err(None),
     };
@@ -92,7 +169,7 @@ pub(super) async fn send(
     let token = handle.progress_token.clone();
     let id = handle.id.clone();
     let (routed, published) = (progress.caller.is_some(), progress.publish.is_some());
-    conn.progress.register(token.clone(), watched.activity.clone(), progress.caller, progress.publish);
+    conn.progress.register(token.clone(), watched.activity.clone(), progress.caller.clone(), progress.publish.clone());
     enum Outcome<T> {
         Response(T),
         Cancelled,

@@ -5,19 +5,23 @@
 
 use std::time::Duration;
 
-use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+// `resources/subscribe` is legacy-only in rmcp (2026-07-28 has `subscriptions/listen`).
+#[allow(deprecated)]
+use rmcp::model::{
+    ClientRequest, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
+};
 
-use super::Slot;
-use super::request::map_error;
+use super::request::{Limits, ProgressTo, Request, send};
+use super::{Inner, Slot};
 use crate::connection::Connection;
 use crate::error::Error;
 
 /// Subscribes `conn` again to what its slot was subscribed to (a new connection starts with
 /// none); a refusal is logged, the rest still tried.
-pub(super) async fn resubscribe(slot: &Slot, conn: &Connection) {
+pub(super) async fn resubscribe(inner: &Inner, slot: &Slot, conn: &Connection) {
     let uris: Vec<String> = slot.state().subscribed.iter().cloned().collect();
     for uri in uris {
-        if let Err(e) = send_subscription(slot, conn, &uri, true).await {
+        if let Err(e) = send_subscription(inner, slot, conn, &uri, true).await {
             tracing::warn!(server = %slot.name, uri, "could not subscribe again after reconnecting: {e}");
         }
     }
@@ -27,7 +31,13 @@ pub(super) async fn resubscribe(slot: &Slot, conn: &Connection) {
 // `resources/subscribe` is what every protocol version up to 2025-11-25 has; rmcp marks it
 // legacy in favour of 2026-07-28's `subscriptions/listen`.
 #[allow(deprecated)]
-pub(super) async fn send_subscription(slot: &Slot, conn: &Connection, uri: &str, on: bool) -> Result<(), Error> {
+pub(super) async fn send_subscription(
+    inner: &Inner,
+    slot: &Slot,
+    conn: &Connection,
+    uri: &str,
+    on: bool,
+) -> Result<(), Error> {
     // A server that did not declare `resources.subscribe` is not asked (one that cannot take
     // it may never answer, and a listen stream would wait for an acknowledgement in vain).
     let declared = conn
@@ -50,16 +60,25 @@ pub(super) async fn send_subscription(slot: &Slot, conn: &Connection, uri: &str,
         });
     }
     let what = format!("resources/{} {uri}", if on { "subscribe" } else { "unsubscribe" });
-    let request = async {
-        if on {
-            conn.peer.subscribe(SubscribeRequestParams::new(uri)).await
-        } else {
-            conn.peer.unsubscribe(UnsubscribeRequestParams::new(uri)).await
-        }
+    let body = if on {
+        ClientRequest::SubscribeRequest(SubscribeRequest::new(SubscribeRequestParams::new(uri)))
+    } else {
+        ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(UnsubscribeRequestParams::new(uri)))
     };
-    match tokio::time::timeout(Duration::from_secs(30), request).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(Box::pin(map_error(slot, conn, e, &what)).await),
-        Err(_) => Err(Error::Timeout { server: slot.name.clone(), what, after: Duration::from_secs(30) }),
+    let request = Request {
+        body,
+        what,
+        limits: Limits { idle: SUBSCRIBE_TIMEOUT, total: SUBSCRIBE_TIMEOUT },
+        progress: ProgressTo { caller: None, publish: None },
+        cancel: None,
+        capabilities: None,
+        answers: None,
+    };
+    match send(inner, slot, conn, &request, None).await {
+        Ok(_) => Ok(()),
+        Err(failure) => Err(failure.error),
     }
 }
+
+/// How long a server may take to acknowledge a subscription change.
+const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(30);

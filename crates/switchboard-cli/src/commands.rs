@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value, json};
-use switchboard::catalog::naming::sanitize;
+use switchboard::catalog::naming::may_belong;
 use switchboard::config::{self, LoadedConfig};
 use switchboard::status::{FailureKind, ServerStatus};
 use switchboard::trust::TrustStore;
@@ -362,8 +362,7 @@ fn servers_for_tool(tool: &str, loaded: &LoadedConfig) -> Option<BTreeSet<String
     if let Some((server, _)) = tool.split_once('/') {
         return Some(BTreeSet::from([server.to_string()]));
     }
-    let found: BTreeSet<String> =
-        loaded.servers.keys().filter(|s| tool.starts_with(&format!("mcp__{}__", sanitize(s)))).cloned().collect();
+    let found: BTreeSet<String> = loaded.servers.keys().filter(|s| may_belong(tool, s)).cloned().collect();
     (!found.is_empty()).then_some(found)
 }
 

@@ -285,7 +285,7 @@ async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
     // mcp-hub serves the legacy HTTP+SSE transport at /mcp: reached through switchboard's own
     // legacy SSE client transport (rmcp has none).
     let url = reqwest::Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
-    let sse = switchboard::transport::SseClientTransport::connect(url, Default::default(), 16 << 20).await.unwrap();
+    let sse = switchboard::SseClientTransport::connect(url, Default::default(), 16 << 20).await.unwrap();
     out.push(target("mcp-hub 4.2 (npm; legacy SSE)", "http", ().serve(sse).await.unwrap(), vec![p]).await);
     out
 }

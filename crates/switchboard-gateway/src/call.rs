@@ -69,17 +69,26 @@ pub(crate) enum Work {
 /// Where a call's progress goes now (none while parked).
 type ProgressTarget = Arc<Mutex<Option<(Peer<RoleServer>, ProgressToken)>>>;
 
-/// A call waiting for a 2026-07-28 client's answers.
-pub(crate) struct Parked {
+/// A call through the gateway, running or parked (waiting for a 2026-07-28 client's answers):
+/// one state either way. Dropped unfinished, its `Guarded` cancels the hub's call.
+pub(crate) struct Call {
+    /// The tool's catalog name and the one the client used.
     names: Option<(String, String)>,
     call: Guarded,
     asks: crate::relay::AskReceiver,
+    /// Questions put to the client in an `input_required` round, by key (parked only).
     pending: Vec<(String, Ask)>,
-    guard: Option<CallGuard>,
+    /// Takes the call out of the relay when the call ends (held for its drop).
+    _in_relay: Option<CallGuard>,
     cancel: CancellationToken,
     progress: ProgressTarget,
-    /// Drops the call's progress while nobody can be told (no client request is waiting).
+    /// The call's progress, sent on by the task that waits for the call (none when no one can
+    /// want it, or while parked): no task of its own, so a call costs no second task and no
+    /// hand-over before its result.
+    queue: Option<ProgressQueue>,
+    /// Drops the call's progress while parked (no client request is waiting to be told).
     drain: Option<Drain>,
+    /// Cancels a parked call nobody resumes within [`PARK_TTL`].
     expiry: Option<tokio::task::AbortHandle>,
 }
 
@@ -118,7 +127,6 @@ impl Drain {
 pub(crate) struct Guarded {
     fut: Option<Pin<Box<dyn Future<Output = Outcome> + Send>>>,
     cancel: CancellationToken,
-    armed: bool,
 }
 
 impl Guarded {
@@ -132,9 +140,7 @@ impl Guarded {
 
 impl Drop for Guarded {
     fn drop(&mut self) {
-        if let Some(fut) = self.fut.take()
-            && self.armed
-        {
+        if let Some(fut) = self.fut.take() {
             self.cancel.cancel();
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 rt.spawn(fut);
@@ -143,35 +149,9 @@ impl Drop for Guarded {
     }
 }
 
-/// A running call.
-struct Running {
-    /// The tool's catalog name and the one the client used.
-    names: Option<(String, String)>,
-    call: Guarded,
-    asks: crate::relay::AskReceiver,
-    guard: Option<CallGuard>,
-    cancel: CancellationToken,
-    progress: ProgressTarget,
-    /// The call's progress, sent on by the task that waits for the call (none when no one can
-    /// want it): no task of its own, so a call costs no second task and no hand-over before
-    /// its result.
-    queue: Option<ProgressQueue>,
-    armed: CancelOnDrop,
-}
-
-/// Cancels the upstream call when the client's request goes away (its future is dropped:
-/// the client disconnected) unless the call was parked.
-struct CancelOnDrop(Option<CancellationToken>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(token) = self.0.take() {
-            token.cancel();
-        }
-    }
-}
-
-fn modern(ctx: &RequestContext<RoleServer>) -> bool {
+/// Whether the request is of protocol 2026-07-28 or later (stateless: no server-to-client
+/// requests, `input_required` rounds instead).
+pub(crate) fn modern(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
@@ -237,7 +217,7 @@ fn start(
     caps: Option<rmcp::model::ClientCapabilities>,
     resumable: bool,
     can_elicit: bool,
-) -> Running {
+) -> Call {
     let cancel = CancellationToken::new();
     let mut options = CallOptions::new().cancel(cancel.clone());
     if !shared.options.model_results {
@@ -323,9 +303,19 @@ fn start(
             }),
         ),
     };
-    let armed = CancelOnDrop(Some(cancel.clone()));
-    let call = Guarded { fut: Some(call), cancel: cancel.clone(), armed: true };
-    Running { names, call, asks, guard, cancel, progress, queue, armed }
+    let call = Guarded { fut: Some(call), cancel: cancel.clone() };
+    Call {
+        names,
+        call,
+        asks,
+        pending: Vec::new(),
+        _in_relay: guard,
+        cancel,
+        progress,
+        queue,
+        drain: None,
+        expiry: None,
+    }
 }
 
 /// What a request other than a tool call takes of a call's options: its cancellation and its
@@ -362,10 +352,10 @@ async fn next_progress(queue: &mut Option<ProgressQueue>) -> switchboard::Progre
 }
 
 async fn resume(
-    mut parked: Parked,
+    mut parked: Call,
     responses: Option<&rmcp::model::InputResponses>,
     target: Option<(Peer<RoleServer>, ProgressToken)>,
-) -> Running {
+) -> Call {
     if let Some(expiry) = parked.expiry.take() {
         expiry.abort();
     }
@@ -395,24 +385,14 @@ async fn resume(
         }
     }
     *unpoisoned(&parked.progress) = target;
-    let queue = match parked.drain.take() {
+    parked.queue = match parked.drain.take() {
         Some(drain) => drain.finish().await,
         None => None,
     };
-    let armed = CancelOnDrop(Some(parked.cancel.clone()));
-    Running {
-        names: parked.names,
-        call: parked.call,
-        asks: parked.asks,
-        guard: parked.guard,
-        cancel: parked.cancel,
-        progress: parked.progress,
-        queue,
-        armed,
-    }
+    parked
 }
 
-async fn drive(shared: &Arc<Shared>, mut running: Running, ctx: &RequestContext<RoleServer>) -> Result<Done, McpError> {
+async fn drive(shared: &Arc<Shared>, mut running: Call, ctx: &RequestContext<RoleServer>) -> Result<Done, McpError> {
     loop {
         tokio::select! {
             // Progress first: what the upstream sent before its result reaches the client
@@ -446,17 +426,7 @@ async fn ask_now(ask: Ask, ctx: &RequestContext<RoleServer>) {
     let caps = ctx.peer.peer_info().map(|i| i.capabilities.clone()).unwrap_or_default();
     match ask {
         Ask::Elicit { request, reply } => {
-            let answer = match (caps.elicitation.as_ref(), params(&request)) {
-                (Some(_), Some(p)) => match ctx.peer.create_elicitation(p).await {
-                    Ok(r) => answer(r),
-                    Err(e) => {
-                        tracing::info!(server = %request.server, "the client did not answer an elicitation: {e}");
-                        ElicitationAnswer::Cancel
-                    }
-                },
-                _ => ElicitationAnswer::Decline,
-            };
-            let _ = reply.send(answer);
+            let _ = reply.send(crate::relay::elicit_peer(&ctx.peer, &request).await);
         }
         Ask::Sample { request, reply } => {
             let result = match caps.sampling {
@@ -481,7 +451,7 @@ async fn ask_now(ask: Ask, ctx: &RequestContext<RoleServer>) {
 /// Parks the call and says what the client must answer (with the questions asked together).
 async fn park(
     shared: &Arc<Shared>,
-    mut running: Running,
+    mut running: Call,
     first: Ask,
     ctx: &RequestContext<RoleServer>,
 ) -> Result<InputRequiredResult, McpError> {
@@ -541,7 +511,6 @@ async fn park(
         }
     }
     *unpoisoned(&running.progress) = None;
-    running.armed.0 = None;
     let state = shared.new_request_state();
     let expiry = {
         let shared = shared.clone();
@@ -554,18 +523,10 @@ async fn park(
         })
         .abort_handle()
     };
-    let parked = Parked {
-        names: running.names,
-        call: running.call,
-        asks: running.asks,
-        pending,
-        guard: running.guard.take(),
-        cancel: running.cancel.clone(),
-        progress: running.progress.clone(),
-        drain: running.queue.take().map(Drain::start),
-        expiry: Some(expiry),
-    };
-    shared.park(state.clone(), parked);
+    running.pending = pending;
+    running.drain = running.queue.take().map(Drain::start);
+    running.expiry = Some(expiry);
+    shared.park(state.clone(), running);
     Ok(InputRequiredResult::new(Some(requests), Some(state)))
 }
 

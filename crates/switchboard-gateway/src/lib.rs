@@ -129,7 +129,7 @@ pub(crate) struct Shared {
     /// Upstream resource subscriptions, counted over sessions.
     subscriptions: Mutex<HashMap<(String, String), usize>>,
     /// Calls waiting for a 2026-07-28 client's answers, by `requestState`.
-    parked: Mutex<HashMap<String, call::Parked>>,
+    parked: Mutex<HashMap<String, call::Call>>,
     /// Makes `requestState` values no one can guess.
     state_keys: std::collections::hash_map::RandomState,
     /// The token counter for `--tool-search auto:N`, loaded on first need (`None`: it failed).
@@ -273,11 +273,11 @@ impl Shared {
         format!("sb1-{n:x}-{:016x}{:016x}", a.finish(), b.finish())
     }
 
-    fn park(&self, state: String, parked: call::Parked) {
+    fn park(&self, state: String, parked: call::Call) {
         self.parked.lock().unwrap_or_else(PoisonError::into_inner).insert(state, parked);
     }
 
-    fn parked_remove(&self, state: &str) -> Option<call::Parked> {
+    fn parked_remove(&self, state: &str) -> Option<call::Call> {
         self.parked.lock().unwrap_or_else(PoisonError::into_inner).remove(state)
     }
 

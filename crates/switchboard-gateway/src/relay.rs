@@ -256,13 +256,15 @@ pub(crate) fn params(request: &ElicitationRequest) -> Option<ElicitRequestParams
     serde_json::from_value(wire).ok()
 }
 
-/// Asks a legacy session directly (no call in flight to carry the question).
-async fn ask_session(session: SessionPeer, request: ElicitationRequest) -> ElicitationAnswer {
-    let caps = session.peer.peer_info().and_then(|i| i.capabilities.elicitation.clone());
-    let (Some(_), Some(params)) = (caps, params(&request)) else {
+/// Asks a client of an earlier revision for input, directly (from a call's own task, or with
+/// no call in flight to carry the question): declined when it did not declare elicitation,
+/// cancelled when it did not answer.
+pub(crate) async fn elicit_peer(peer: &Peer<RoleServer>, request: &ElicitationRequest) -> ElicitationAnswer {
+    let caps = peer.peer_info().and_then(|i| i.capabilities.elicitation.clone());
+    let (Some(_), Some(params)) = (caps, params(request)) else {
         return ElicitationAnswer::Decline;
     };
-    match session.peer.create_elicitation(params).await {
+    match peer.create_elicitation(params).await {
         Ok(result) => answer(result),
         Err(e) => {
             tracing::info!(server = %request.server, "the client did not answer an elicitation: {e}");
@@ -282,7 +284,7 @@ impl Elicitor for Relay {
                 return ElicitationAnswer::Cancel;
             }
             if let Some(session) = self.recent_session(&request.server, Need::Elicitation) {
-                return ask_session(session, request).await;
+                return elicit_peer(&session.peer, &request).await;
             }
             match self.fallback() {
                 Some(f) => f.elicit(request).await,

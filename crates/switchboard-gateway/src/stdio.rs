@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::RoleServer;
 use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use switchboard::transport::lines::{Line, Lines, message_id};
+use switchboard::lines::{Line, Lines, message_id};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 /// The client's side of the stdio front: what to read requests from.
@@ -263,7 +263,7 @@ impl rmcp::transport::Transport<RoleServer> for Front {
                         Ok(other) => return Some(other),
                         Err(e) => {
                             let (code, message) = undecodable(line, &e);
-                            (message_id(&line[..line.len().min(switchboard::transport::lines::HEAD)]), code, message)
+                            (message_id(&line[..line.len().min(switchboard::lines::HEAD)]), code, message)
                         }
                     }
                 }

@@ -18,16 +18,20 @@
 //! # }
 //! ```
 //!
-//! Modules, one per concern: [`config`] (files, shapes, precedence), [`process`] (children
-//! and their trees), [`connection`] (one MCP session), [`catalog`] (names and the merged
-//! catalog), [`output`] (results for models), [`trust`] (workspace trust), [`policy`] (tool-call rules, approvals, audit), [`events`],
-//! [`status`], and the [`Hub`] facade over all of them.
+//! Modules, one per concern: [`config`] (files, shapes, precedence), [`catalog`] (names and the
+//! merged catalog), [`output`] (results for models), [`trust`] (workspace trust), [`policy`]
+//! (tool-call rules, approvals, audit), [`auth`] (OAuth), [`events`], [`status`], and the
+//! [`Hub`] facade over all of them. How servers are started and spoken to (processes and their
+//! supervisors, MCP sessions, transports) is the hub's business and private; what a program
+//! needs of it is re-exported here ([`Progress`], [`lines`], [`SseClientTransport`]).
+
+#![deny(missing_docs)]
 
 pub mod auth;
 pub mod catalog;
 pub mod chain;
 pub mod config;
-pub mod connection;
+mod connection;
 mod deadline;
 pub mod elicitation;
 mod error;
@@ -35,16 +39,18 @@ pub mod events;
 mod fsutil;
 #[cfg(test)]
 mod fuzz;
+mod glob;
 mod hub;
 pub mod output;
 mod paths;
 pub mod policy;
-pub mod process;
+mod process;
 pub mod roots;
 pub mod sampling;
 pub mod status;
+pub mod store;
 pub mod text;
-pub mod transport;
+mod transport;
 pub mod trust;
 pub mod workspace;
 
@@ -55,6 +61,7 @@ pub use hub::{
 };
 pub use paths::Paths;
 pub use transport::progress::Progress;
+pub use transport::{SseClientTransport, SseError, lines};
 
 /// Writes a file whole (a temporary file renamed over it) with mode 0600, creating its folder
 /// (0700): for secrets.

@@ -8,34 +8,17 @@
 //! User-file and `--config` servers are trusted by definition.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::store::JsonStore;
+
 use crate::config::{Scope, ServerConfig, TransportConfig};
 
 /// Why the trust file could not be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TrustError {
-    /// Reading or writing failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The trust file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The file is not valid; it is left as is.
-    #[error("{path}: not a valid trust file ({message}); fix or delete it")]
-    Corrupt {
-        /// The trust file.
-        path: PathBuf,
-        /// The parser's message.
-        message: String,
-    },
-}
+pub type TrustError = crate::store::StoreError;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct TrustFile {
@@ -52,7 +35,7 @@ struct Record {
 /// The trust records.
 #[derive(Debug)]
 pub struct TrustStore {
-    path: PathBuf,
+    store: JsonStore,
     file: TrustFile,
 }
 
@@ -72,27 +55,20 @@ pub fn launch_digest(config: &ServerConfig) -> String {
 impl TrustStore {
     /// Opens `<data_dir>/trust.json` (an absent file is an empty store) for reading.
     pub fn open(data_dir: &Path) -> Result<Self, TrustError> {
-        let path = data_dir.join("trust.json");
-        let file = match crate::fsutil::read_private(&path) {
-            Ok(Some(bytes)) => serde_json::from_slice(&bytes)
-                .map_err(|e| TrustError::Corrupt { path: path.clone(), message: e.to_string() })?,
-            Ok(None) => TrustFile::default(),
-            Err(source) => return Err(TrustError::Io { path, source }),
-        };
-        Ok(TrustStore { path, file })
+        let store = JsonStore::new(data_dir.join("trust.json"), "trust file");
+        Ok(TrustStore { file: store.read()?, store })
     }
 
     /// Changes the records with `change` under the store's lock: read, changed and written
     /// while no other process can, so concurrent changes all land. Returns what `change` does.
     pub fn update<R>(data_dir: &Path, change: impl FnOnce(&mut TrustStore) -> R) -> Result<R, TrustError> {
-        let lock_path = data_dir.join("trust.json.lock");
-        let io = |source| TrustError::Io { path: lock_path.clone(), source };
-        crate::fsutil::create_private_dir(data_dir).map_err(io)?;
-        let _lock = crate::fsutil::lock(&lock_path, crate::fsutil::LOCK_WAIT).map_err(io)?;
-        let mut store = TrustStore::open(data_dir)?;
-        let out = change(&mut store);
-        store.save()?;
-        Ok(out)
+        let store = JsonStore::new(data_dir.join("trust.json"), "trust file");
+        store.clone().update(|file: &mut TrustFile| {
+            let mut trust = TrustStore { store, file: std::mem::take(file) };
+            let out = change(&mut trust);
+            *file = trust.file;
+            out
+        })
     }
 
     /// Whether `config` may start in the project at `root`.
@@ -131,17 +107,14 @@ impl TrustStore {
     /// and this another process may have changed the file: [`TrustStore::update`] holds the
     /// lock across both.
     pub fn save(&self) -> Result<(), TrustError> {
-        let io = |source| TrustError::Io { path: self.path.clone(), source };
-        if let Some(dir) = self.path.parent() {
-            crate::fsutil::create_private_dir(dir).map_err(io)?;
-        }
-        let text = serde_json::to_string_pretty(&self.file).map_err(|e| io(std::io::Error::other(e)))?;
-        crate::fsutil::write_atomic(&self.path, text.as_bytes(), Some(0o600)).map_err(io)
+        self.store.write(&self.file)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
     use crate::config::{StdioConfig, ToolFilter};
 

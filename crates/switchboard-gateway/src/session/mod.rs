@@ -10,7 +10,7 @@ use rmcp::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
     GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
@@ -66,9 +66,22 @@ fn asked_names(ctx: &RequestContext<RoleServer>) -> Result<Option<Names>, McpErr
     })
 }
 
-fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
-    ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+/// The four list results, which rmcp gives the same cache fields without a common trait.
+trait Listing {
+    /// Never cached, in `scope`.
+    fn fresh(self, scope: CacheScope) -> Self;
 }
+
+macro_rules! listing {
+    ($($t:ty),*) => {$(
+        impl Listing for $t {
+            fn fresh(self, scope: CacheScope) -> Self {
+                self.with_ttl_ms(0).with_cache_scope(scope)
+            }
+        }
+    )*};
+}
+listing!(ListToolsResult, ListPromptsResult, ListResourcesResult, ListResourceTemplatesResult);
 
 impl Session {
     pub(crate) fn new(shared: Arc<Shared>) -> Session {
@@ -156,6 +169,12 @@ impl Session {
         let view = self.view(ctx).await?;
         let found = find(&view);
         Ok((view, found))
+    }
+
+    /// A list answer as the client's era takes it: to a 2026-07-28 client never to be cached
+    /// (`ttlMs: 0`: the view changes with the servers) and scoped by [`Session::cache_scope`].
+    fn listing<T: Listing>(&self, ctx: &RequestContext<RoleServer>, result: T) -> T {
+        if crate::call::modern(ctx) { result.fresh(self.cache_scope(ctx)) } else { result }
     }
 
     /// `private` when the answer depends on the client (a profile or `--only` narrows it).
@@ -310,11 +329,8 @@ impl Session {
         } else {
             view.tools.iter().map(|t| t.tool.clone()).collect()
         };
-        let mut result = ListToolsResult::with_all_items(tools);
-        if is_stateless(&ctx) {
-            result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
-        }
-        Ok(result)
+        let result = ListToolsResult::with_all_items(tools);
+        Ok(self.listing(&ctx, result))
     }
 
     async fn handle_call_tool(
@@ -378,11 +394,8 @@ impl Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let view = self.list_view(&ctx).await?;
-        let mut result = ListPromptsResult::with_all_items(view.prompts.iter().map(|p| p.prompt.clone()).collect());
-        if is_stateless(&ctx) {
-            result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
-        }
-        Ok(result)
+        let result = ListPromptsResult::with_all_items(view.prompts.iter().map(|p| p.prompt.clone()).collect());
+        Ok(self.listing(&ctx, result))
     }
 
     async fn handle_get_prompt(
@@ -419,11 +432,8 @@ impl Session {
                 Some("Every server behind this gateway, its status, and the command that fixes it".into());
             items.push(servers);
         }
-        let mut result = ListResourcesResult::with_all_items(items);
-        if is_stateless(&ctx) {
-            result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
-        }
-        Ok(result)
+        let result = ListResourcesResult::with_all_items(items);
+        Ok(self.listing(&ctx, result))
     }
 
     async fn handle_list_resource_templates(
@@ -432,11 +442,8 @@ impl Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let view = self.list_view(&ctx).await?;
-        let mut result = ListResourceTemplatesResult::with_all_items(view.templates.clone());
-        if is_stateless(&ctx) {
-            result = result.with_ttl_ms(0).with_cache_scope(self.cache_scope(&ctx));
-        }
-        Ok(result)
+        let result = ListResourceTemplatesResult::with_all_items(view.templates.clone());
+        Ok(self.listing(&ctx, result))
     }
 
     async fn handle_read_resource(
@@ -454,7 +461,7 @@ impl Session {
             (view.servers.len() == 1)
                 .then(|| crate::view::Owner { server: view.servers[0].clone(), uri: request.uri.clone() })
         });
-        let modern = is_stateless(&ctx);
+        let modern = crate::call::modern(&ctx);
         let Some(owner) = owner else {
             let e = McpError::resource_not_found(format!("no server offers `{}`", request.uri), None);
             return Err(not_found(e, &request.uri, modern));

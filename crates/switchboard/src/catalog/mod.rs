@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::ToolFilter;
+use crate::glob::GlobList;
 
 /// What one server offers, as listed (all pages).
 #[derive(Debug, Clone, Default)]
@@ -100,27 +101,15 @@ pub struct Catalog {
 /// Compiled allow/deny globs.
 #[derive(Debug, Clone)]
 pub struct CompiledFilter {
-    allow: Option<globset::GlobSet>,
-    deny: Option<globset::GlobSet>,
+    allow: Option<GlobList>,
+    deny: Option<GlobList>,
 }
 
 impl CompiledFilter {
     /// Compiles `filter` (globs were validated when the config loaded; a bad one matches
     /// nothing).
     pub fn new(filter: &ToolFilter) -> Self {
-        let set = |globs: &[String]| {
-            if globs.is_empty() {
-                return None;
-            }
-            let mut b = globset::GlobSetBuilder::new();
-            for g in globs {
-                if let Ok(glob) = globset::Glob::new(g) {
-                    b.add(glob);
-                }
-            }
-            b.build().ok()
-        };
-        CompiledFilter { allow: set(&filter.allow), deny: set(&filter.deny) }
+        CompiledFilter { allow: GlobList::filter(&filter.allow), deny: GlobList::filter(&filter.deny) }
     }
 
     /// Whether a tool of this raw name is kept.

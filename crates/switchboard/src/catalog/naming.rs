@@ -73,6 +73,19 @@ pub fn short_base(server: &str, tool: &str) -> String {
     Scheme::short(MAX_NAME_LEN).base(server, tool)
 }
 
+/// Whether a tool named `name` may be one of `server`'s, by any spelling a name takes:
+/// `server/tool`, the catalog's `mcp__<server>__…` or the gateway's short `<server>__…` (the
+/// server's name sanitised; a hashed name keeps its server's prefix unless the server's name
+/// alone was too long). What starts only the servers a call may need, and what says a call's
+/// server is not connected rather than that the tool does not exist.
+pub fn may_belong(name: &str, server: &str) -> bool {
+    if name.strip_prefix(server).is_some_and(|rest| rest.starts_with('/')) {
+        return true;
+    }
+    let short = format!("{}__", sanitize(server));
+    name.starts_with(&short) || name.strip_prefix(Scheme::CATALOG.prefix).is_some_and(|n| n.starts_with(&short))
+}
+
 /// The catalog's name before collision handling.
 pub fn base_name(server: &str, tool: &str) -> String {
     Scheme::CATALOG.base(server, tool)
@@ -133,6 +146,16 @@ pub fn assign_with<'a>(scheme: Scheme, pairs: impl IntoIterator<Item = (&'a str,
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_name_belongs_to_its_server_by_every_spelling() {
+        for name in ["my.srv/read", "mcp__my_srv__read", "my_srv__read"] {
+            assert!(may_belong(name, "my.srv"), "{name}");
+        }
+        for name in ["other/read", "mcp__other__read", "my_srv_read", "mcp__my_srvx__read", "my.srvx/read"] {
+            assert!(!may_belong(name, "my.srv"), "{name}");
+        }
+    }
 
     fn map<'a>(pairs: &[(&'a str, &'a str)]) -> BTreeMap<(&'a str, &'a str), String> {
         pairs.iter().copied().zip(assign(pairs.iter().copied())).collect()

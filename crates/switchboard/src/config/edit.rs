@@ -298,7 +298,7 @@ pub fn add_policy_rule(path: &Path, list: &'static str, glob: &str) -> Result<Po
     if !matches!(list, "allow" | "ask" | "deny") {
         return Err(EditError::BadName(format!("`{list}` is not a policy list (allow, ask, deny)")));
     }
-    globset::Glob::new(glob).map_err(|e| EditError::BadName(format!("bad glob `{glob}`: {e}")))?;
+    crate::glob::check(glob).map_err(EditError::BadName)?;
     let _held = lock(path, true)?;
     let (root, _) = read(path)?;
     let policy = root.object_value_or_set().object_value_or_set("policy");

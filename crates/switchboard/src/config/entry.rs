@@ -544,7 +544,7 @@ fn parse_filter(v: Value) -> Result<ToolFilter, FieldError> {
         let field = format!("tools.{key}");
         let list = obj.remove(key).map(|v| as_strings(&field, v)).transpose()?.unwrap_or_default();
         for g in &list {
-            globset::Glob::new(g).map_err(|e| (Some(field.clone()), format!("bad glob `{g}`: {e}")))?;
+            crate::glob::check(g).map_err(|message| (Some(field.clone()), message))?;
         }
         Ok(list)
     };

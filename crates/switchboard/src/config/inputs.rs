@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::store::JsonStore;
+
 /// One input a config file declares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -85,26 +87,7 @@ pub(crate) fn referenced(value: &Value) -> BTreeSet<String> {
 }
 
 /// Why the input store could not be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum InputsError {
-    /// Reading or writing it failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// It is not what switchboard writes.
-    #[error("{path}: not an input store ({message}); move it away to start afresh")]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message.
-        message: String,
-    },
-}
+pub type InputsError = crate::store::StoreError;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct StoreFile {
@@ -116,32 +99,27 @@ struct StoreFile {
 /// The values given for inputs, in `<data_dir>/inputs.json`.
 #[derive(Debug, Clone)]
 pub struct InputStore {
-    path: PathBuf,
+    store: JsonStore,
 }
 
 impl InputStore {
     /// The store of the data folder `data_dir`.
     pub fn new(data_dir: &Path) -> Self {
-        InputStore { path: data_dir.join("inputs.json") }
+        InputStore::at(data_dir.join("inputs.json"))
     }
 
     /// The store kept at `path`.
     pub fn at(path: PathBuf) -> Self {
-        InputStore { path }
+        InputStore { store: JsonStore::new(path, "input store") }
     }
 
     /// Where it is kept.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.store.path()
     }
 
     fn read(&self) -> Result<StoreFile, InputsError> {
-        match crate::fsutil::read_private(&self.path) {
-            Ok(Some(bytes)) => serde_json::from_slice(&bytes)
-                .map_err(|e| InputsError::Corrupt { path: self.path.clone(), message: e.to_string() }),
-            Ok(None) => Ok(StoreFile::default()),
-            Err(source) => Err(InputsError::Io { path: self.path.clone(), source }),
-        }
+        self.store.read()
     }
 
     /// The values given for `file`'s inputs, by id.
@@ -177,16 +155,7 @@ impl InputStore {
     }
 
     fn update<R>(&self, change: impl FnOnce(&mut StoreFile) -> R) -> Result<R, InputsError> {
-        let io = |source| InputsError::Io { path: self.path.clone(), source };
-        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        crate::fsutil::create_private_dir(dir).map_err(io)?;
-        let _lock =
-            crate::fsutil::lock(&self.path.with_extension("json.lock"), crate::fsutil::LOCK_WAIT).map_err(io)?;
-        let mut store = self.read()?;
-        let out = change(&mut store);
-        let text = serde_json::to_string_pretty(&store).map_err(|e| io(std::io::Error::other(e)))?;
-        crate::fsutil::write_atomic(&self.path, text.as_bytes(), Some(0o600)).map_err(io)?;
-        Ok(out)
+        self.store.update(change)
     }
 }
 

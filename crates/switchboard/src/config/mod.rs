@@ -1,7 +1,7 @@
 //! Configuration: the files a person writes, read into validated [`ServerConfig`]s.
 //!
-//! Files are found ([`discover`]), parsed in any of the shapes people already have
-//! ([`entry`]), expanded (`${VAR}`, [`expand`]) and merged by server name with whole-entry
+//! Files are found (`discover.rs`), parsed in any of the shapes people already have
+//! (`entry.rs`), expanded (`${VAR}`, `expand.rs`) and merged by server name with whole-entry
 //! replacement. A broken file or entry never stops the rest: it becomes a [`Diagnostic`]
 //! (file, line, server, field) and, for an entry, an [`InvalidServer`] that the hub reports as
 //! `failed` / `config_invalid`.

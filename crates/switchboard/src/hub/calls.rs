@@ -359,11 +359,7 @@ impl Hub {
     /// such tool. What [`Hub::call_tool`] returns for a name it cannot find.
     pub fn missing_tool(&self, name: &str) -> Error {
         for slot in self.inner.all_slots() {
-            let short = format!("{}__", crate::catalog::naming::sanitize(&slot.name));
-            if name.starts_with(&format!("{}/", slot.name))
-                || name.starts_with(&short)
-                || name.strip_prefix("mcp__").is_some_and(|n| n.starts_with(&short))
-            {
+            if crate::catalog::naming::may_belong(name, &slot.name) {
                 let status = slot.state().status.clone();
                 if !matches!(status, ServerStatus::Connected { .. }) {
                     return Error::NotConnected { server: slot.name.clone(), reason: status.summary() };

@@ -18,6 +18,7 @@ mod follow;
 mod health;
 mod lease;
 mod manage;
+mod options;
 mod pipeline;
 mod reload;
 mod request;
@@ -26,7 +27,7 @@ mod slot;
 mod subscriptions;
 mod view;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -40,6 +41,7 @@ pub use auth::Comeback;
 pub use calls::{CallOptions, ToolOutput};
 pub use complete::Completing;
 pub use follow::ConfigWatch;
+pub use options::HubOptions;
 pub use request::RequestOptions;
 pub use retry::Reconnect;
 pub use view::{HubView, ViewFilter};
@@ -48,136 +50,15 @@ use crate::catalog::{Catalog, CompiledFilter, ServerLists};
 use crate::config::{LoadedConfig, Scope, ServerConfig, TransportConfig};
 use crate::connection::Connection;
 use crate::deadline::Watchdog;
-use crate::elicitation::Elicitor;
 use crate::error::Error;
 use crate::events::Event;
-use crate::output::ResultBudget;
 use crate::paths::Paths;
 use crate::process::ProcessTree;
-use crate::sampling::Sampler;
 use crate::status::{Counts, FailureKind, ServerStatus};
 use crate::transport::progress::Publish;
 use crate::trust::TrustStore;
 use connect::connect;
 use slot::Slot;
-
-/// How the hub runs.
-#[derive(Clone)]
-#[non_exhaustive]
-pub struct HubOptions {
-    /// The user's config file and data folder (trust records, spilled results).
-    pub paths: Paths,
-    /// Limits on results given to a model.
-    pub budget: ResultBudget,
-    /// The host environment servers draw their default variables from.
-    pub host_env: HashMap<String, String>,
-    /// Start only these servers (others are left out of the hub); `None` starts all.
-    pub only: Option<BTreeSet<String>>,
-    /// The longest any call may take, progress or not, unless the call says otherwise.
-    pub max_call_time: Duration,
-    /// Who answers servers' requests for input (`elicitation/create`); without one the
-    /// capability is not declared and such requests are declined.
-    pub elicitor: Option<Arc<dyn Elicitor>>,
-    /// Who answers servers' requests for a completion (`sampling/createMessage`); without
-    /// one the capability is not declared.
-    pub sampler: Option<Arc<dyn Sampler>>,
-    /// Who decides a tool call the policy asks about (a call may bring its own:
-    /// [`CallOptions::approver`]); without one such calls are denied, saying why.
-    pub approver: Option<Arc<dyn crate::policy::Approver>>,
-    /// The folders offered to servers as roots; `None`: the project root.
-    pub roots: Option<Vec<PathBuf>>,
-    /// Who decides the roots instead (a gateway asks its client); `None`: `roots`.
-    pub roots_source: Option<Arc<dyn crate::roots::RootsSource>>,
-    /// How servers that go away are tried again (default: on timers, for a long-running host).
-    pub reconnect: Reconnect,
-    /// Kept outputs (`<data>/results`) older than this are removed at start (default 7 days).
-    pub results_keep: Duration,
-    /// At start, the oldest kept outputs are removed until they hold at most this (500 MB).
-    pub results_max_bytes: u64,
-    /// Notifications a second taken from one server (progress, logs, resource updates;
-    /// `list_changed` always): beyond it, after a burst of twice as many, they are dropped and
-    /// said (`Event::Dropped`). Default 1000; 0 takes every one.
-    pub notification_rate: u32,
-}
-
-impl std::fmt::Debug for HubOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HubOptions")
-            .field("paths", &self.paths)
-            .field("budget", &self.budget)
-            .field("only", &self.only)
-            .field("max_call_time", &self.max_call_time)
-            .field("elicitor", &self.elicitor.is_some())
-            .field("sampler", &self.sampler.is_some())
-            .field("approver", &self.approver.is_some())
-            .field("roots", &self.roots)
-            .field("reconnect", &self.reconnect)
-            .finish_non_exhaustive()
-    }
-}
-
-impl HubOptions {
-    /// Options with the given paths and the host environment.
-    pub fn new(paths: Paths) -> Self {
-        HubOptions {
-            paths,
-            budget: ResultBudget::default(),
-            host_env: crate::config::host_env(),
-            only: None,
-            max_call_time: Duration::from_secs(3600),
-            elicitor: None,
-            sampler: None,
-            approver: None,
-            roots: None,
-            roots_source: None,
-            reconnect: Reconnect::default(),
-            results_keep: Duration::from_secs(7 * 24 * 3600),
-            results_max_bytes: 500 * 1000 * 1000,
-            notification_rate: crate::transport::flood::DEFAULT_RATE,
-        }
-    }
-
-    /// For a short-lived host (one command): servers that went away are tried again only when
-    /// a call needs them, with no timer and no health checks.
-    pub fn short_lived(mut self) -> Self {
-        self.reconnect.background = false;
-        self
-    }
-
-    /// With this reconnection policy.
-    pub fn reconnect(mut self, reconnect: Reconnect) -> Self {
-        self.reconnect = reconnect;
-        self
-    }
-
-    /// With someone to answer servers' requests for input.
-    pub fn elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
-        self.elicitor = Some(elicitor);
-        self
-    }
-    /// With an approver for calls the policy asks about.
-    pub fn approver(mut self, approver: Arc<dyn crate::policy::Approver>) -> Self {
-        self.approver = Some(approver);
-        self
-    }
-
-    /// With a model to answer servers' requests for a completion.
-    pub fn sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
-        self.sampler = Some(sampler);
-        self
-    }
-
-    /// With the roots decided by `source` (see [`crate::roots`]).
-    pub fn roots_source(mut self, source: Arc<dyn crate::roots::RootsSource>) -> Self {
-        self.roots_source = Some(source);
-        self
-    }
-    /// With these folders offered as roots instead of the project root.
-    pub fn roots(mut self, roots: Vec<PathBuf>) -> Self {
-        self.roots = Some(roots);
-        self
-    }
-}
 
 /// One server as the hub sees it.
 #[derive(Debug, Clone, Serialize)]

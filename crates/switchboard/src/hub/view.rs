@@ -13,26 +13,21 @@ use super::{CallOptions, Hub, ServerInfo, ToolOutput};
 use crate::catalog::ToolEntry;
 use crate::config::Profile;
 use crate::error::Error;
+use crate::glob::GlobList;
 
 /// One compiled [`Profile`].
 #[derive(Debug)]
 struct Compiled {
     servers: Option<Vec<String>>,
-    allow: Option<globset::GlobSet>,
-    deny: Option<globset::GlobSet>,
+    allow: Option<GlobList>,
+    deny: Option<GlobList>,
 }
 
-fn globs(list: &[String]) -> Result<Option<globset::GlobSet>, Error> {
+fn globs(list: &[String]) -> Result<Option<GlobList>, Error> {
     if list.is_empty() {
         return Ok(None);
     }
-    let mut b = globset::GlobSetBuilder::new();
-    for g in list {
-        let glob =
-            globset::Glob::new(g).map_err(|e| Error::Invalid { message: format!("bad tool glob `{g}`: {e}") })?;
-        b.add(glob);
-    }
-    b.build().map(Some).map_err(|e| Error::Invalid { message: format!("bad tool globs: {e}") })
+    GlobList::new(list).map(Some).map_err(|message| Error::Invalid { message: format!("tool globs: {message}") })
 }
 
 /// Which servers and tools a view lets through: every profile it was made of must.
@@ -74,7 +69,7 @@ impl ViewFilter {
             return false;
         }
         let qualified = format!("{server}/{raw}");
-        let hit = |set: &globset::GlobSet| set.is_match(name) || set.is_match(&qualified) || set.is_match(raw);
+        let hit = |set: &GlobList| set.is_match(name) || set.is_match(&qualified) || set.is_match(raw);
         self.layers.iter().all(|l| l.allow.as_ref().is_none_or(hit) && !l.deny.as_ref().is_some_and(hit))
     }
 
@@ -89,7 +84,9 @@ impl ViewFilter {
     }
 }
 
-/// The hub as one caller may use it: see the [module](self) docs.
+/// The hub as one caller may use it (a sub-agent, a gateway client with a profile): the servers
+/// and tools its profiles let through and nothing else, sharing the hub's connections, catalog
+/// and policy; made by [`Hub::view`].
 #[derive(Clone)]
 pub struct HubView {
     hub: Hub,

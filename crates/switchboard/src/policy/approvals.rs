@@ -13,27 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::store::JsonStore;
+
 /// Why the approvals file could not be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ApprovalsError {
-    /// Reading or writing failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The file is not valid; it is left as is.
-    #[error("{path}: not a valid approvals file ({message}); fix or delete it")]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message.
-        message: String,
-    },
-}
+pub type ApprovalsError = crate::store::StoreError;
 
 /// One remembered approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,7 +57,6 @@ struct File {
 /// The remembered approvals.
 #[derive(Debug)]
 pub struct ApprovalStore {
-    path: PathBuf,
     file: File,
 }
 
@@ -86,28 +68,21 @@ impl ApprovalStore {
 
     /// Opens `<data_dir>/approvals.json` (absent: empty).
     pub fn open(data_dir: &Path) -> Result<Self, ApprovalsError> {
-        let path = Self::path(data_dir);
-        let file = match crate::fsutil::read_private(&path) {
-            Ok(Some(bytes)) => serde_json::from_slice(&bytes)
-                .map_err(|e| ApprovalsError::Corrupt { path: path.clone(), message: e.to_string() })?,
-            Ok(None) => File::default(),
-            Err(source) => return Err(ApprovalsError::Io { path, source }),
-        };
-        Ok(ApprovalStore { path, file })
+        Ok(ApprovalStore { file: Self::store(data_dir).read()? })
     }
 
     /// Changes the records under the lock (read, changed, written while no other process can).
     pub fn update<R>(data_dir: &Path, change: impl FnOnce(&mut ApprovalStore) -> R) -> Result<R, ApprovalsError> {
-        let lock_path = data_dir.join("approvals.json.lock");
-        let io = |source| ApprovalsError::Io { path: lock_path.clone(), source };
-        crate::fsutil::create_private_dir(data_dir).map_err(io)?;
-        let _lock = crate::fsutil::lock(&lock_path, crate::fsutil::LOCK_WAIT).map_err(io)?;
-        let mut store = ApprovalStore::open(data_dir)?;
-        let out = change(&mut store);
-        let text = serde_json::to_string_pretty(&store.file).map_err(|e| io(std::io::Error::other(e)))?;
-        crate::fsutil::write_atomic(&store.path, text.as_bytes(), Some(0o600))
-            .map_err(|source| ApprovalsError::Io { path: store.path.clone(), source })?;
-        Ok(out)
+        Self::store(data_dir).update(|file: &mut File| {
+            let mut store = ApprovalStore { file: std::mem::take(file) };
+            let out = change(&mut store);
+            *file = store.file;
+            out
+        })
+    }
+
+    fn store(data_dir: &Path) -> JsonStore {
+        JsonStore::new(Self::path(data_dir), "approvals file")
     }
 
     /// What is remembered of `tool` of the server launched as `launch`.

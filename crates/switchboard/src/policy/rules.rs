@@ -19,6 +19,8 @@ use std::path::PathBuf;
 use rmcp::model::ToolAnnotations;
 use serde::{Deserialize, Serialize};
 
+use crate::glob::GlobList;
+
 pub use crate::config::{DefaultRule, PolicyLayer, PolicyRules, RuleSource};
 
 /// What the policy says of a call, weakest first.
@@ -171,40 +173,23 @@ impl<'a> ToolRef<'a> {
     }
 }
 
-struct Globs {
-    patterns: Vec<String>,
-    set: globset::GlobSet,
-}
+/// One list of a file's rules (deny, ask or allow).
+struct Globs(GlobList);
 
 impl Globs {
     fn new(patterns: &[String]) -> Globs {
-        let mut builder = globset::GlobSetBuilder::new();
-        let mut kept = Vec::new();
-        for p in patterns {
-            // Globs were checked when the file was read; one that does not compile matches
-            // nothing (and is left out, so indices stay aligned).
-            if let Ok(g) = globset::Glob::new(p) {
-                builder.add(g);
-                kept.push(p.clone());
-            }
-        }
-        let set = builder.build().unwrap_or_else(|_| globset::GlobSet::empty());
-        Globs { patterns: kept, set }
+        // Globs were checked when the file was read; one that does not compile matches
+        // nothing.
+        Globs(GlobList::lenient(patterns))
     }
 
-    /// The most specific pattern matching any of a tool's `spellings`.
+    /// The most specific pattern matching any of a tool's `spellings` (the most literal
+    /// characters; the first written on a tie).
     fn best(&self, spellings: &[&str]) -> Option<&str> {
-        if self.patterns.is_empty() {
+        if self.0.is_empty() {
             return None;
         }
-        let mut hits = Vec::new();
-        for s in spellings {
-            hits.extend(self.set.matches(s));
-        }
-        hits.into_iter()
-            .filter_map(|i| self.patterns.get(i).map(|p| (i, p.as_str())))
-            .min_by_key(|(i, p)| (std::cmp::Reverse(literal_len(p)), *i))
-            .map(|(_, p)| p)
+        self.0.matching(spellings).min_by_key(|(i, p)| (std::cmp::Reverse(literal_len(p)), *i)).map(|(_, p)| p)
     }
 }
 

@@ -33,7 +33,7 @@ use std::time::Duration;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
-pub use env::{DEFAULT_ENV_VARS, child_env};
+pub use env::child_env;
 pub use stderr::StderrTail;
 
 use crate::config::StdioConfig;
@@ -304,11 +304,6 @@ impl ProcessTree {
     /// The server's process id.
     pub fn pid(&self) -> i32 {
         self.pid
-    }
-
-    /// The supervisor's process id (on Linux; elsewhere the server's).
-    pub fn supervisor_pid(&self) -> i32 {
-        self.supervisor
     }
 
     /// How the server ended, if it has.

@@ -468,7 +468,7 @@ mod tests {
         match refuse_undecodable(unparseable(), ours.clone(), false, None) {
             Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), _)) => {
                 assert_eq!(e.id, ours);
-                assert_eq!(e.error.code.0, super::super::REFUSED);
+                assert_eq!(e.error.code.0, super::super::refusal::REFUSED);
                 assert!(e.error.message.contains("not one JSON-RPC message"), "{}", e.error.message);
             }
             other => panic!("{other:?}"),

@@ -15,8 +15,6 @@ pub mod sse;
 pub mod stdio;
 
 pub use http::{HttpClient, LeftOut};
-pub use progress::Progress;
-pub use refusal::REFUSED;
 pub(crate) use refusal::Refusal;
 pub use sse::{SseClientTransport, SseError};
 pub use stdio::StdioTransport;

@@ -6,13 +6,13 @@
 //! - **OpenAI** function tools: the root `anyOf`/`oneOf`/`allOf` flattened into one object
 //!   (the API wants an object at the root); descriptions cut to 1,024 characters (the API
 //!   refuses longer ones: "string_above_max_length"), or the cap if lower. With
-//!   [`ExportOptions::strict`], the strict-mode subset ([`strict`]).
+//!   [`ExportOptions::strict`], the strict-mode subset (`strict.rs`).
 //! - **Anthropic** tools (<https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use>):
 //!   `input_schema` an object with no combinator at its root (flattened, as Claude Code does,
 //!   with the alternatives said in the description); descriptions cut at the cap. With
 //!   [`ExportOptions::defer`], `defer_loading: true` and the BM25 tool-search tool declared, so
 //!   the Messages API searches the catalog server-side.
-//! - **Gemini** function declarations ([`gemini`]).
+//! - **Gemini** function declarations (`gemini.rs`).
 //!
 //! Names are the catalog's (`[A-Za-z0-9_-]`, at most 64 bytes: [`super::naming`]), checked
 //! against each provider's rule all the same.

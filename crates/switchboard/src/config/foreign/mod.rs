@@ -3,7 +3,7 @@
 //!
 //! A file of another tool holds much that is not ours (a theme, a model, key bindings): only
 //! its servers (and VS Code's `inputs`) are read, and the rest is left alone without a word.
-//! Each tool's own names for a server's fields become ours ([`entries`]); what cannot be
+//! Each tool's own names for a server's fields become ours (`entries.rs`); what cannot be
 //! carried over (Codex's approval modes, Claude Code's `headersHelper`, Gemini's `trust`) is
 //! said in a warning that names the field. Where the files are is in [`sources`].
 

@@ -70,7 +70,7 @@ impl From<Error> for ApiError {
             "bad_request" | "invalid_params" => StatusCode::BAD_REQUEST,
             "denied" | "outside_view" => StatusCode::FORBIDDEN,
             "invalid_arguments" => StatusCode::UNPROCESSABLE_ENTITY,
-            "storage_failed" => StatusCode::INTERNAL_SERVER_ERROR,
+            "storage_failed" | "internal" => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_GATEWAY,
         };
         ApiError::new(status, code, message)

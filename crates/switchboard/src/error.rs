@@ -33,6 +33,8 @@ impl Error {
             Error::Rejected { code: -32601, .. } => "unsupported",
             Error::Rejected { code: -32042, .. } => "url_required",
             Error::Rejected { .. } | Error::Protocol { .. } => "server_error",
+            Error::InputRounds { .. } => "input_rounds_failed",
+            Error::Internal { .. } => "internal",
         }
     }
 
@@ -188,12 +190,31 @@ pub enum Error {
         /// What was asked for (`tool \`mcp__fs__write\``, `server \`fs\``).
         what: String,
     },
-    /// The server answered with something unexpected.
+    /// The server broke the protocol: an answer of the wrong kind, a message rmcp could not
+    /// take, an answer switchboard did not take (over `max_message_bytes`, or not a message
+    /// it could decode: the request fails at once, saying what came), a
+    /// `subscriptions/listen` stream that failed.
     #[error("server `{server}`: {message}")]
     Protocol {
         /// The server.
         server: String,
         /// The error.
+        message: String,
+    },
+    /// A 2026-07-28 server's `input_required` rounds could not be answered: it kept asking,
+    /// asked for what the request cannot carry, or the answer could not be made.
+    #[error("server `{server}`: {message}")]
+    InputRounds {
+        /// The server.
+        server: String,
+        /// Why.
+        message: String,
+    },
+    /// switchboard itself failed (a task of its own ended before its work was done). Not the
+    /// server's fault, nor the caller's.
+    #[error("switchboard failed: {message}")]
+    Internal {
+        /// What failed.
         message: String,
     },
 }

@@ -48,12 +48,6 @@ pub struct ToolEntry {
     pub tool: Tool,
     /// The input schema, normalised to `{"type": "object", "properties": {...}}`.
     pub input_schema: Arc<JsonObject>,
-    /// The tool's input schema compiled for checking arguments (on first use).
-    #[serde(skip)]
-    pub(crate) checker: Arc<crate::policy::validate::Checker>,
-    /// The policy's decision for it, with its rule as text (made on the first call).
-    #[serde(skip)]
-    pub(crate) decided: Arc<std::sync::OnceLock<(crate::policy::Decision, String)>>,
 }
 
 /// A resource in the catalog.
@@ -157,8 +151,6 @@ impl Catalog {
                 server: server.to_string(),
                 input_schema: normalize_schema(&tool.input_schema),
                 tool: tool.clone(),
-                checker: Arc::default(),
-                decided: Arc::default(),
             })
             .collect();
         cat.tools.sort_by(|a, b| a.name.cmp(&b.name));

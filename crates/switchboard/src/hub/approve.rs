@@ -1,65 +1,23 @@
-//! The gate every tool call passes before anything is sent: the policy's decision, the
-//! approver when it asks (answers kept for the session or, "always", in the data folder), the
-//! arguments against the input schema; and the audit line after.
+//! The gate every tool call passes before anything is sent (`Hub::gated`): the policy's
+//! decision, the approver when it asks (answers kept for the session or, "always", in the data
+//! folder), the arguments against the input schema; and the audit line after. What the gate
+//! keeps (the policy, its decisions and schema checkers per catalog snapshot, the session's
+//! answers, the audit log) is `policy::Gate`.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError};
 use std::time::{Instant, SystemTime};
 
 use rmcp::model::JsonObject;
 
 use super::{CallOptions, Hub, Slot, ToolOutput};
 use crate::catalog::ToolEntry;
-use crate::config::{LoadedConfig, Scope};
+use crate::config::Scope;
 use crate::error::Error;
 use crate::policy::approvals::{ApprovalStore, Lookup, definition_digest};
 use crate::policy::audit::{AuditLog, AuditRecord, Outcome, arguments_digest, redacted};
+use crate::policy::gate::Decided;
 use crate::policy::validate::Checked;
-use crate::policy::{Approval, ApprovalRequest, Caller, Decision, Policy, ToolRef, Verdict};
-
-/// A file's modification time and length: whether it changed since it was read.
-type Stamp = Option<(SystemTime, u64)>;
-
-/// What the hub keeps for the gate.
-pub(crate) struct Gate {
-    /// Replaced by a reload.
-    policy: RwLock<Arc<Policy>>,
-    audit: Option<AuditLog>,
-    /// "For this session" answers: caller's session key, server, tool, definition digest.
-    session: Mutex<HashSet<(String, String, String, String)>>,
-    /// The approvals file as last read, with its modification time and length.
-    remembered: Mutex<Option<(Stamp, Arc<ApprovalStore>)>>,
-}
-
-impl Gate {
-    pub(crate) fn new(config: &LoadedConfig, data_dir: &std::path::Path) -> Gate {
-        let managed_error = config.managed.as_ref().and_then(|m| m.error.as_ref().map(|e| (m.file.clone(), e.clone())));
-        Gate {
-            policy: RwLock::new(Arc::new(Policy::new(&config.policy, managed_error))),
-            audit: AuditLog::open(data_dir, config.audit),
-            session: Mutex::new(HashSet::new()),
-            remembered: Mutex::new(None),
-        }
-    }
-
-    /// The policy in effect.
-    pub(crate) fn policy(&self) -> Arc<Policy> {
-        self.policy.read().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
-    /// The policy of `config` from now on (a reload); calls decided already keep theirs.
-    pub(crate) fn set_policy(&self, config: &LoadedConfig) {
-        let managed_error = config.managed.as_ref().and_then(|m| m.error.as_ref().map(|e| (m.file.clone(), e.clone())));
-        *self.policy.write().unwrap_or_else(PoisonError::into_inner) =
-            Arc::new(Policy::new(&config.policy, managed_error));
-    }
-
-    pub(crate) fn flush(&self) {
-        if let Some(a) = &self.audit {
-            a.flush();
-        }
-    }
-}
+use crate::policy::{Approval, ApprovalRequest, Caller, Decision, ToolRef, Verdict};
 
 /// What the gate let through, for the audit line.
 struct Passed {
@@ -78,24 +36,21 @@ impl Hub {
     }
 
     /// The decision for a tool of the catalog and its rule as text, made once per tool per
-    /// catalog snapshot (a list change or a reload makes new entries).
-    fn decided<'e>(&self, entry: &'e ToolEntry) -> &'e (Decision, String) {
-        entry.decided.get_or_init(|| {
-            let d = self.decide(entry);
-            let text = d.rule.to_string();
-            (d, text)
-        })
+    /// catalog snapshot and policy (the gate keeps them).
+    fn decided(&self, entry: &ToolEntry) -> Decided {
+        self.inner.gate.decided(&self.catalog(), entry, || self.decide(entry))
     }
 
     /// The rule that denies a tool of the catalog, as text, if one does: such a tool is left
     /// out of what models are given (the gateway's lists, provider exports), and a call to it
     /// is refused naming this rule.
-    pub fn denied_by<'e>(&self, entry: &'e ToolEntry) -> Option<&'e str> {
+    pub fn denied_by(&self, entry: &ToolEntry) -> Option<String> {
         if !self.inner.gate.policy().is_active() {
             return None;
         }
-        let (decision, rule) = self.decided(entry);
-        (decision.verdict == Verdict::Deny).then_some(rule.as_str())
+        let decided = self.decided(entry);
+        let (decision, rule) = &*decided;
+        (decision.verdict == Verdict::Deny).then(|| rule.clone())
     }
 
     /// Every remembered "always" approval (`<data>/approvals.json`).
@@ -205,7 +160,8 @@ impl Hub {
         let gate = &self.inner.gate;
         let mut passed = Passed { decision: Verdict::Allow, rule: String::new(), approval: None };
         if gate.policy().is_active() {
-            let (decision, rule) = self.decided(entry);
+            let decided = self.decided(entry);
+            let (decision, rule) = &*decided;
             passed.decision = decision.verdict;
             passed.rule = rule.clone();
             match decision.verdict {
@@ -228,7 +184,7 @@ impl Hub {
         }
         let validate = slot.config().is_none_or(|c| c.validate_arguments);
         if validate {
-            match entry.checker.check(&entry.tool.input_schema, arguments) {
+            match gate.checker(&self.catalog(), entry).check(&entry.tool.input_schema, arguments) {
                 Checked::Valid | Checked::Uncompiled(None) => {}
                 Checked::Uncompiled(Some(why)) => tracing::warn!(
                     server = %entry.server,

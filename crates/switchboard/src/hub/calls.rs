@@ -180,13 +180,12 @@ impl ToolOutput {
             self.model();
             return Ok(self);
         }
-        let server = self.server.clone();
         tokio::task::spawn_blocking(move || {
             self.model();
             self
         })
         .await
-        .map_err(|e| Error::Protocol { server, message: format!("formatting the result failed: {e}") })
+        .map_err(|e| Error::Internal { message: format!("formatting the result failed: {e}") })
     }
 
     /// Whether the model's form has been made (and with it any spill file written).

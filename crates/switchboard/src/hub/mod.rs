@@ -107,7 +107,7 @@ pub(crate) struct Inner {
     /// Where cut results are kept (`<data>/results`).
     spill_dir: Arc<std::path::Path>,
     /// Policy, approvals and the audit log.
-    gate: approve::Gate,
+    gate: crate::policy::gate::Gate,
     /// The chain this hub passes on to its servers (see [`crate::chain`]).
     chain: String,
     /// Its config's id in chains ([`crate::workspace::config_key`]).
@@ -171,7 +171,7 @@ impl Hub {
         }
         let record = crate::process::record::Record::new(&options.paths.data_dir, &id);
         let spill_dir = Arc::from(options.paths.data_dir.join("results"));
-        let gate = approve::Gate::new(config, &options.paths.data_dir);
+        let gate = crate::policy::gate::Gate::new(config, &options.paths.data_dir);
         // Its servers learn which configs the connection passed through, itself included.
         let config_id = crate::workspace::config_key(config);
         let chain = crate::chain::Chain::inherited(&options.host_env).with(&config_id).to_value();

@@ -79,7 +79,7 @@ impl Hub {
                 ServerResult::InputRequiredResult(asked) => {
                     let retry = next_round(slot, &conn, asked, &mut round, &mut state_only, &request.what).await?;
                     if !answer_round(&mut request.body, retry) {
-                        return Err(Error::Protocol {
+                        return Err(Error::InputRounds {
                             server: slot.name.clone(),
                             message: format!(
                                 "{}: the server asked for input, which this request cannot carry",
@@ -134,14 +134,14 @@ async fn next_round(
 ) -> Result<InputRetry, Error> {
     *round += 1;
     if *round >= crate::connection::MRTR_MAX_ROUNDS {
-        return Err(Error::Protocol {
+        return Err(Error::InputRounds {
             server: slot.name.clone(),
             message: format!("{what}: the server still asked for input after {round} rounds"),
         });
     }
     conn.answer_input(asked, state_only)
         .await
-        .map_err(|e| Error::Protocol { server: slot.name.clone(), message: format!("{what}: {e}") })
+        .map_err(|e| Error::InputRounds { server: slot.name.clone(), message: format!("{what}: {e}") })
 }
 
 /// [`ensure_connected`], given up when the caller cancels (a request waiting for its server to

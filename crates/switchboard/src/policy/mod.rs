@@ -9,6 +9,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub(crate) mod gate;
 pub mod rules;
 pub mod suggest;
 pub mod validate;

@@ -1,7 +1,7 @@
 //! State files of ours that several processes change: a JSON document read whole, changed
 //! under a lock file beside it (`<name>.lock`, so concurrent changes all land), and written
 //! whole and atomically with mode 0600 in a 0700 folder. Trust records, remembered approvals
-//! and the values of inputs are each one ([`JsonStore`]); a file that cannot be read as what it
+//! and the values of inputs are each one (`JsonStore`); a file that cannot be read as what it
 //! should be is left as it is and said ([`StoreError::Corrupt`]).
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value, json};
 use switchboard::catalog::naming::may_belong;
 use switchboard::config::{self, LoadedConfig};
-use switchboard::status::{FailureKind, ServerStatus};
+use switchboard::status::ServerStatus;
 use switchboard::trust::TrustStore;
 use switchboard::{CallOptions, Hub};
 
@@ -25,10 +25,15 @@ pub async fn run(cli: Cli, secrets: crate::logs::Secrets, json: bool) -> u8 {
         Err(e) if crate::out::is_broken_pipe(&e) => 0,
         Err(e) => {
             // What a server said may be in the message: no escape sequence reaches the terminal.
-            let message = format!("{e:#}");
+            let message = render::error_text(&e);
             if json {
-                let kind = e.downcast_ref::<switchboard::Error>().map_or("error", switchboard::Error::kind);
-                let _ = crate::ctx::print_json(&serde_json::json!({"error": {"kind": kind, "message": message}}));
+                let error = e.downcast_ref::<switchboard::Error>();
+                let kind = error.map_or("error", switchboard::Error::kind);
+                let mut body = serde_json::json!({"kind": kind, "message": message});
+                if let Some(remedy) = error.and_then(switchboard::Error::remedy) {
+                    body["remedy"] = serde_json::json!(remedy);
+                }
+                let _ = crate::ctx::print_json(&serde_json::json!({"error": body}));
             }
             note!(
                 "{} {}",
@@ -331,16 +336,7 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     if let Some(file) = &ctx.loaded.mcp_off {
         out!("\nMCP is turned off: `features.mcp: false` in {} (no server starts).", file.display());
     }
-    if servers.iter().any(|s| matches!(s.status, ServerStatus::Untrusted)) {
-        out!("\nProject servers wait for trust: `switchboard trust <server>` shows what would run.");
-    }
-    for s in &servers {
-        if let ServerStatus::Failed { kind: FailureKind::NeedsAuth | FailureKind::NeedsClientRegistration, .. } =
-            s.status
-        {
-            out!("\n`{}` needs a login: switchboard auth {}", s.name, s.name);
-        }
-    }
+    render::fixes(servers.iter().map(|s| (s.name.as_str(), &s.status)))?;
     if servers.iter().any(|s| matches!(s.status, ServerStatus::Failed { .. })) {
         out!("\n`switchboard get <server>` shows why a server failed.");
     }

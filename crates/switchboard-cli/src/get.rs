@@ -156,6 +156,9 @@ impl Server {
             }
             other => out!("  {}", safe(&other.summary())),
         }
+        if let Some(remedy) = self.status.remedy(name) {
+            out!("  fix      {}", safe(&crate::render::fix(&remedy)));
+        }
         let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
         let tools = self.tools.lines();
         if !tools.is_empty() {

@@ -70,6 +70,7 @@ pub(crate) async fn list(ctx: &Ctx, remote: &Remote, json: bool) -> Result<u8> {
         return Ok(u8::from(ctx.loaded.has_errors()));
     }
     let mut t = table(&["SERVER", "SCOPE", "STATUS", "TOOLS", "DETAIL"]);
+    let mut statuses = Vec::new();
     for s in &servers {
         let Ok(status) = serde_json::from_value::<ServerStatus>(s["status"].clone()) else { continue };
         let tools = match &status {
@@ -85,8 +86,10 @@ pub(crate) async fn list(ctx: &Ctx, remote: &Remote, json: bool) -> Result<u8> {
             tools,
             short(&status.summary(), 90),
         ]);
+        statuses.push((name, status));
     }
     out!("{t}");
+    render::fixes(statuses.iter().map(|(name, status)| (*name, status)))?;
     out!(
         "\nServers of the workspace's {} (pid {}) at {}; `--no-attach` starts them here instead.",
         remote.record.kind,

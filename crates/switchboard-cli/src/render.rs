@@ -5,9 +5,9 @@ use std::io::IsTerminal;
 use comfy_table::{ContentArrangement, Table, presets};
 use console::style;
 use serde_json::{Value, json};
-use switchboard::ServerInfo;
 use switchboard::config::{ServerConfig, ServerEntry, TransportConfig};
 use switchboard::status::ServerStatus;
+use switchboard::{Remedy, ServerInfo};
 
 /// Whether stdout is a terminal (colour and tables with borders only then).
 pub fn stdout_tty() -> bool {
@@ -40,6 +40,36 @@ pub fn table(header: &[&str]) -> Table {
 /// Dimmed on a terminal.
 pub fn dim(text: &str) -> String {
     if stdout_tty() { style(text).dim().to_string() } else { text.to_string() }
+}
+
+/// What to type to make a fix, as the person at the terminal does it.
+pub fn fix(remedy: &Remedy) -> String {
+    match remedy {
+        Remedy::Login { server } => format!("switchboard auth {server}"),
+        Remedy::RegisterClient { server } => format!(
+            "register a client with its authorization server, set `oauth.client_id` (and `oauth.client_secret`) \
+             of `{server}`, then switchboard auth {server}"
+        ),
+        Remedy::Trust { server } => format!("switchboard trust {server}"),
+        Remedy::Allow { tool } => format!("switchboard allow {tool}"),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+/// A line under `list` for each server with something to fix (`` `gh` needs a login:
+/// switchboard auth gh ``), for the servers of this host or of the workspace's `serve`.
+pub fn fixes<'a>(servers: impl IntoIterator<Item = (&'a str, &'a ServerStatus)>) -> anyhow::Result<()> {
+    for (name, status) in servers {
+        let Some(remedy) = status.remedy(name) else { continue };
+        let what = match &remedy {
+            Remedy::Login { .. } => "needs a login",
+            Remedy::RegisterClient { .. } => "needs a client registered by hand",
+            Remedy::Trust { .. } => "waits for trust (`switchboard trust` shows what would run)",
+            _ => "can be fixed",
+        };
+        out!("\n`{}` {what}: {}", safe(name), fix(&remedy));
+    }
+    Ok(())
 }
 
 /// The status word, coloured on a terminal. A server that asks for a login says so.
@@ -131,14 +161,37 @@ pub fn redacted_entry(entry: &ServerEntry) -> Value {
 
 /// One server as JSON (the `list --json` element).
 pub fn server_json(info: &ServerInfo) -> Value {
-    json!({
+    let mut json = json!({
         "name": info.name,
         "scope": info.scope,
         "source": info.source,
         "transport": info.transport,
         "target": info.target,
         "status": info.status,
-    })
+    });
+    if let Some(remedy) = &info.remedy {
+        json["remedy"] = json!(remedy);
+    }
+    json
+}
+
+/// An error as the person reads it: each cause once (a cause the message already says is not
+/// repeated), then what to type to fix it, when the library names a fix.
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if text.is_empty() {
+            text = said;
+        } else if !said.is_empty() && !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+    }
+    if let Some(remedy) = e.downcast_ref::<switchboard::Error>().and_then(switchboard::Error::remedy) {
+        text.push_str(&format!("\nto fix it: {}", fix(&remedy)));
+    }
+    text
 }
 
 /// What a server would run, for `trust` (variable names only).

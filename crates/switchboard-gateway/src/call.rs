@@ -569,7 +569,8 @@ fn finish(shared: &Shared, outcome: Outcome, names: Option<&(String, String)>) -
         // Switchboard's own refusal (the policy, the input schema) is a result the model reads,
         // not a protocol error: it can correct the call or tell the person.
         Outcome::Tool(Err(e @ (switchboard::Error::Denied { .. } | switchboard::Error::InvalidArguments { .. }))) => {
-            let mut result = CallToolResult::error(vec![ContentBlock::text(said(shared, e.to_string(), names))]);
+            let text = said(shared, crate::servers::explained(&e), names);
+            let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
             result.result_type = complete;
             Ok(Done::Tool(result))
         }
@@ -589,7 +590,7 @@ pub(crate) fn error(e: switchboard::Error) -> McpError {
         E::UnknownTool { .. } | E::UnknownServer { .. } => McpError::invalid_params(e.to_string(), None),
         // The upstream's own refusal keeps its code (the message names the server).
         E::Rejected { code, data, .. } => McpError::new(rmcp::model::ErrorCode(*code), e.to_string(), data.clone()),
-        _ => McpError::internal_error(e.to_string(), None),
+        _ => McpError::internal_error(crate::servers::explained(&e), None),
     }
 }
 

@@ -25,6 +25,7 @@ pub mod http;
 mod pump;
 mod relay;
 pub mod search;
+mod servers;
 mod session;
 mod sessions;
 pub mod stdio;

@@ -35,6 +35,26 @@ function stateLabel(server) {
   return STATE_LABEL[st] || st;
 }
 
+// What the person can do so that a server works, as the library decides it
+// (`server.remedy`): a button, or what to do by hand.
+function remedyAction(server, button) {
+  const remedy = server.remedy;
+  if (!remedy) return null;
+  switch (remedy.action) {
+    case "trust":
+      return button("Trust and start", () => act(server.name, "trust"), { class: "primary" });
+    case "login":
+      return button("Authenticate", () => authenticate(server.name), { class: "primary" });
+    case "register_client":
+      return h("p", {
+        class: "hint",
+        text: "Its authorization server offers no registration: register a client with it, set oauth.client_id (and oauth.client_secret) in this server's config, then authenticate.",
+      });
+    default:
+      return null;
+  }
+}
+
 function toolCount(server) {
   const c = server.status && server.status.counts;
   return c ? c.tools : null;
@@ -244,8 +264,8 @@ function renderDetail() {
 
   const actions = h("div", { class: "actions", role: "group", "aria-label": "Server actions" });
   const button = (label, handler, attrs = {}) => h("button", { type: "button", onclick: handler, ...attrs, text: label });
-  if (st === "untrusted") actions.append(button("Trust and start", () => act(name, "trust"), { class: "primary" }));
-  if (st === "needs_auth") actions.append(button("Authenticate", () => authenticate(name), { class: "primary" }));
+  const fix = remedyAction(server, button);
+  if (fix) actions.append(fix);
   if (["stopped", "failed", "disconnected", "needs_auth"].includes(st)) actions.append(button("Connect", () => act(name, "connect")));
   if (st === "connected") actions.append(button("Revalidate", () => act(name, "revalidate")));
   if (["connected", "connecting", "disconnected", "needs_auth"].includes(st)) {
@@ -471,7 +491,7 @@ function connectEvents() {
         console.error("event", type, err);
       }
     });
-  on("status_changed", ({ server, status }) => {
+  on("status_changed", ({ server, status, remedy }) => {
     const known = state.servers.get(server);
     if (!known) {
       loadAll();
@@ -479,6 +499,7 @@ function connectEvents() {
     }
     const before = stateLabel(known);
     known.status = status;
+    known.remedy = remedy;
     if (stateOf(known) === "connected") state.authNeeded.delete(server);
     const after = stateLabel(known);
     if (before !== after) {

@@ -33,6 +33,11 @@ pub struct ServerView {
     /// `{"state": "connected" | "failed" | ..., ...}`.
     #[schema(value_type = Object)]
     status: Value,
+    /// What the person can do so that it works, when there is something:
+    /// `{"action": "login" | "register_client" | "trust", "server"}`. The dashboard offers it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    remedy: Option<switchboard::Remedy>,
 }
 
 impl From<ServerInfo> for ServerView {
@@ -44,6 +49,7 @@ impl From<ServerInfo> for ServerView {
             transport: s.transport.to_string(),
             target: s.target,
             status: serde_json::to_value(&s.status).unwrap_or_default(),
+            remedy: s.remedy,
         }
     }
 }

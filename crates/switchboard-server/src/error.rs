@@ -4,7 +4,7 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use switchboard::Error;
+use switchboard::{Error, Remedy};
 use utoipa::ToSchema;
 
 /// The body of every error response.
@@ -19,8 +19,30 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// A stable, machine-readable code (`unknown_server`, `timeout`...).
     pub code: String,
-    /// What happened, for people (never a secret).
+    /// What happened, for people (never a secret), and what to do about it when there is
+    /// something.
     pub message: String,
+    /// The fix, as data (`{"action": "login", "server": "gh"}`), when there is one: the
+    /// dashboard offers it as a button.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub remedy: Option<Remedy>,
+}
+
+/// A fix in the API's words: what to run, or where on the dashboard.
+pub fn advice(remedy: &Remedy) -> String {
+    match remedy {
+        Remedy::Login { server } => format!("log in: `switchboard auth {server}`, or Authenticate on the dashboard"),
+        Remedy::RegisterClient { server } => format!(
+            "register a client with its authorization server, set `oauth.client_id` of `{server}`, then log in \
+             (`switchboard auth {server}`)"
+        ),
+        Remedy::Trust { server } => {
+            format!("trust it: `switchboard trust {server}`, or Trust and start on the dashboard")
+        }
+        Remedy::Allow { tool } => format!("allow it: `switchboard allow {tool}`"),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
 }
 
 /// An error response.
@@ -38,7 +60,10 @@ impl ApiError {
 
     /// An error with a status, a code and a message.
     pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
-        ApiError { status, body: ErrorBody { error: ErrorDetail { code: code.into(), message: message.into() } } }
+        ApiError {
+            status,
+            body: ErrorBody { error: ErrorDetail { code: code.into(), message: message.into(), remedy: None } },
+        }
     }
 
     /// 400.
@@ -60,7 +85,11 @@ impl IntoResponse for ApiError {
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> ApiError {
-        let message = e.to_string();
+        let remedy = e.remedy();
+        let message = match &remedy {
+            Some(remedy) => format!("{e}; {}", advice(remedy)),
+            None => e.to_string(),
+        };
         let code = e.kind();
         let status = match code {
             "unknown_tool" | "unknown_server" | "unknown_resource" | "unsupported" => StatusCode::NOT_FOUND,
@@ -73,6 +102,8 @@ impl From<Error> for ApiError {
             "storage_failed" | "internal" => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_GATEWAY,
         };
-        ApiError::new(status, code, message)
+        let mut error = ApiError::new(status, code, message);
+        error.body.error.remedy = remedy;
+        error
     }
 }

@@ -1,6 +1,38 @@
 //! Errors of the [`crate::Hub`] API.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::Remedy;
+
+/// The error behind an [`Error`], kept so that [`std::error::Error::source`] walks to it.
+/// Two are equal when they say the same.
+#[derive(Debug, Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    pub(crate) fn new(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+        Cause(Arc::new(error))
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Cause) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
 
 /// `; did you mean `NAME`?`, or nothing.
 fn did_you_mean(meant: &Option<String>) -> String {
@@ -38,6 +70,49 @@ impl Error {
         }
     }
 
+    /// What the person can do about it, when there is something: log in again, trust or
+    /// register a client for the server, allow the tool. Each front says it in its own words.
+    pub fn remedy(&self) -> Option<Remedy> {
+        match self {
+            Error::NotConnected { remedy, .. } => remedy.clone(),
+            Error::Denied { name, allowable: true, .. } => Some(Remedy::Allow { tool: name.clone() }),
+            Error::AuthRequired { server, .. } | Error::ClientRefused { server } => {
+                Some(Remedy::Login { server: server.clone() })
+            }
+            _ => None,
+        }
+    }
+
+    /// `server` is not connected, for the reason its `status` says (and the fix it names).
+    pub(crate) fn not_connected(server: &str, status: &crate::status::ServerStatus) -> Error {
+        Error::NotConnected {
+            server: server.into(),
+            reason: status.summary(),
+            remedy: status.remedy(server),
+            cause: None,
+        }
+    }
+
+    /// `server` could not be started (`reason`, which says so), because of `failure`.
+    pub(crate) fn failed_start(server: &str, reason: String, failure: crate::connection::StartFailure) -> Error {
+        Error::NotConnected {
+            server: server.into(),
+            reason,
+            remedy: failure.kind.remedy(server),
+            cause: Some(Cause::new(failure)),
+        }
+    }
+
+    /// The host's own state could not be read or written: `message`, caused by `cause`.
+    pub(crate) fn storage(message: impl Into<String>, cause: impl std::error::Error + Send + Sync + 'static) -> Error {
+        Error::Storage { message: message.into(), cause: Some(Cause::new(cause)) }
+    }
+
+    /// Logging in to `server` failed with `cause` (its message says what happened).
+    pub(crate) fn auth(server: &str, cause: impl std::error::Error + Send + Sync + 'static) -> Error {
+        Error::Auth { server: server.into(), message: cause.to_string(), cause: Some(Cause::new(cause)) }
+    }
+
     /// No server named `name` among `known` (with the closest as a suggestion).
     pub fn unknown_server<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Error {
         Error::UnknownServer { name: name.into(), meant: crate::text::closest(name, known).map(str::to_string) }
@@ -71,6 +146,11 @@ pub enum Error {
         server: String,
         /// Its status, explained.
         reason: String,
+        /// What the person can do about it (log in, trust it), when there is something.
+        remedy: Option<Remedy>,
+        /// The failure to start behind it, when this request's attempt made one.
+        #[source]
+        cause: Option<Cause>,
     },
     /// No response (nor progress) within the timeout; `notifications/cancelled` was sent.
     #[error("`{what}` on server `{server}` timed out after {}", crate::text::human(*after))]
@@ -99,7 +179,7 @@ pub enum Error {
     AuthRequired {
         /// The server.
         server: String,
-        /// What it said, and what to run.
+        /// What it said.
         message: String,
         /// Its `WWW-Authenticate` challenge (carries the scope it wants).
         challenge: Option<String>,
@@ -122,6 +202,9 @@ pub enum Error {
     Storage {
         /// The file and what went wrong.
         message: String,
+        /// The error behind it (an I/O error, a file that does not parse).
+        #[source]
+        cause: Option<Cause>,
     },
     /// The authorization server refused the client switchboard registered for `server`
     /// (`invalid_client`: it forgot it, or its secret expired). It is forgotten, and logging in
@@ -141,6 +224,9 @@ pub enum Error {
         server: String,
         /// What went wrong (never a token or secret).
         message: String,
+        /// The error behind it (the login's, the token store's).
+        #[source]
+        cause: Option<Cause>,
     },
     /// The server refused the request with a JSON-RPC error (`code`: -32602 invalid
     /// params, -32002 resource not found, -32601 method not found, ...).
@@ -171,6 +257,9 @@ pub enum Error {
         file: Option<std::path::PathBuf>,
         /// The whole explanation.
         message: String,
+        /// Whether allowing the tool is the fix ([`Error::remedy`]): the rule asked, and nobody
+        /// could answer. Not for a `deny` rule or a person's "no": those are choices.
+        allowable: bool,
     },
     /// The arguments do not match the tool's input schema. Nothing was sent: this is
     /// switchboard's refusal, not the tool's error, so a model can correct the call.

@@ -41,6 +41,10 @@ pub enum Event {
         server: String,
         /// Its new status.
         status: ServerStatus,
+        /// What the person can do so that it works, when there is something
+        /// ([`ServerStatus::remedy`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        remedy: Option<crate::Remedy>,
     },
     /// A server's tools, resources or prompts changed (after a `list_changed` refresh or a
     /// reconnect).

@@ -45,6 +45,7 @@ pub mod output;
 mod paths;
 pub mod policy;
 mod process;
+pub mod remedy;
 pub mod roots;
 pub mod sampling;
 pub mod status;
@@ -54,12 +55,13 @@ mod transport;
 pub mod trust;
 pub mod workspace;
 
-pub use error::Error;
+pub use error::{Cause, Error};
 pub use hub::{
     CallOptions, Comeback, Completing, ConfigWatch, Hub, HubOptions, HubView, Reconnect, ReloadReport, RequestOptions,
     ServerInfo, ToolOutput, ViewFilter,
 };
 pub use paths::Paths;
+pub use remedy::Remedy;
 pub use transport::progress::Progress;
 pub use transport::{SseClientTransport, SseError, lines};
 

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Remedy;
+
 /// Why a server is not connected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -52,6 +54,18 @@ impl FailureKind {
                 | FailureKind::NeedsClientRegistration
                 | FailureKind::CrashLoop
         )
+    }
+}
+
+impl FailureKind {
+    /// What the person can do about a failure of this kind to start `server`: log in, or
+    /// register a client first.
+    pub fn remedy(self, server: &str) -> Option<Remedy> {
+        match self {
+            FailureKind::NeedsAuth => Some(Remedy::Login { server: server.into() }),
+            FailureKind::NeedsClientRegistration => Some(Remedy::RegisterClient { server: server.into() }),
+            _ => None,
+        }
     }
 }
 
@@ -192,11 +206,23 @@ impl ServerStatus {
         }
     }
 
-    /// A one-line explanation for people.
+    /// What the person can do so that `server` (whose status this is) works: trust it, log
+    /// in to it, register a client for it. The one place that decides it; each front says it
+    /// in its own words.
+    pub fn remedy(&self, server: &str) -> Option<Remedy> {
+        match self {
+            ServerStatus::Untrusted => Some(Remedy::Trust { server: server.into() }),
+            ServerStatus::Failed { kind, .. } => kind.remedy(server),
+            _ => None,
+        }
+    }
+
+    /// A one-line explanation for people (what happened, not what to run: see
+    /// [`ServerStatus::remedy`]).
     pub fn summary(&self) -> String {
         match self {
             ServerStatus::Disabled => "disabled in config".into(),
-            ServerStatus::Untrusted => "from a project file: run `switchboard trust` to start it".into(),
+            ServerStatus::Untrusted => "from a project file, not trusted yet: it starts once trusted".into(),
             ServerStatus::Connecting => "connecting".into(),
             ServerStatus::Connected { server_name, server_version, protocol_version, diagnostics, .. } => {
                 let mut s = format!("{server_name} {server_version} (protocol {protocol_version})");

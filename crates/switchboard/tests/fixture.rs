@@ -266,7 +266,7 @@ async fn start_failures_are_classified_and_do_not_hold_up_others() {
     // A tool of a server that failed: the error says why the server is not there.
     let err = hub.call_tool("mcp__dies__echo", None, CallOptions::new()).await.unwrap_err();
     assert!(
-        matches!(&err, Error::NotConnected { server, reason } if server == "dies" && reason.contains("exit")),
+        matches!(&err, Error::NotConnected { server, reason, .. } if server == "dies" && reason.contains("exit")),
         "{err:?}"
     );
     let err = hub.call_tool("mcp__nobody__echo", None, CallOptions::new()).await.unwrap_err();

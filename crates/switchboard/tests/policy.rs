@@ -63,13 +63,13 @@ async fn deny_ask_and_allow_rules_hold_before_anything_is_sent() {
     );
     assert!(file.as_ref().is_some_and(|f| f.ends_with("config.json")));
     assert!(message.contains("`mcp__f__crash` is denied by rule `deny: mcp__*__crash`"), "{message}");
+    assert_eq!(err.remedy(), None, "a deny rule is the person's choice, not something to fix");
 
-    // `ask` without an approver: denied, saying how to allow it.
+    // `ask` without an approver: denied, saying why, with allowing the tool as the fix (which
+    // each front says in its own words: `switchboard allow mcp__f__add` on a terminal).
     let err = hub.call_tool("mcp__f__add", args(json!({"a": 1, "b": 2})), CallOptions::new()).await.unwrap_err();
-    assert!(
-        err.to_string().contains("no one to ask") && err.to_string().contains("switchboard allow mcp__f__add"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("no one to ask"), "{err}");
+    assert_eq!(err.remedy(), Some(switchboard::Remedy::Allow { tool: "mcp__f__add".into() }), "{err}");
     // The default denies the rest.
     let err = hub.call_tool("mcp__f__fail", None, CallOptions::new()).await.unwrap_err();
     assert!(err.to_string().contains("`default: deny`"), "{err}");

@@ -11,11 +11,10 @@ use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
     GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
-use switchboard::status::ServerStatus;
 
 use crate::call::{Done, Work};
 use crate::relay::SessionPeer;
@@ -216,32 +215,8 @@ impl Session {
                  call_tool.\n",
             ),
         }
-        for s in self.shared.hub.servers() {
-            if filter.as_ref().is_some_and(|f| !f.server(&s.name)) {
-                continue;
-            }
-            let line = match &s.status {
-                ServerStatus::Connected { instructions, .. } => {
-                    let mut l = format!("- {}: connected", s.name);
-                    if let Some(i) = instructions.as_deref().filter(|i| !i.trim().is_empty()) {
-                        l.push_str(&format!(". Its instructions: {}", switchboard::text::excerpt(i, 2000)));
-                    }
-                    l
-                }
-                ServerStatus::Untrusted => {
-                    format!(
-                        "- {}: not started (a project server not trusted yet): run `switchboard trust {}`",
-                        s.name, s.name
-                    )
-                }
-                ServerStatus::Failed { kind: switchboard::status::FailureKind::NeedsAuth, .. } => {
-                    format!("- {}: needs a login: run `switchboard auth {}`", s.name, s.name)
-                }
-                other => format!("- {}: {}", s.name, other.summary()),
-            };
-            out.push_str(&line);
-            out.push('\n');
-        }
+        let servers = self.shared.hub.servers();
+        out.push_str(&crate::servers::lines(&servers, |name| filter.as_ref().is_none_or(|f| f.server(name))));
         out
     }
 
@@ -261,24 +236,7 @@ impl Session {
     }
 
     fn servers_resource(&self) -> ReadResourceResult {
-        let servers: Vec<serde_json::Value> = self
-            .shared
-            .hub
-            .servers()
-            .into_iter()
-            .map(|s| {
-                let hint = match &s.status {
-                    ServerStatus::Untrusted => Some(format!("switchboard trust {}", s.name)),
-                    ServerStatus::Failed { kind: switchboard::status::FailureKind::NeedsAuth, .. } => {
-                        Some(format!("switchboard auth {}", s.name))
-                    }
-                    _ => None,
-                };
-                serde_json::json!({"name": s.name, "status": s.status, "fix": hint})
-            })
-            .collect();
-        let text = serde_json::to_string_pretty(&serde_json::json!({"servers": servers})).unwrap_or_default();
-        ReadResourceResult::new(vec![ResourceContents::text(text, SERVERS_URI).with_mime_type("application/json")])
+        crate::servers::resource(&self.shared.hub.servers())
     }
 }
 

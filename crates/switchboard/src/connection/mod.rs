@@ -257,10 +257,8 @@ impl Connection {
             // A server may let `initialize` through and ask for a login at the first listing.
             Ok(Err(ListError::Auth(challenge))) => {
                 conn.close().await;
-                let mut f = StartFailure::new(
-                    FailureKind::NeedsAuth,
-                    format!("asks for authorisation (HTTP 401 on tools/list): run `switchboard auth {}`", config.name),
-                );
+                let mut f =
+                    StartFailure::new(FailureKind::NeedsAuth, "asks for authorisation (HTTP 401 on tools/list)");
                 f.auth_challenge = Some(challenge);
                 return Err(f);
             }

@@ -74,10 +74,7 @@ pub(super) async fn start(
                 crate::auth::LoginError::Unreachable { .. } => {
                     with_url(StartFailure::new(FailureKind::NetworkUnreachable, format!("OAuth: {e}")))
                 }
-                e => with_url(StartFailure::new(
-                    FailureKind::NeedsAuth,
-                    format!("OAuth: {e}; run `switchboard auth {}`", config.name),
-                )),
+                e => with_url(StartFailure::new(FailureKind::NeedsAuth, format!("OAuth: {e}"))),
             })?
         }
     };
@@ -112,16 +109,12 @@ pub(super) async fn start(
                 let mut failure = classify(&e);
                 if oauth_http.as_ref().is_some_and(|c| c.client_refused()) {
                     failure.kind = FailureKind::NeedsAuth;
-                    failure.message = format!(
-                        "the authorization server refused the client switchboard registered for it (invalid_client); \
-                         it is forgotten: run `switchboard auth {}` to register a new one",
-                        config.name
-                    );
+                    failure.message = "the authorization server refused the client switchboard registered for it \
+                                       (invalid_client); it is forgotten, and logging in registers a new one"
+                        .into();
                 } else if oauth && failure.kind == FailureKind::NeedsAuth {
-                    failure.message = format!(
-                        "the stored login was refused (expired or revoked, and refreshing it failed): run `switchboard auth {}`",
-                        config.name
-                    );
+                    failure.message =
+                        "the stored login was refused (expired or revoked, and refreshing it failed)".into();
                 } else if failure.kind == FailureKind::NeedsAuth {
                     // No browser opens during start-up; the status says what a login needs.
                     let can = tokio::time::timeout_at(
@@ -133,14 +126,7 @@ pub(super) async fn start(
                         failure.kind = FailureKind::NeedsClientRegistration;
                         failure.message = format!(
                             "asks for authorisation, but its authorization server offers no client registration: \
-                             register a client with it and set `oauth.client_id` (and `oauth.client_secret`) for `{}`, \
-                             then run `switchboard auth {}`",
-                            config.name, config.name
-                        );
-                    } else {
-                        failure.message = format!(
-                            "{}: run `switchboard auth {}`",
-                            failure.message.trim_end_matches(": run `switchboard auth <server>`"),
+                             register a client with it and set `oauth.client_id` (and `oauth.client_secret`) for `{}`",
                             config.name
                         );
                     }
@@ -307,10 +293,9 @@ fn classify(e: &Init) -> StartFailure {
         return StartFailure::new(FailureKind::ProtocolNegotiationFailed, format!("initialize failed: {e}"));
     };
     match http_error {
-        StreamableHttpError::AuthRequired(challenge) => needs_auth(
-            "asks for authorisation (HTTP 401): run `switchboard auth <server>`".into(),
-            &challenge.www_authenticate_header,
-        ),
+        StreamableHttpError::AuthRequired(challenge) => {
+            needs_auth("asks for authorisation (HTTP 401)".into(), &challenge.www_authenticate_header)
+        }
         StreamableHttpError::InsufficientScope(scope) => needs_auth(
             format!(
                 "refused the token's scope (HTTP 403){}",
@@ -339,7 +324,7 @@ fn needs_auth(message: String, challenge: &str) -> StartFailure {
 fn classify_sse(e: &SseError) -> StartFailure {
     match e {
         SseError::Status { status: 401, challenge: Some(challenge), .. } => {
-            needs_auth("asks for authorisation (HTTP 401): run `switchboard auth <server>`".into(), challenge)
+            needs_auth("asks for authorisation (HTTP 401)".into(), challenge)
         }
         SseError::Status { .. } => StartFailure::new(FailureKind::HttpStatus, format!("answered {e}")),
         SseError::Request(err) => client_failure(err),

@@ -69,7 +69,7 @@ impl Hub {
         {
             return Ok(store.clone());
         }
-        let store = Arc::new(ApprovalStore::open(dir).map_err(|e| Error::Storage { message: e.to_string() })?);
+        let store = Arc::new(ApprovalStore::open(dir).map_err(|e| Error::storage(e.to_string(), e))?);
         *cached = Some((stamp, store.clone()));
         Ok(store)
     }
@@ -168,7 +168,7 @@ impl Hub {
                 Verdict::Allow => {}
                 Verdict::Deny => {
                     let message = format!("`{}` is denied by {}", entry.name, decision.rule);
-                    return Err((denied(entry, decision, message), passed));
+                    return Err((denied(entry, decision, message, false), passed));
                 }
                 // Boxed: asking is rare, and its future would make every call's bigger.
                 Verdict::Ask => match Box::pin(self.ask(entry, slot, arguments, options, decision)).await {
@@ -231,13 +231,10 @@ impl Hub {
                 false
             }
         };
-        // Nobody to ask: denied, saying why and how to allow the tool.
+        // Nobody to ask: denied, saying why; allowing the tool is the fix.
         let nobody = |why: &str| {
-            let message = format!(
-                "`{}` needs approval ({}) and {why}; allow it with `switchboard allow {}`",
-                entry.name, decision.rule, entry.name
-            );
-            denied(entry, decision, message)
+            let message = format!("`{}` needs approval ({}) and {why}", entry.name, decision.rule);
+            denied(entry, decision, message, true)
         };
         let Some(approver) = options.approver.clone().or_else(|| self.inner.options.approver.clone()) else {
             return Err((nobody("this host has no one to ask"), None));
@@ -269,7 +266,7 @@ impl Hub {
         match answer {
             Approval::Deny => {
                 let message = format!("`{}` was not approved (asked by {})", entry.name, decision.rule);
-                Err((denied(entry, decision, message), Some(Approval::Deny)))
+                Err((denied(entry, decision, message, false), Some(Approval::Deny)))
             }
             Approval::AllowOnce => Ok(Some(answer)),
             Approval::AllowSession => {
@@ -294,13 +291,14 @@ impl Hub {
     }
 }
 
-fn denied(entry: &ToolEntry, decision: &Decision, message: String) -> Error {
+fn denied(entry: &ToolEntry, decision: &Decision, message: String, allowable: bool) -> Error {
     Error::Denied {
         name: entry.name.clone(),
         server: entry.server.clone(),
         rule: decision.rule.to_string(),
         file: decision.rule.file.clone(),
         message,
+        allowable,
     }
 }
 

@@ -33,17 +33,27 @@ impl Hub {
 
     fn http_config(&self, server: &str) -> Result<HttpConfig, Error> {
         let slot = self.inner.slot(server)?;
-        let config = slot.config().ok_or_else(|| Error::NotConnected {
-            server: server.into(),
-            reason: format!("it cannot be started ({})", slot.state().status.summary()),
+        let config = slot.config().ok_or_else(|| {
+            let status = slot.state().status.clone();
+            Error::NotConnected {
+                server: server.into(),
+                reason: format!("it cannot be started ({})", status.summary()),
+                remedy: status.remedy(server),
+                cause: None,
+            }
         })?;
         match &config.transport {
             TransportConfig::Http(http) if http.bearer_token_env_var.is_some() => Err(Error::Auth {
                 server: server.into(),
                 message: "it uses a static token (`bearer_token_env_var`), not OAuth".into(),
+                cause: None,
             }),
             TransportConfig::Http(http) => Ok(http.clone()),
-            _ => Err(Error::Auth { server: server.into(), message: "a local (stdio) server has no login".into() }),
+            _ => Err(Error::Auth {
+                server: server.into(),
+                message: "a local (stdio) server has no login".into(),
+                cause: None,
+            }),
         }
     }
 
@@ -95,7 +105,7 @@ impl Hub {
         let http = self.http_config(server)?;
         crate::auth::begin(server, &http, &self.token_store(), redirect_uri, challenge)
             .await
-            .map_err(|e| Error::Auth { server: server.into(), message: e.to_string() })
+            .map_err(|e| Error::auth(server, e))
     }
 
     /// Finishes a login with the URL the browser came back to, then reconnects the server
@@ -104,7 +114,7 @@ impl Hub {
         let server = login.server().to_string();
         login.complete(callback_url).await.map_err(|e| match e {
             crate::auth::LoginError::ClientRefused => Error::ClientRefused { server: server.clone() },
-            e => Error::Auth { server: server.clone(), message: e.to_string() },
+            e => Error::auth(&server, e),
         })?;
         self.reconnect_status(&server).await
     }
@@ -115,7 +125,7 @@ impl Hub {
         let http = self.http_config(server)?;
         crate::auth::client_credentials(server, &http, &self.token_store())
             .await
-            .map_err(|e| Error::Auth { server: server.into(), message: e.to_string() })?;
+            .map_err(|e| Error::auth(server, e))?;
         self.reconnect_status(server).await
     }
 
@@ -123,9 +133,8 @@ impl Hub {
     /// reconnects it, which then asks for a login again. Returns whether tokens were held.
     pub async fn logout(&self, server: &str) -> Result<bool, Error> {
         let http = self.http_config(server)?;
-        let had = crate::auth::logout(&self.token_store(), &http.url, server)
-            .await
-            .map_err(|e| Error::Auth { server: server.into(), message: e.to_string() })?;
+        let had =
+            crate::auth::logout(&self.token_store(), &http.url, server).await.map_err(|e| Error::auth(server, e))?;
         self.reconnect_status(server).await?;
         Ok(had)
     }
@@ -141,8 +150,7 @@ impl Hub {
                 _ => None,
             })
             .collect();
-        crate::auth::list_logins(&self.token_store(), &servers)
-            .map_err(|e| Error::Auth { server: String::new(), message: e.to_string() })
+        crate::auth::list_logins(&self.token_store(), &servers).map_err(|e| Error::auth("", e))
     }
 
     /// Keeps a scope refusal (403 `insufficient_scope`) a request met, for the next login,

@@ -361,7 +361,7 @@ impl Hub {
             if crate::catalog::naming::may_belong(name, &slot.name) {
                 let status = slot.state().status.clone();
                 if !matches!(status, ServerStatus::Connected { .. }) {
-                    return Error::NotConnected { server: slot.name.clone(), reason: status.summary() };
+                    return Error::not_connected(&slot.name, &status);
                 }
             }
         }

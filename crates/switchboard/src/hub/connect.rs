@@ -390,8 +390,7 @@ pub(super) async fn ensure_connected(
             }
             st.status.clone()
         };
-        let not_connected =
-            |status: &ServerStatus| Error::NotConnected { server: slot.name.clone(), reason: status.summary() };
+        let not_connected = |status: &ServerStatus| Error::not_connected(&slot.name, status);
         let due = slot.backoff().due();
         let wait_now = match &status {
             ServerStatus::Connecting => true,
@@ -414,15 +413,16 @@ pub(super) async fn ensure_connected(
                 return Err(Error::NotConnected {
                     server: slot.name.clone(),
                     reason: format!("{} (waited {})", status.summary(), crate::text::human(wait)),
+                    remedy: status.remedy(&slot.name),
+                    cause: None,
                 });
             }
             continue;
         }
         // Boxed: a connect future is large, and it would otherwise make every call's future
         // (which callers move around) that large too.
-        return Box::pin(connect(inner, slot)).await.map_err(|f| Error::NotConnected {
-            server: slot.name.clone(),
-            reason: format!("reconnecting failed: {}", f.message),
-        });
+        return Box::pin(connect(inner, slot))
+            .await
+            .map_err(|f| Error::failed_start(&slot.name, format!("reconnecting failed: {}", f.message), f));
     }
 }

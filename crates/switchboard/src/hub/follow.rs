@@ -125,7 +125,7 @@ impl Hub {
                 let _ = tx.send(());
             }
         };
-        let storage = |e: notify::Error| Error::Storage { message: format!("watching the config files: {e}") };
+        let storage = |e: notify::Error| Error::storage(format!("watching the config files: {e}"), e);
         let watcher = Arc::new(Mutex::new(notify::recommended_watcher(handler).map_err(storage)?));
         let mut folders = BTreeSet::new();
         if let Ok(now) = files.lock() {

@@ -25,7 +25,11 @@ impl Hub {
             }
             slots.insert(name.clone(), slot.clone());
         }
-        self.inner.events.send(Event::StatusChanged { server: name.clone(), status: status.clone() });
+        self.inner.events.send(Event::StatusChanged {
+            server: name.clone(),
+            remedy: status.remedy(&name),
+            status: status.clone(),
+        });
         if matches!(status, ServerStatus::Connecting) {
             let _ = connect(&self.inner, &slot).await;
         }
@@ -67,7 +71,7 @@ impl Hub {
             });
         }
         TrustStore::update(&self.inner.options.paths.data_dir, |store| store.trust(&self.inner.project_root, &config))
-            .map_err(|e| Error::Storage { message: e.to_string() })?;
+            .map_err(|e| Error::storage(e.to_string(), e))?;
         let untrusted = matches!(slot.state().status, ServerStatus::Untrusted);
         if untrusted && config.enabled {
             self.inner.set_status(&slot, ServerStatus::Connecting);

@@ -77,6 +77,10 @@ pub struct ServerInfo {
     pub target: String,
     /// Its status.
     pub status: ServerStatus,
+    /// What the person can do so that it works (trust it, log in), from its status
+    /// ([`ServerStatus::remedy`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<crate::Remedy>,
     /// Its tools are always given in full where a host defers tool definitions behind a
     /// search (`"always_load": true`, as Claude Code's `alwaysLoad`).
     pub always_load: bool,
@@ -321,10 +325,7 @@ impl Hub {
         if let Some(conn) = old {
             conn.close().await;
         }
-        connect(&self.inner, &slot)
-            .await
-            .map(|_| ())
-            .map_err(|f| Error::NotConnected { server: name.into(), reason: f.message })
+        connect(&self.inner, &slot).await.map(|_| ()).map_err(|f| Error::failed_start(name, f.message.clone(), f))
     }
 
     /// Closes a server's connection (and ends its process tree) and keeps it closed: its
@@ -349,7 +350,8 @@ impl Hub {
     pub async fn connect(&self, name: &str) -> Result<ServerStatus, Error> {
         let slot = self.inner.slot(name)?.clone();
         if slot.config().is_none() {
-            return Err(Error::NotConnected { server: name.into(), reason: slot.state().status.summary() });
+            let status = slot.state().status.clone();
+            return Err(Error::not_connected(name, &status));
         }
         retry::reset(&slot);
         let _ = connect(&self.inner, &slot).await;
@@ -382,13 +384,15 @@ fn info(slot: &Slot) -> ServerInfo {
         Some(c) => (if matches!(c.transport, TransportConfig::Stdio(_)) { "stdio" } else { "http" }, c.target()),
         None => ("-", String::new()),
     };
+    let status = slot.state().status.clone();
     ServerInfo {
         name: slot.name.clone(),
         scope: entry.scope(),
         source: entry.source().to_path_buf(),
         transport,
         target,
-        status: slot.state().status.clone(),
+        remedy: status.remedy(&slot.name),
+        status,
         always_load: slot.config().is_some_and(|c| c.always_load),
     }
 }
@@ -430,7 +434,7 @@ impl Inner {
             }),
             _ => None,
         };
-        self.events.send(Event::StatusChanged { server: slot.name.clone(), status });
+        self.events.send(Event::StatusChanged { server: slot.name.clone(), remedy: status.remedy(&slot.name), status });
         if let Some(auth) = auth {
             self.events.send(auth);
         }

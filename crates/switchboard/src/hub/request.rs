@@ -233,12 +233,9 @@ pub(super) async fn map_error(slot: &Slot, conn: &Connection, e: ServiceError, w
     if let Some(challenge) = e.auth_challenge() {
         let scope = challenge.contains("insufficient_scope");
         let message = if scope {
-            format!(
-                "refused `{what}`: the token lacks a scope it needs; run `switchboard auth {}` to grant it",
-                slot.name
-            )
+            format!("refused `{what}`: the token lacks a scope it needs (HTTP 403); logging in again grants it")
         } else {
-            format!("refused `{what}`: it needs a login (HTTP 401); run `switchboard auth {}`", slot.name)
+            format!("refused `{what}`: it needs a login (HTTP 401)")
         };
         slot.state().auth_challenge = Some(challenge.to_string());
         return Error::AuthRequired { server: slot.name.clone(), message, challenge: Some(challenge.to_string()) };

@@ -297,32 +297,50 @@ fn schemas_are_kept_exactly_as_served() {
 }
 
 /// A prompt, a resource read and a completion cancelled by a real SDK client reach the upstream
-/// as `notifications/cancelled` (the fixture writes each to its call log), over stdio and over
-/// HTTP; over HTTP, ending the session (`DELETE /mcp`) with a tool call in flight cancels it
-/// upstream too. Each upstream answer would take ten seconds: the client is answered at once.
+/// as `notifications/cancelled` (the fixture writes each to its call log), in every cell: a
+/// client of 2025-11-25 (SDK 1.x) or of 2026-07-28 (SDK 2.x pinned), an upstream of
+/// 2025-11-25 (what switchboard and the fixture negotiate, nothing configured) or of 2026-07-28
+/// (`protocol_version` in the server's entry), over stdio and over HTTP. Over HTTP with a 2025-11-25 client, ending the session (`DELETE /mcp`) with a
+/// tool call in flight cancels it upstream too (a 2026-07-28 client has no session to end).
+/// Each upstream answer would take ten seconds: the client is answered at once.
 #[test]
 fn cancelling_any_request_reaches_the_upstream() {
-    for http in [false, true] {
-        let what = if http { "over http" } else { "over stdio" };
+    let cells = [("sdk1", None), ("modern", None), ("sdk1", Some("2026-07-28")), ("modern", Some("2026-07-28"))];
+    for ((client, pinned), http) in cells.into_iter().flat_map(|c| [(c, false), (c, true)]) {
+        let upstream = pinned.unwrap_or("2025-11-25");
+        let what = format!("{client} client, {upstream} upstream, over {}", if http { "http" } else { "stdio" });
         let home = Home::with(false, json!({"fixture_args": ["--slow-requests"]}));
+        if let Some(version) = pinned {
+            let mut file: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
+            file["servers"]["fx"]["protocol_version"] = json!(version);
+            std::fs::write(&home.config, file.to_string()).unwrap();
+        }
         let (child, transport) = if http {
             let (child, url) = common::http_gateway(&home, &[]);
             (Some(child), vec!["http".into(), url, home.token()])
         } else {
             (None, stdio(&home))
         };
+        let sdk = match client {
+            "modern" => npm_folder("sdk2", &["@modelcontextprotocol/client@2.4.0"]),
+            _ => node_peers(),
+        };
         let mut c = Command::new("node");
-        c.arg(script("cancel_client.mjs")).arg(node_peers()).args(&transport);
+        c.arg(script("cancel_client.mjs")).arg(client).arg(sdk).args(&transport);
         env(&mut c, &home);
         let v = report(c);
         assert!(v["found"]["prompt"].is_string() && v["found"]["resource"].is_string(), "{what}: {v}");
+        assert_eq!(v["upstream"], upstream, "{what}: the cell's upstream era: {v}");
+        if client == "modern" {
+            assert_eq!(v["protocol"], "2026-07-28", "{what}: the cell's client era: {v}");
+        }
         for kind in ["prompt", "resource", "completion"] {
             assert_eq!(v[kind]["outcome"], "aborted", "{what}: {kind}: {v}");
             assert!(v[kind]["ms"].as_u64().is_some_and(|ms| ms < 5000), "{what}: {kind} took long: {v}");
         }
         assert_eq!(v["after"].as_f64(), Some(3.0), "{what}: the session goes on: {v}");
         let mut wanted = vec!["cancelled prompt", "cancelled resource", "cancelled completion"];
-        if http {
+        if http && client == "sdk1" {
             assert_eq!(v["deleted"], true, "{what}: {v}");
             wanted.push("cancelled slow");
         }

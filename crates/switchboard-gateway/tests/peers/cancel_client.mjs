@@ -1,20 +1,31 @@
-// The TypeScript SDK's client (@modelcontextprotocol/sdk 1.x) through `switchboard gateway`:
-// cancels a prompt, a resource read and a completion in flight (each upstream answer takes ten
-// seconds), and over HTTP ends its session (DELETE) with a tool call in flight. The test reads
-// the upstream's call log for what reached it. Prints one JSON line; exits non-zero on error.
+// A TypeScript SDK client through `switchboard gateway`: 1.x (@modelcontextprotocol/sdk,
+// 2025-11-25) or 2.x pinned to 2026-07-28 (@modelcontextprotocol/client, `modern`). Cancels a
+// prompt, a resource read and a completion in flight (each upstream answer takes ten seconds),
+// and over HTTP in the 2025-11-25 era ends its session (DELETE) with a tool call in flight. The
+// test reads the upstream's call log for what reached it. Prints one JSON line; exits non-zero
+// on error.
 //
-//   node cancel_client.mjs <sdk folder> stdio <switchboard> <args...>
-//   node cancel_client.mjs <sdk folder> http <url> <token>
+//   node cancel_client.mjs <sdk1|modern> <sdk folder> stdio <switchboard> <args...>
+//   node cancel_client.mjs <sdk1|modern> <sdk folder> http <url> <token>
 import { pathToFileURL } from "node:url";
 import path from "node:path";
 
-const [sdkDir, mode, ...rest] = process.argv.slice(2);
-const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
-const { Client } = await load("client/index.js");
-const { StdioClientTransport } = await load("client/stdio.js");
-const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
+const [sdk, sdkDir, mode, ...rest] = process.argv.slice(2);
+let Client, StdioClientTransport, StreamableHTTPClientTransport;
+if (sdk === "modern") {
+  const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/client/dist", p)).href);
+  ({ Client, StreamableHTTPClientTransport } = await load("index.mjs"));
+  ({ StdioClientTransport } = await load("stdio.mjs"));
+} else {
+  const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
+  ({ Client } = await load("client/index.js"));
+  ({ StdioClientTransport } = await load("client/stdio.js"));
+  ({ StreamableHTTPClientTransport } = await load("client/streamableHttp.js"));
+}
 
-const client = new Client({ name: "cancel-test", version: "1.0.0" }, { capabilities: {} });
+const options = { capabilities: {} };
+if (sdk === "modern") options.versionNegotiation = { mode: { pin: "2026-07-28" } };
+const client = new Client({ name: "cancel-test", version: "1.0.0" }, options);
 let transport;
 if (mode === "stdio") {
   const [command, ...args] = rest;
@@ -42,6 +53,7 @@ async function abandon(request) {
 const out = {};
 try {
   await client.connect(transport);
+  out.protocol = client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion;
   // The gateway's first list waits 5 s at most for servers still starting: list again until
   // the slow prompt is there, within 20 s.
   let prompt;
@@ -50,6 +62,9 @@ try {
   }
   const resource = (await client.listResources()).resources.find((r) => r.uri.endsWith("://slow"));
   out.found = { prompt: prompt?.name, resource: resource?.uri };
+  // The era the gateway speaks with the upstream, as it says.
+  const servers = JSON.parse((await client.readResource({ uri: "switchboard://servers" })).contents[0].text);
+  out.upstream = servers.servers.find((s) => s.name === "fx")?.status?.protocol_version;
   out.prompt = await abandon((signal) => client.getPrompt({ name: prompt.name, arguments: {} }, { signal }));
   out.resource = await abandon((signal) => client.readResource({ uri: resource.uri }, { signal }));
   out.completion = await abandon((signal) =>
@@ -57,7 +72,7 @@ try {
   );
   // The session still answers after three cancellations.
   out.after = (await client.callTool({ name: "fx__add", arguments: { a: 1, b: 2 } })).structuredContent?.sum;
-  if (mode === "http") {
+  if (mode === "http" && sdk !== "modern") {
     // The session ends (DELETE /mcp) with a tool call in flight.
     const pending = client.callTool({ name: "fx__slow", arguments: { ms: 500, steps: 40 } }).catch(() => "failed");
     await new Promise((r) => setTimeout(r, 700));

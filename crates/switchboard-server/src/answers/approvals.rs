@@ -8,6 +8,7 @@ use serde::Serialize;
 use switchboard::policy::Approval;
 use utoipa::ToSchema;
 
+use super::answer::{Queue, answer_in};
 use crate::approvals::{DecisionRequest, OutsideRequest, PendingApproval};
 use crate::error::{ApiError, ErrorBody};
 use crate::state::{AppState, rejected};
@@ -55,24 +56,37 @@ pub async fn decide(
     Path(id): Path<String>,
     body: Result<Json<DecisionRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let unknown = || {
+    answer_in::<Approvals>(&app, &id, body).await
+}
+
+/// The calls waiting for approval, as their route answers them.
+struct Approvals;
+
+impl Queue for Approvals {
+    type Body = DecisionRequest;
+    type Answer = Approval;
+
+    fn unknown(id: &str) -> ApiError {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_approval",
             format!(
                 "no call `{}` waits for approval (decided already, or withdrawn when it ended)",
-                switchboard::text::excerpt(&id, 40)
+                switchboard::text::excerpt(id, 40)
             ),
         )
-    };
-    let number: u64 = id.parse().map_err(|_| unknown())?;
-    let Json(request) = body.map_err(rejected)?;
-    let Some(approval) = Approval::parse(&request.decision) else {
-        return Err(ApiError::bad_request("`decision` must be one of allow_once, allow_session, allow_always, deny"));
-    };
-    let queue = app.approvals.as_ref().ok_or_else(unknown)?;
-    if !queue.answer(number, approval) {
-        return Err(unknown());
     }
-    Ok(StatusCode::NO_CONTENT)
+
+    fn answer_of(body: DecisionRequest) -> Result<Approval, ApiError> {
+        Approval::parse(&body.decision).ok_or_else(|| {
+            ApiError::bad_request("`decision` must be one of allow_once, allow_session, allow_always, deny")
+        })
+    }
+
+    fn give(app: &AppState, number: u64, id: &str, approval: Approval) -> Result<(), ApiError> {
+        match &app.approvals {
+            Some(queue) if queue.answer(number, approval) => Ok(()),
+            _ => Err(Self::unknown(id)),
+        }
+    }
 }

@@ -9,9 +9,10 @@ use serde_json::{Map, Value};
 use switchboard::elicitation::ElicitationAnswer;
 use utoipa::ToSchema;
 
+use super::answer::{Queue, answer_in};
 use crate::error::{ApiError, ErrorBody};
 use crate::questions::{AnswerError, Question};
-use crate::state::{AppState, rejected};
+use crate::state::AppState;
 
 /// The questions waiting.
 #[derive(Debug, Serialize, ToSchema)]
@@ -59,19 +60,33 @@ pub async fn answer(
     Path(id): Path<String>,
     body: Result<Json<AnswerRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<StatusCode, ApiError> {
-    // An id that is not a number names no question.
-    let unknown = || answer_error(AnswerError::Unknown(id.clone()));
-    let id: u64 = id.parse().map_err(|_| unknown())?;
-    let Json(request) = body.map_err(rejected)?;
-    let answer = match (request.action, request.content) {
-        (Action::Accept, content) => ElicitationAnswer::Accept(content.unwrap_or_default()),
-        (Action::Decline, None) => ElicitationAnswer::Decline,
-        (Action::Cancel, None) => ElicitationAnswer::Cancel,
-        (_, Some(_)) => return Err(ApiError::bad_request("`content` goes only with `accept`")),
-    };
-    let questions = app.questions.as_ref().ok_or_else(unknown)?;
-    questions.answer(id, answer).map_err(answer_error)?;
-    Ok(StatusCode::NO_CONTENT)
+    answer_in::<Questions>(&app, &id, body).await
+}
+
+/// The servers' questions, as their route answers them.
+struct Questions;
+
+impl Queue for Questions {
+    type Body = AnswerRequest;
+    type Answer = ElicitationAnswer;
+
+    fn unknown(id: &str) -> ApiError {
+        answer_error(AnswerError::Unknown(id.to_string()))
+    }
+
+    fn answer_of(body: AnswerRequest) -> Result<ElicitationAnswer, ApiError> {
+        match (body.action, body.content) {
+            (Action::Accept, content) => Ok(ElicitationAnswer::Accept(content.unwrap_or_default())),
+            (Action::Decline, None) => Ok(ElicitationAnswer::Decline),
+            (Action::Cancel, None) => Ok(ElicitationAnswer::Cancel),
+            (_, Some(_)) => Err(ApiError::bad_request("`content` goes only with `accept`")),
+        }
+    }
+
+    fn give(app: &AppState, number: u64, id: &str, answer: ElicitationAnswer) -> Result<(), ApiError> {
+        let questions = app.questions.as_ref().ok_or_else(|| Self::unknown(id))?;
+        questions.answer(number, answer).map_err(answer_error)
+    }
 }
 
 fn answer_error(e: AnswerError) -> ApiError {

@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use switchboard::sampling::{CreateMessageResult, SamplingMessage};
 use utoipa::ToSchema;
 
+use super::answer::{Queue, answer_in};
 use crate::error::{ApiError, ErrorBody};
 use crate::sampling::{Answer, HUMAN, PendingSample};
-use crate::state::{AppState, rejected};
+use crate::state::AppState;
 
 /// The requests waiting.
 #[derive(Debug, Serialize, ToSchema)]
@@ -62,32 +63,46 @@ pub async fn answer(
     Path(id): Path<String>,
     body: Result<Json<SampleAnswer>, axum::extract::rejection::JsonRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let unknown = || {
+    answer_in::<Samples>(&app, &id, body).await
+}
+
+/// The servers' requests for a completion, as their route answers them.
+struct Samples;
+
+impl Queue for Samples {
+    type Body = SampleAnswer;
+    /// The answer, and its word for the event.
+    type Answer = (Answer, &'static str);
+
+    fn unknown(id: &str) -> ApiError {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_sampling",
             format!(
                 "no sampling request `{}` waits (answered already, or withdrawn when its server stopped waiting)",
-                switchboard::text::excerpt(&id, 40)
+                switchboard::text::excerpt(id, 40)
             ),
         )
-    };
-    let number: u64 = id.parse().map_err(|_| unknown())?;
-    let Json(request) = body.map_err(rejected)?;
-    let (answer, how) = match (request.action, request.text) {
-        (SampleAction::Send, Some(text)) => {
-            let model = request.model.filter(|m| !m.trim().is_empty()).unwrap_or_else(|| HUMAN.into());
-            let result = CreateMessageResult::new(SamplingMessage::assistant_text(text), model)
-                .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN);
-            (Answer::Send(Box::new(result)), "send")
-        }
-        (SampleAction::Send, None) => return Err(ApiError::bad_request("`send` needs the reply in `text`")),
-        (SampleAction::Decline, None) => (Answer::Decline, "decline"),
-        (SampleAction::Decline, Some(_)) => return Err(ApiError::bad_request("`text` goes only with `send`")),
-    };
-    let queue = app.sampling.as_ref().ok_or_else(unknown)?;
-    if !queue.answer(number, answer, how) {
-        return Err(unknown());
     }
-    Ok(StatusCode::NO_CONTENT)
+
+    fn answer_of(body: SampleAnswer) -> Result<(Answer, &'static str), ApiError> {
+        match (body.action, body.text) {
+            (SampleAction::Send, Some(text)) => {
+                let model = body.model.filter(|m| !m.trim().is_empty()).unwrap_or_else(|| HUMAN.into());
+                let result = CreateMessageResult::new(SamplingMessage::assistant_text(text), model)
+                    .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN);
+                Ok((Answer::Send(Box::new(result)), "send"))
+            }
+            (SampleAction::Send, None) => Err(ApiError::bad_request("`send` needs the reply in `text`")),
+            (SampleAction::Decline, None) => Ok((Answer::Decline, "decline")),
+            (SampleAction::Decline, Some(_)) => Err(ApiError::bad_request("`text` goes only with `send`")),
+        }
+    }
+
+    fn give(app: &AppState, number: u64, id: &str, (answer, how): (Answer, &'static str)) -> Result<(), ApiError> {
+        match &app.sampling {
+            Some(queue) if queue.answer(number, answer, how) => Ok(()),
+            _ => Err(Self::unknown(id)),
+        }
+    }
 }

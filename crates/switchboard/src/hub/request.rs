@@ -170,6 +170,9 @@ pub(super) async fn send(
     let id = handle.id.clone();
     let (routed, published) = (progress.caller.is_some(), progress.publish.is_some());
     conn.progress.register(token.clone(), watched.activity.clone(), progress.caller.clone(), progress.publish.clone());
+    // From here the server works on it: a caller that stops waiting (drops this future: an
+    // HTTP client that hung up, a `select!` that took another branch) still tells it.
+    let mut abandoned = Abandoned { conn, id: Some(id.clone()), token: &token };
     enum Outcome<T> {
         Response(T),
         Cancelled,
@@ -189,6 +192,7 @@ pub(super) async fn send(
         }
     };
     drop(watched);
+    abandoned.id = None;
     if routed {
         // A progress notification sent just before the response may still be in the
         // handler's hands: keep the route a moment, then close the caller's channel.
@@ -218,6 +222,31 @@ pub(super) async fn send(
             let _ = tell(reason).await;
             Err(Error::Timeout { server: slot.name.clone(), what: what.into(), after: why.after() }.into())
         }
+    }
+}
+
+/// A request out on a connection whose caller may stop waiting: dropped before the outcome
+/// is known (`id` still set), it sends `notifications/cancelled` from a task of its own and
+/// takes the request's progress route away.
+struct Abandoned<'a> {
+    conn: &'a Connection,
+    id: Option<rmcp::model::RequestId>,
+    token: &'a rmcp::model::ProgressToken,
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        self.conn.progress.unregister(self.token);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let peer = self.conn.peer.clone();
+        let note = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(id),
+            Some("the caller stopped waiting".into()),
+        ));
+        runtime.spawn(async move {
+            let _ = peer.send_notification(ClientNotification::CancelledNotification(note)).await;
+        });
     }
 }
 

@@ -17,7 +17,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ClientRequest, PingRequest, ProtocolVersion};
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ClientNotification, ClientRequest, PingRequest, ProgressToken,
+    Prompt, ProtocolVersion, RequestId, Resource, ResourceTemplate, ServerResult, Tool,
+};
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use tokio::sync::mpsc;
 
@@ -27,6 +30,46 @@ use crate::process::ProcessTree;
 use crate::status::FailureKind;
 use crate::transport::progress::ProgressRouter;
 use handler::{Handler, ListChange};
+pub(crate) use pages::Listed;
+
+/// A request out on a connection whose caller may stop waiting: dropped before it is
+/// disarmed (the outcome known), it sends `notifications/cancelled` from a task of its own and
+/// takes the request's progress route away, if it has one.
+pub(crate) struct Abandoned<'a> {
+    conn: &'a Connection,
+    id: Option<RequestId>,
+    progress: Option<&'a ProgressToken>,
+}
+
+impl<'a> Abandoned<'a> {
+    /// Armed for the request `id` on `conn` (with its progress route, if any).
+    pub(crate) fn new(conn: &'a Connection, id: RequestId, progress: Option<&'a ProgressToken>) -> Self {
+        Abandoned { conn, id: Some(id), progress }
+    }
+
+    /// The outcome is known: nothing to tell.
+    pub(crate) fn disarm(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        if let Some(token) = self.progress {
+            self.conn.progress.unregister(token);
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let peer = self.conn.peer.clone();
+        let note = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(id),
+            Some("the caller stopped waiting".into()),
+        ));
+        runtime.spawn(async move {
+            let _ = peer.send_notification(ClientNotification::CancelledNotification(note)).await;
+        });
+    }
+}
 
 /// Why a server did not start.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -276,95 +319,53 @@ impl Connection {
         Err(StartFailure::new(kind, with_tail(message, &t)).stderr(t))
     }
 
-    /// Lists everything the server offers. Only a `tools/list` failure is an error; the other
-    /// lists are optional capabilities and fail soft (logged, empty).
+    /// Lists everything the server offers, as start-up does (under its deadline, which drops
+    /// this future: each page is [`Connection::ask`]ed). Only a `tools/list` failure is an
+    /// error; the other lists are optional capabilities and fail soft (logged, empty).
     pub(crate) async fn list_all(&self, server: &str) -> Result<ServerLists, ListError> {
         let tools = if self.identity.has_tools {
-            self.tools(server).await.map_err(|e| match e.auth_challenge() {
+            self.list::<Tool>(server).await.map_err(|e| match e.auth_challenge() {
                 Some(challenge) => ListError::Auth(challenge.to_string()),
                 None => ListError::Other(describe(&e)),
             })?
         } else {
             Vec::new()
         };
+        let has = (self.identity.has_resources, self.identity.has_prompts);
         let (resources, resource_templates, prompts) = tokio::join!(
-            self.list_soft(server, "resources/list", self.identity.has_resources, self.resources(server)),
-            self.list_soft(server, "resources/templates/list", self.identity.has_resources, self.templates(server)),
-            self.list_soft(server, "prompts/list", self.identity.has_prompts, self.prompts(server)),
+            self.list_soft::<Resource>(server, has.0),
+            self.list_soft::<ResourceTemplate>(server, has.0),
+            self.list_soft::<Prompt>(server, has.1),
         );
         Ok(ServerLists { tools, resources, resource_templates, prompts })
     }
 
-    async fn list_soft<T>(
-        &self,
-        server: &str,
-        what: &str,
-        wanted: bool,
-        fut: impl std::future::Future<Output = Result<Vec<T>, ServiceError>>,
-    ) -> Vec<T> {
+    /// A list of an optional capability: empty when not offered or when it fails (logged).
+    async fn list_soft<T: Listed>(&self, server: &str, wanted: bool) -> Vec<T> {
         if !wanted {
             return Vec::new();
         }
-        match fut.await {
+        match self.list::<T>(server).await {
             Ok(v) => v,
             Err(e) => {
-                tracing::warn!(server = %server, "{what} failed: {}", describe(&e));
+                tracing::warn!(server = %server, "{} failed: {}", T::WHAT, describe(&e));
                 Vec::new()
             }
         }
     }
 
-    /// A bounded listing's items; where it stopped short, said in the log.
-    fn kept<T>(server: &str, paged: pages::Paged<T>) -> Vec<T> {
-        if let Some(why) = paged.cut {
-            tracing::warn!(server = %server, "{why}");
-        }
-        paged.items
+    async fn list<T: Listed>(&self, server: &str) -> Result<Vec<T>, ServiceError> {
+        pages::list(server, |request| self.ask(request), || ServiceError::UnexpectedResponse).await
     }
 
-    async fn tools(&self, server: &str) -> Result<Vec<rmcp::model::Tool>, ServiceError> {
-        let paged = pages::all_pages("tools/list", |p| async move {
-            self.peer.list_tools(p).await.map(|r| (r.tools, r.next_cursor))
-        })
-        .await?;
-        Ok(Self::kept(server, paged))
-    }
-
-    async fn resources(&self, server: &str) -> Result<Vec<rmcp::model::Resource>, ServiceError> {
-        let paged = pages::all_pages("resources/list", |p| async move {
-            self.peer.list_resources(p).await.map(|r| (r.resources, r.next_cursor))
-        })
-        .await?;
-        Ok(Self::kept(server, paged))
-    }
-
-    async fn templates(&self, server: &str) -> Result<Vec<rmcp::model::ResourceTemplate>, ServiceError> {
-        let paged = pages::all_pages("resources/templates/list", |p| async move {
-            self.peer.list_resource_templates(p).await.map(|r| (r.resource_templates, r.next_cursor))
-        })
-        .await?;
-        Ok(Self::kept(server, paged))
-    }
-
-    async fn prompts(&self, server: &str) -> Result<Vec<rmcp::model::Prompt>, ServiceError> {
-        let paged = pages::all_pages("prompts/list", |p| async move {
-            self.peer.list_prompts(p).await.map(|r| (r.prompts, r.next_cursor))
-        })
-        .await?;
-        Ok(Self::kept(server, paged))
-    }
-
-    /// Re-lists one kind after a `list_changed`.
-    pub(crate) async fn relist(&self, server: &str, change: ListChange, lists: &mut ServerLists) -> Result<(), String> {
-        match change {
-            ListChange::Tools => lists.tools = self.tools(server).await.map_err(|e| describe(&e))?,
-            ListChange::Resources => {
-                lists.resources = self.resources(server).await.map_err(|e| describe(&e))?;
-                lists.resource_templates = self.templates(server).await.map_err(|e| describe(&e))?;
-            }
-            ListChange::Prompts => lists.prompts = self.prompts(server).await.map_err(|e| describe(&e))?,
-        }
-        Ok(())
+    /// Sends `request` and waits for its answer. A caller that stops waiting (drops this future
+    /// once the request is out: a deadline) still tells the server, as rmcp's own requests do.
+    pub(crate) async fn ask(&self, request: ClientRequest) -> Result<ServerResult, ServiceError> {
+        let handle = self.request(request, PeerRequestOptions::no_options()).await?;
+        let mut abandoned = Abandoned::new(self, handle.id.clone(), None);
+        let answer = handle.await_response().await;
+        abandoned.disarm();
+        answer
     }
 
     /// Sends a request with options; the caller awaits the handle.

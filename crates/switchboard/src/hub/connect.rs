@@ -15,10 +15,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+use super::request;
 use super::retry::{self, delay, tail_of, with_retry};
 use super::slot::{PING_TIMEOUT, drop_connection};
 use super::subscriptions::resubscribe;
 use super::{Inner, Slot, connected_status};
+use crate::catalog::ServerLists;
 use crate::connection::handler::ListChange;
 use crate::connection::{ConnectCtx, Connection, StartFailure};
 use crate::error::Error;
@@ -211,10 +213,29 @@ pub(super) fn spawn_watchers(
     inner.track(h.abort_handle());
 }
 
+/// Lists one kind again after its `list_changed`, on the request path.
+async fn relist(
+    inner: &Inner,
+    slot: &Slot,
+    conn: &Connection,
+    kind: ListChange,
+    lists: &mut ServerLists,
+) -> Result<(), Error> {
+    match kind {
+        ListChange::Tools => lists.tools = request::list(inner, slot, conn).await?,
+        ListChange::Resources => {
+            lists.resources = request::list(inner, slot, conn).await?;
+            lists.resource_templates = request::list(inner, slot, conn).await?;
+        }
+        ListChange::Prompts => lists.prompts = request::list(inner, slot, conn).await?,
+    }
+    Ok(())
+}
+
 pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connection, kind: ListChange, epoch: u64) {
     let seq = slot.list_seq.fetch_add(1, Ordering::SeqCst) + 1;
     let mut lists = (*slot.state().lists).clone();
-    if let Err(e) = conn.relist(&slot.name, kind, &mut lists).await {
+    if let Err(e) = relist(inner, slot, conn, kind, &mut lists).await {
         if inner.shutting_down.load(Ordering::SeqCst) || conn.is_closed() {
             return;
         }

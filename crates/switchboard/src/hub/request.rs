@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Inner, Slot};
-use crate::connection::{Connection, describe_error};
+use crate::connection::{Abandoned, Connection, Listed, describe_error};
 use crate::deadline::Expired;
 use crate::error::Error;
 use crate::transport::progress::{Progress, Publish};
@@ -172,7 +172,7 @@ pub(super) async fn send(
     conn.progress.register(token.clone(), watched.activity.clone(), progress.caller.clone(), progress.publish.clone());
     // From here the server works on it: a caller that stops waiting (drops this future: an
     // HTTP client that hung up, a `select!` that took another branch) still tells it.
-    let mut abandoned = Abandoned { conn, id: Some(id.clone()), token: &token };
+    let mut abandoned = Abandoned::new(conn, id.clone(), Some(&token));
     enum Outcome<T> {
         Response(T),
         Cancelled,
@@ -192,7 +192,7 @@ pub(super) async fn send(
         }
     };
     drop(watched);
-    abandoned.id = None;
+    abandoned.disarm();
     if routed {
         // A progress notification sent just before the response may still be in the
         // handler's hands: keep the route a moment, then close the caller's channel.
@@ -225,29 +225,17 @@ pub(super) async fn send(
     }
 }
 
-/// A request out on a connection whose caller may stop waiting: dropped before the outcome
-/// is known (`id` still set), it sends `notifications/cancelled` from a task of its own and
-/// takes the request's progress route away.
-struct Abandoned<'a> {
-    conn: &'a Connection,
-    id: Option<rmcp::model::RequestId>,
-    token: &'a rmcp::model::ProgressToken,
-}
-
-impl Drop for Abandoned<'_> {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else { return };
-        self.conn.progress.unregister(self.token);
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let peer = self.conn.peer.clone();
-        let note = CancelledNotification::new(CancelledNotificationParam::new(
-            Some(id),
-            Some("the caller stopped waiting".into()),
-        ));
-        runtime.spawn(async move {
-            let _ = peer.send_notification(ClientNotification::CancelledNotification(note)).await;
-        });
-    }
+/// Every page of a server's list of `T` on a live connection, each page a request sent by
+/// [`send`] (the server's timeout under the watchdog, `notifications/cancelled` when it
+/// expires; the same bounds on pages and items as at start-up).
+pub(super) async fn list<T: Listed>(inner: &Inner, slot: &Slot, conn: &Connection) -> Result<Vec<T>, Error> {
+    let page = |body: ClientRequest| async move {
+        let request = Request::new(slot, body, T::WHAT.into(), RequestOptions::new());
+        send(inner, slot, conn, &request, None).await.map_err(|f| f.error)
+    };
+    let unexpected =
+        || Error::Protocol { server: slot.name.clone(), message: format!("{}: an answer of another kind", T::WHAT) };
+    crate::connection::pages::list(&slot.name, page, unexpected).await
 }
 
 /// Resolves when `token` (if any) is cancelled.

@@ -124,7 +124,11 @@ pub(crate) fn require_local(hub: &switchboard::Hub, required: &[String]) -> Resu
         match hub.status(name) {
             None => bail!("`--require {name}`: no such server in the config"),
             Some(s) if matches!(s.state(), "connected" | "idle") => {}
-            Some(s) => bail!("`--require {name}`: the server is {}: {}", s.state(), s.summary()),
+            Some(s) => {
+                let fix =
+                    s.remedy(name).map(|r| format!("\nto fix it: {}", crate::render::fix(&r))).unwrap_or_default();
+                bail!("`--require {name}`: the server is {}: {}{fix}", s.state(), s.summary())
+            }
         }
     }
     Ok(())

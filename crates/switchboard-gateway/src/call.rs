@@ -575,22 +575,10 @@ fn finish(shared: &Shared, outcome: Outcome, names: Option<&(String, String)>) -
             Ok(Done::Tool(result))
         }
         Outcome::Tool(Err(e)) | Outcome::Prompt(Err(e)) | Outcome::Resource(Err(e)) => {
-            let mut e = error(e);
+            let mut e = crate::servers::error(e);
             e.message = said(shared, e.message.into_owned(), names).into();
             Err(e)
         }
-    }
-}
-
-/// A failure from the hub as a JSON-RPC error naming the server and the cause.
-pub(crate) fn error(e: switchboard::Error) -> McpError {
-    use switchboard::Error as E;
-    match &e {
-        E::Cancelled => McpError::internal_error("the call was cancelled", None),
-        E::UnknownTool { .. } | E::UnknownServer { .. } => McpError::invalid_params(e.to_string(), None),
-        // The upstream's own refusal keeps its code (the message names the server).
-        E::Rejected { code, data, .. } => McpError::new(rmcp::model::ErrorCode(*code), e.to_string(), data.clone()),
-        _ => McpError::internal_error(crate::servers::explained(&e), None),
     }
 }
 

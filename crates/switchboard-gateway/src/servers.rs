@@ -1,8 +1,9 @@
-//! What the gateway tells an agent about its servers and their fixes: the lines of the
-//! instructions, the `switchboard://servers` resource, and a fix ([`Remedy`]) in the words an
-//! agent passes on to the person (who runs the command in a terminal). The one place the
-//! gateway renders a fix.
+//! What the gateway tells an agent about its servers, their failures and their fixes: the
+//! lines of the instructions, the `switchboard://servers` resource, a failure as a JSON-RPC
+//! error, and a fix ([`Remedy`]) in the words an agent passes on to the person (who runs the
+//! command in a terminal). The one place the gateway renders a fix.
 
+use rmcp::ErrorData as McpError;
 use rmcp::model::{ReadResourceResult, ResourceContents};
 use switchboard::status::ServerStatus;
 use switchboard::{Remedy, ServerInfo};
@@ -30,6 +31,18 @@ pub(crate) fn explained(e: &switchboard::Error) -> String {
     match e.remedy() {
         Some(remedy) => format!("{e}; {}", advice(&remedy)),
         None => e.to_string(),
+    }
+}
+
+/// A failure from the hub as a JSON-RPC error naming the server, the cause and the fix.
+pub(crate) fn error(e: switchboard::Error) -> McpError {
+    use switchboard::Error as E;
+    match &e {
+        E::Cancelled => McpError::internal_error("the call was cancelled", None),
+        E::UnknownTool { .. } | E::UnknownServer { .. } => McpError::invalid_params(e.to_string(), None),
+        // The upstream's own refusal keeps its code (the message names the server).
+        E::Rejected { code, data, .. } => McpError::new(rmcp::model::ErrorCode(*code), e.to_string(), data.clone()),
+        _ => McpError::internal_error(explained(&e), None),
     }
 }
 

@@ -38,7 +38,7 @@ impl Drop for Session {
     }
 }
 
-use crate::call::error;
+use crate::servers::error;
 
 fn profile_error(e: UnknownProfile) -> McpError {
     McpError::invalid_params(format!("no profile `{}` in the config", e.0), None)

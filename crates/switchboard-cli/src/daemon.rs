@@ -228,12 +228,7 @@ async fn start(ctx: &Ctx, configs: &[PathBuf]) -> Result<u8> {
     use std::os::unix::process::CommandExt;
     let data = &ctx.paths.data_dir;
     let root = &ctx.loaded.project_root;
-    let record_path = workspace::record_path(data, root);
-    let log_path = record_path.with_extension("log");
-    if let Some(dir) = log_path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path)?;
+    let (log_path, log) = workspace::open_log(data, root)?;
     let mut cmd = std::process::Command::new(std::env::current_exe()?);
     for c in configs {
         cmd.arg("--config").arg(std::path::absolute(c)?);

@@ -107,6 +107,65 @@ fn the_data_folder_is_private_whatever_the_umask_and_a_looser_one_is_tightened()
     assert!(shown.contains("made 0700"), "said: {shown}");
 }
 
+/// Every file switchboard writes is 0600 and every folder it makes 0700, whatever the umask
+/// (022, the usual one, and 000): the person's config as `allow` writes it, spilled results,
+/// trust, and the workspace daemon's record and log (which holds a live dashboard login code).
+#[test]
+fn every_file_written_is_0600_under_umask_022_and_000() {
+    for umask in ["022", "000"] {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".git")).unwrap();
+        let fx = json!({"command": fixture().display().to_string()});
+        write(&home.path().join(".mcp.json"), json!({"mcpServers": {"p": fx}}));
+        let run = |args: &str| {
+            let script = format!("umask {umask}; exec '{}' {args}", switchboard_testkit::cli().display());
+            let mut sh = Command::new("sh");
+            sh.args(["-c", &script])
+                .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
+                .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+                .env_remove("RUST_LOG")
+                .current_dir(home.path())
+                .stdin(Stdio::null());
+            let (said, code) = output(&mut sh);
+            assert_eq!(code, 0, "umask {umask}: `{args}`: {said}");
+        };
+        for args in
+            ["allow 'mcp__p__*'", "trust p --yes", "call mcp__p__big --arg bytes=300000", "daemon start", "daemon stop"]
+        {
+            run(args);
+        }
+        let mut seen = Vec::new();
+        let mut open = Vec::new();
+        let mut walk = vec![home.path().join("data")];
+        while let Some(dir) = walk.pop() {
+            if mode(&dir) != 0o700 {
+                open.push(format!("{} {:03o}", dir.display(), mode(&dir)));
+            }
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk.push(path);
+                } else {
+                    seen.push(path.clone());
+                    if mode(&path) != 0o600 {
+                        open.push(format!("{} {:03o}", path.display(), mode(&path)));
+                    }
+                }
+            }
+        }
+        let user = home.path().join("user.json");
+        if mode(&user) != 0o600 {
+            open.push(format!("{} {:03o}", user.display(), mode(&user)));
+        }
+        let names: Vec<String> =
+            seen.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+        for wanted in ["trust.json", ".log"] {
+            assert!(names.iter().any(|n| n.ends_with(wanted)), "umask {umask}: no {wanted} written: {names:?}");
+        }
+        assert!(open.is_empty(), "umask {umask}: open to others: {open:?}");
+    }
+}
+
 #[test]
 fn a_planted_token_file_is_refused_with_a_message() {
     let home = tempfile::tempdir().unwrap();

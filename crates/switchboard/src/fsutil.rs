@@ -162,7 +162,8 @@ fn lock_file(path: &Path, mut file: File, wait: Duration) -> std::io::Result<Flo
 pub(crate) fn lock_in_place(path: &Path, create: bool, wait: Duration) -> std::io::Result<Option<Flock<File>>> {
     let started = Instant::now();
     loop {
-        let opened = std::fs::OpenOptions::new().read(true).write(true).create(create).truncate(false).open(path);
+        let opened =
+            std::fs::OpenOptions::new().read(true).write(true).create(create).truncate(false).mode(0o600).open(path);
         let file = match opened {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),

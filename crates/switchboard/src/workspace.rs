@@ -78,6 +78,23 @@ pub fn record_path(data_dir: &Path, project_root: &Path) -> PathBuf {
     data_dir.join("workspaces").join(format!("{}.json", hex(&digest[..8])))
 }
 
+/// The log of `project_root`'s daemon (what it writes on stdout and stderr, a dashboard login
+/// code among it), next to its record: opened to append, in a private folder, only this user
+/// may read it (0600 whatever the umask; one left wider by an older version is tightened).
+pub fn open_log(data_dir: &Path, project_root: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let path = record_path(data_dir, project_root).with_extension("log");
+    if let Some(dir) = path.parent() {
+        crate::fsutil::create_private_dir(dir)?;
+    }
+    let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&path)?;
+    let meta = file.metadata()?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok((path, file))
+}
+
 /// The record of this process, taken away when dropped (if it is still this process's).
 #[derive(Debug)]
 pub struct Published {

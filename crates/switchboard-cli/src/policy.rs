@@ -270,32 +270,78 @@ pub fn since(text: &str) -> Result<SystemTime> {
 /// `switchboard audit [--since 1h] [--server S]`.
 pub fn audit(ctx: &Ctx, since_text: Option<&str>, server: Option<&str>, json: bool) -> Result<u8> {
     let since = since_text.map(since).transpose()?;
-    let lines = switchboard::policy::audit::read(&ctx.paths.data_dir, since, server)?;
+    let log = switchboard::policy::audit::read(&ctx.paths.data_dir, since, server)?;
     if json {
-        print_json(&json!({"calls": lines}))?;
+        print_json(&json!({
+            "calls": log.records,
+            "lost_records": log.lost_records(),
+            "lost": log.lost,
+            "unreadable": log.unreadable,
+        }))?;
         return Ok(0);
     }
+    let lines = &log.records;
     if lines.is_empty() {
         out!("No calls in the audit log{}.", since_text.map(|s| format!(" in the last {s}")).unwrap_or_default());
-        return Ok(0);
+    } else {
+        let field = |l: &Value, k: &str| l.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let rows: Vec<Vec<String>> = lines
+            .iter()
+            .map(|l| {
+                let who = l.get("caller").and_then(|c| c.get("kind")).and_then(Value::as_str).unwrap_or("");
+                vec![
+                    field(l, "time").get(..19).unwrap_or("").replace('T', " "),
+                    who.to_string(),
+                    safe(&field(l, "name")),
+                    field(l, "decision"),
+                    field(l, "outcome"),
+                    format!("{} ms", l.get("duration_ms").and_then(Value::as_u64).unwrap_or(0)),
+                ]
+            })
+            .collect();
+        print_table(&["TIME (UTC)", "CALLER", "TOOL", "DECISION", "OUTCOME", "TOOK"], rows)?;
     }
-    let field = |l: &Value, k: &str| l.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let rows: Vec<Vec<String>> = lines
-        .iter()
-        .map(|l| {
-            let who = l.get("caller").and_then(|c| c.get("kind")).and_then(Value::as_str).unwrap_or("");
-            vec![
-                field(l, "time").get(..19).unwrap_or("").replace('T', " "),
-                who.to_string(),
-                safe(&field(l, "name")),
-                field(l, "decision"),
-                field(l, "outcome"),
-                format!("{} ms", l.get("duration_ms").and_then(Value::as_u64).unwrap_or(0)),
-            ]
-        })
-        .collect();
-    print_table(&["TIME (UTC)", "CALLER", "TOOL", "DECISION", "OUTCOME", "TOOK"], rows)?;
+    if !log.lost.is_empty() {
+        // One sentence for all of them (a host that lost a record at each of many exits wrote
+        // a line each time); `--json` has each.
+        let count = log.lost_records();
+        let first = log.lost.iter().filter_map(|l| l.first.as_deref()).min();
+        let last = log.lost.iter().filter_map(|l| l.last.as_deref()).max();
+        let when = match (first, last) {
+            (Some(a), Some(b)) if a != b => format!(" made between {} and {}", short_time(a), short_time(b)),
+            (Some(a), _) => format!(" made at {}", short_time(a)),
+            _ => String::new(),
+        };
+        let mut why: Vec<&str> = log.lost.iter().map(|l| l.error.as_str()).filter(|e| !e.is_empty()).collect();
+        why.dedup();
+        out!(
+            "Lost: {count} record{}{when} could not be written ({}){}.",
+            if count == 1 { "" } else { "s" },
+            safe(&why.join("; ")),
+            if log.lost.iter().any(|l| l.time.is_none()) {
+                "; the log still cannot be written (counted in lost.json until it can)"
+            } else {
+                ""
+            }
+        );
+    }
+    for bad in &log.unreadable {
+        out!(
+            "Unreadable: {} line{} of {} (the first at line {}) {} not a record and {} left out.",
+            bad.lines,
+            if bad.lines == 1 { "" } else { "s" },
+            bad.file.display(),
+            bad.first_line,
+            if bad.lines == 1 { "is" } else { "are" },
+            if bad.lines == 1 { "is" } else { "are" },
+        );
+    }
     Ok(0)
+}
+
+/// `2026-12-04 07:31:02` of an RFC 3339 stamp.
+fn short_time(stamp: &str) -> String {
+    stamp.get(..19).unwrap_or(stamp).replace('T', " ")
 }
 
 #[cfg(test)]

@@ -590,8 +590,45 @@ function connectEvents() {
   });
   on("tool_called", ({ name, outcome, decision }) => {
     if (outcome === "denied") activity("error", `${name}: denied (${decision})`);
+    auditSoon();
   });
   source.addEventListener("reset", () => loadAll());
+}
+
+// ---------------------------------------------------------------- the audit log's health
+
+let auditTimer = null;
+/** Records the log itself says were lost in the last day, as read at start. */
+let lostInLog = 0;
+
+/** Looks at the audit log again within 2 s (once, however many calls end meanwhile). */
+function auditSoon() {
+  if (auditTimer) return;
+  auditTimer = setTimeout(() => {
+    auditTimer = null;
+    loadAudit(false);
+  }, 2000);
+}
+
+/** Shows whether audit records are being lost: the log cannot be written now, records wait
+ * for the disk, or (`readLog`: the day's log is read, at start) the log says some were lost. */
+async function loadAudit(readLog = true) {
+  const box = $("audit-warning");
+  let view;
+  try {
+    view = await api("GET", readLog ? "/api/audit?limit=0" : "/api/audit/health");
+  } catch {
+    return;
+  }
+  if (readLog) lostInLog = view.lost_records || 0;
+  const health = view.health || {};
+  const parts = [];
+  if (health.failing) parts.push(`The audit log cannot be written: ${health.failing}.`);
+  if (health.held) parts.push(`${health.held} record${health.held === 1 ? "" : "s"} wait${health.held === 1 ? "s" : ""} for the disk.`);
+  const lost = Math.max(lostInLog, health.lost || 0);
+  if (lost) parts.push(`${lost} record${lost === 1 ? " was" : "s were"} lost (see switchboard audit).`);
+  box.textContent = parts.join(" ");
+  box.hidden = parts.length === 0;
 }
 
 // ---------------------------------------------------------------- start
@@ -606,7 +643,7 @@ async function loadAll() {
     state.selected = state.servers.has(wanted) ? wanted : servers.length ? servers[0].name : null;
   }
   // Tool lists for filtering by tool name, in the background; questions waiting.
-  await Promise.all([...servers.map((s) => loadDetail(s.name)), asking.load()]);
+  await Promise.all([...servers.map((s) => loadDetail(s.name)), asking.load(), loadAudit()]);
   renderList();
   renderDetail();
 }

@@ -8,6 +8,7 @@
 mod answers;
 mod api;
 mod approvals;
+mod audit;
 mod complete;
 mod dashboard;
 mod error;
@@ -136,7 +137,7 @@ pub enum ServeError {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "switchboard", description = "The switchboard hub over HTTP: MCP servers, their tools, resources and prompts, and live events."),
-    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "elicitation"), (name = "approval"), (name = "sampling"), (name = "session")),
+    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "elicitation"), (name = "approval"), (name = "sampling"), (name = "session"), (name = "audit")),
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
@@ -174,6 +175,8 @@ fn api(state: state::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::get_prompt))
         .routes(routes!(complete::complete))
         .routes(routes!(api::events))
+        .routes(routes!(audit::audit))
+        .routes(routes!(audit::health))
         .routes(routes!(answers::questions::list))
         .routes(routes!(answers::questions::answer))
         .routes(routes!(answers::approvals::list, answers::approvals::request))

@@ -183,3 +183,45 @@ async fn another_process_asks_through_the_queue_and_gets_the_decision() {
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_log_is_read_with_its_losses_and_its_health() {
+    let s = Served::start_config(config(), |_| {}).await;
+    let (status, _) = send(s.post("/api/tools/mcp__demo__crash/call", json!({"arguments": {}}))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // What a host that lost records and a damaged file leave in the log.
+    let audit = s.dir.path().join("data").join("audit");
+    std::fs::create_dir_all(&audit).unwrap();
+    let day = switchboard::policy::audit::rfc3339(std::time::SystemTime::now())[..10].to_string();
+    let planted = format!(
+        "{{\"time\":\"{day}T00:00:00.000Z\",\"lost\":3,\"first\":\"{day}T00:00:00.000Z\",\"last\":\"{day}T00:00:00.000Z\",\"error\":\"No space left on device (os error 28)\"}}\nnot a record\n"
+    );
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(audit.join(format!("{day}.jsonl")))
+        .and_then(|mut f| f.write_all(planted.as_bytes()))
+        .unwrap();
+    // The denied call's record is written within 100 ms.
+    let mut view = json!(null);
+    for _ in 0..50 {
+        view = send(s.get("/api/audit?server=demo")).await.1;
+        if view["calls"].as_array().is_some_and(|c| !c.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(view["calls"][0]["name"], "mcp__demo__crash", "{view}");
+    assert_eq!(view["calls"][0]["outcome"], "denied", "{view}");
+    assert_eq!(view["lost_records"], 3, "a loss is shown whatever the server asked: {view}");
+    assert_eq!(view["lost"][0]["error"], "No space left on device (os error 28)", "{view}");
+    assert_eq!(view["unreadable"][0]["lines"], 1, "{view}");
+    assert_eq!(view["enabled"], true, "{view}");
+    assert_eq!(view["health"], json!({"held": 0, "lost": 0}), "{view}");
+    let (status, health) = send(s.get("/api/audit/health")).await;
+    assert_eq!((status, &health["health"]), (StatusCode::OK, &json!({"held": 0, "lost": 0})), "{health}");
+    let (status, body) = send(s.get("/api/audit?since_secs=x")).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{body}");
+    s.shutdown().await;
+}

@@ -257,7 +257,7 @@ async fn every_outcome_is_one_audit_line_with_secrets_redacted() {
     ];
     assert!(outcomes.iter().all(|o| *o), "{outcomes:?}");
     hub.shutdown().await;
-    let lines = switchboard::policy::audit::read(&env.paths.data_dir, None, None).unwrap();
+    let lines = switchboard::policy::audit::read(&env.paths.data_dir, None, None).unwrap().records;
     let got: Vec<(&str, &str)> =
         lines.iter().map(|l| (l["tool"].as_str().unwrap_or(""), l["outcome"].as_str().unwrap_or(""))).collect();
     assert_eq!(

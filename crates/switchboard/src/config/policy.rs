@@ -220,11 +220,15 @@ pub struct AuditConfig {
     pub arguments: bool,
     /// Days beyond this many bytes in all are removed, oldest first (default 100 MB).
     pub max_bytes: u64,
+    /// Refuse tool calls while the log cannot be written (a full disk...); default false:
+    /// calls go on, records are held in memory and those that cannot be kept are counted as
+    /// lost. `true` turns the log on.
+    pub required: bool,
 }
 
 impl Default for AuditConfig {
     fn default() -> Self {
-        AuditConfig { enabled: true, arguments: false, max_bytes: 100 * 1024 * 1024 }
+        AuditConfig { enabled: true, arguments: false, max_bytes: 100 * 1024 * 1024, required: false }
     }
 }
 
@@ -323,7 +327,7 @@ pub(crate) fn parse_audit(value: &Value, into: &mut AuditConfig, ctx: &mut FileC
             Severity::Error,
             None,
             Some("audit"),
-            "`audit` must be an object with `enabled`, `arguments` and/or `max_mb`".into(),
+            "`audit` must be an object with `enabled`, `arguments`, `max_mb` and/or `required`".into(),
         );
         return;
     };
@@ -332,10 +336,14 @@ pub(crate) fn parse_audit(value: &Value, into: &mut AuditConfig, ctx: &mut FileC
         match (key.as_str(), v) {
             ("enabled", Value::Bool(b)) => into.enabled = *b,
             ("arguments", Value::Bool(b)) => into.arguments = *b,
+            ("required", Value::Bool(b)) => {
+                into.required = *b;
+                into.enabled |= *b;
+            }
             ("max_mb", Value::Number(n)) if n.as_u64().is_some_and(|m| (1..=1_000_000).contains(&m)) => {
                 into.max_bytes = n.as_u64().unwrap_or(100) * 1024 * 1024
             }
-            ("enabled" | "arguments", _) => {
+            ("enabled" | "arguments" | "required", _) => {
                 ctx.diag(Severity::Error, None, Some(&field), format!("`{key}` must be true or false"))
             }
             ("max_mb", _) => ctx.diag(
@@ -349,7 +357,7 @@ pub(crate) fn parse_audit(value: &Value, into: &mut AuditConfig, ctx: &mut FileC
                 None,
                 Some(&field),
                 format!(
-                    "unknown field `{}` ignored: use `enabled`, `arguments` and `max_mb`",
+                    "unknown field `{}` ignored: use `enabled`, `arguments`, `max_mb` and `required`",
                     crate::text::excerpt(other, 60)
                 ),
             ),

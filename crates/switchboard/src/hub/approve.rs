@@ -53,6 +53,12 @@ impl Hub {
         (decision.verdict == Verdict::Deny).then(|| rule.clone())
     }
 
+    /// How the audit log's writing goes (`None`: the log is off): records held for a disk
+    /// that refuses them, records lost, and why, while it fails.
+    pub fn audit_health(&self) -> Option<crate::policy::audit::Health> {
+        self.inner.gate.audit.as_ref().map(AuditLog::health)
+    }
+
     /// Every remembered "always" approval (`<data>/approvals.json`).
     pub fn remembered_approvals(&self) -> Result<Vec<crate::policy::approvals::Remembered>, Error> {
         Ok(self.approvals()?.list().to_vec())
@@ -159,6 +165,26 @@ impl Hub {
     ) -> Result<Passed, (Error, Passed)> {
         let gate = &self.inner.gate;
         let mut passed = Passed { decision: Verdict::Allow, rule: String::new(), approval: None };
+        if let Some(audit) = gate.audit.as_ref().filter(|a| a.required())
+            && let Some(why) = audit.health().failing
+        {
+            passed.decision = Verdict::Deny;
+            passed.rule = String::from("audit.required");
+            let message = format!(
+                "`{}` is refused: the audit log cannot be written ({why}) and the configuration requires it \
+                 (`audit.required`); calls are refused until it can be written",
+                entry.name
+            );
+            let error = Error::Denied {
+                name: entry.name.clone(),
+                server: entry.server.clone(),
+                rule: passed.rule.clone(),
+                file: None,
+                message,
+                allowable: false,
+            };
+            return Err((error, passed));
+        }
         if gate.policy().is_active() {
             let decided = self.decided(entry);
             let (decision, rule) = &*decided;

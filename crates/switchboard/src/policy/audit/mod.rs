@@ -8,8 +8,22 @@
 //! memory and appended by one thread every 100 ms (and at shutdown), so a call does not wait
 //! for the disk; a host killed with SIGKILL loses at most the last 100 ms of lines. Days
 //! beyond `max_mb` in all are removed, oldest first, when the log opens and when a day begins.
+//!
+//! It is a security record, so a record is whole in it or absent, and records that could not
+//! be written are said, with how many ([`write`]); [`read`] gives the records back with those
+//! counts. [`AuditLog::health`] says how the writing goes now (the dashboard shows it; with a
+//! managed `audit.required: true` the hub refuses calls while the log cannot be written).
 
-use std::io::Write;
+mod lost;
+mod read;
+mod stamp;
+mod write;
+
+pub use read::{AuditRead, Lost, Unreadable, read};
+pub use stamp::rfc3339;
+pub use write::Health;
+use write::Writer;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -48,7 +62,7 @@ pub enum Outcome {
 #[non_exhaustive]
 pub struct AuditRecord {
     /// When the call was made (RFC 3339, UTC, milliseconds).
-    #[serde(serialize_with = "ser_time")]
+    #[serde(serialize_with = "stamp::ser_time")]
     pub time: SystemTime,
     /// Who made it.
     pub caller: Caller,
@@ -87,22 +101,22 @@ struct Shared {
     /// The vector last written, emptied, to take the next records (its capacity kept: a busy
     /// host would otherwise grow a new one, copying it, after every write).
     spare: Vec<AuditRecord>,
-    /// The day last written, to prune when a new one begins.
-    day: [u8; 10],
+    /// How the writing went, as of the last flush.
+    health: Health,
 }
 
 /// The log of one hub.
 pub struct AuditLog {
-    dir: PathBuf,
     config: AuditConfig,
     shared: Arc<Mutex<Shared>>,
+    writer: Arc<Mutex<Writer>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for AuditLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AuditLog").field("dir", &self.dir).field("config", &self.config).finish()
+        f.debug_struct("AuditLog").field("config", &self.config).finish()
     }
 }
 
@@ -117,30 +131,45 @@ impl AuditLog {
         if !config.enabled {
             return None;
         }
-        let dir = audit_dir(data_dir);
-        let shared = Arc::new(Mutex::new(Shared { pending: Vec::new(), spare: Vec::new(), day: [0; 10] }));
+        let mut first = Writer::new(audit_dir(data_dir), config.max_bytes);
+        let mut health = Health::default();
+        if config.required {
+            // Known before the first call, not learnt from its record.
+            first.open();
+            first.probe();
+            health = first.health();
+        }
+        let shared = Arc::new(Mutex::new(Shared { pending: Vec::new(), spare: Vec::new(), health }));
+        let writer = Arc::new(Mutex::new(first));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (dir2, shared2, stop2, max) = (dir.clone(), shared.clone(), stop.clone(), config.max_bytes);
+        let (shared2, writer2, stop2) = (shared.clone(), writer.clone(), stop.clone());
         let worker = std::thread::Builder::new()
             .name("switchboard-audit".into())
             .spawn(move || {
-                prune(&dir2, max, None);
+                if let Ok(mut w) = writer2.lock() {
+                    w.open();
+                }
                 loop {
                     std::thread::park_timeout(Duration::from_millis(100));
                     let done = stop2.load(std::sync::atomic::Ordering::Acquire);
-                    flush(&dir2, &shared2, max);
+                    flush(&shared2, &writer2);
                     if done {
                         return;
                     }
                 }
             })
             .ok();
-        Some(AuditLog { dir, config, shared, stop, worker: Mutex::new(worker) })
+        Some(AuditLog { config, shared, writer, stop, worker: Mutex::new(worker) })
     }
 
     /// Whether arguments are kept.
     pub fn keeps_arguments(&self) -> bool {
         self.config.arguments
+    }
+
+    /// Whether calls must be refused while the log cannot be written (`audit.required`).
+    pub fn required(&self) -> bool {
+        self.config.required
     }
 
     /// Adds a line (written within 100 ms, by the log's thread: the call pays for a push).
@@ -150,9 +179,14 @@ impl AuditLog {
         }
     }
 
-    /// Writes what is pending now (at shutdown).
+    /// How the writing goes, as of the last flush (at most 100 ms old).
+    pub fn health(&self) -> Health {
+        self.shared.lock().map(|s| s.health.clone()).unwrap_or_default()
+    }
+
+    /// Writes what is pending now.
     pub fn flush(&self) {
-        flush(&self.dir, &self.shared, self.config.max_bytes);
+        flush(&self.shared, &self.writer);
     }
 }
 
@@ -166,137 +200,33 @@ impl Drop for AuditLog {
             let _ = handle.join();
         }
         self.flush();
+        // What the disk still refuses now is lost: said in the log if the reserve lets it be,
+        // and on stderr.
+        if let Ok(mut w) = self.writer.lock() {
+            w.close();
+        }
     }
 }
 
-fn flush(dir: &Path, shared: &Mutex<Shared>, max: u64) {
-    let (mut records, mut day) = {
+fn flush(shared: &Mutex<Shared>, writer: &Mutex<Writer>) {
+    // One flush at a time (the thread's, or one at shutdown), in the order records came.
+    let Ok(mut w) = writer.lock() else { return };
+    let mut records = {
         let Ok(mut s) = shared.lock() else { return };
-        if s.pending.is_empty() {
+        if s.pending.is_empty() && !w.has_held() {
             return;
         }
         let spare = std::mem::take(&mut s.spare);
-        (std::mem::replace(&mut s.pending, spare), s.day)
+        std::mem::replace(&mut s.pending, spare)
     };
-    let mut bytes = Vec::with_capacity(records.len() * 320);
-    for record in records.drain(..) {
-        let this_day = first_ten(&stamp(record.time));
-        if this_day != day {
-            if !bytes.is_empty() {
-                append(dir, &day_name(&day), &std::mem::take(&mut bytes));
-            }
-            if day != [0; 10] {
-                prune(dir, max, Some(&day_name(&this_day)));
-            }
-            day = this_day;
-        }
-        if serde_json::to_writer(&mut bytes, &record).is_ok() {
-            bytes.push(b'\n');
-        }
-    }
-    if !bytes.is_empty() {
-        append(dir, &day_name(&day), &bytes);
-    }
+    w.write(&mut records);
     if let Ok(mut s) = shared.lock() {
-        s.day = day;
+        s.health = w.health();
         // The emptied vector takes the next records, unless a bigger one grew meanwhile.
         if records.capacity() > s.spare.capacity() {
             s.spare = records;
         }
     }
-}
-
-fn first_ten(stamp: &[u8; 24]) -> [u8; 10] {
-    let mut day = [0; 10];
-    day.copy_from_slice(&stamp[..10]);
-    day
-}
-
-fn day_name(day: &[u8; 10]) -> String {
-    String::from_utf8_lossy(day).into_owned()
-}
-
-fn append(dir: &Path, day: &str, bytes: &[u8]) {
-    if let Err(e) = crate::fsutil::create_private_dir(dir) {
-        tracing::warn!("the audit log {}: {e}", dir.display());
-        return;
-    }
-    let path = dir.join(format!("{day}.jsonl"));
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&path);
-    match file.and_then(|mut f| f.write_all(bytes)) {
-        Ok(()) => {}
-        Err(e) => tracing::warn!("the audit log {}: {e}", path.display()),
-    }
-}
-
-/// Removes the oldest days while the log holds more than `max` bytes (never `keep`).
-fn prune(dir: &Path, max: u64, keep: Option<&str>) {
-    let Ok(read) = std::fs::read_dir(dir) else { return };
-    let mut days: Vec<(String, u64)> = read
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let day = name.strip_suffix(".jsonl")?.to_string();
-            Some((day, e.metadata().ok()?.len()))
-        })
-        .collect();
-    days.sort();
-    let mut total: u64 = days.iter().map(|d| d.1).sum();
-    for (day, len) in days {
-        if total <= max || keep == Some(day.as_str()) {
-            break;
-        }
-        if std::fs::remove_file(dir.join(format!("{day}.jsonl"))).is_ok() {
-            total = total.saturating_sub(len);
-        }
-    }
-}
-
-fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    let buf = stamp(*t);
-    s.serialize_str(std::str::from_utf8(&buf).unwrap_or("1970-01-01T00:00:00.000Z"))
-}
-
-/// `2026-12-01T21:24:26.123Z` for `t`.
-pub fn rfc3339(t: SystemTime) -> String {
-    String::from_utf8_lossy(&stamp(t)).into_owned()
-}
-
-/// The stamp's bytes, written digit by digit (a line per call: no formatting machinery).
-fn stamp(t: SystemTime) -> [u8; 24] {
-    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (y, m, day) = civil(i64::try_from(secs / 86_400).unwrap_or(0));
-    let rem = secs % 86_400;
-    let mut out = *b"0000-00-00T00:00:00.000Z";
-    let mut put = |at: usize, width: usize, mut v: u64| {
-        for i in (at..at + width).rev() {
-            out[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    };
-    put(0, 4, u64::try_from(y.clamp(0, 9999)).unwrap_or(0));
-    put(5, 2, u64::from(m));
-    put(8, 2, u64::from(day));
-    put(11, 2, rem / 3600);
-    put(14, 2, rem % 3600 / 60);
-    put(17, 2, rem % 60);
-    put(20, 3, u64::from(d.subsec_millis()));
-    out
-}
-
-/// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's `civil_from_days`).
-fn civil(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// SHA-256 (hex) of the arguments as JSON (`{}` when absent).
@@ -374,40 +304,6 @@ pub fn redacted(arguments: &JsonObject) -> Value {
     walk(&Value::Object(arguments.clone()))
 }
 
-/// Reads the log's lines from `since` on (oldest first), of `server` only if given.
-pub fn read(data_dir: &Path, since: Option<SystemTime>, server: Option<&str>) -> std::io::Result<Vec<Value>> {
-    let dir = audit_dir(data_dir);
-    let since_text = since.map(rfc3339);
-    let first_day = since_text.as_deref().and_then(|s| s.get(..10)).unwrap_or("");
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(r) => r
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .filter(|p| p.file_stem().and_then(|s| s.to_str()).is_some_and(|d| d >= first_day))
-            .collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    files.sort();
-    let mut out = Vec::new();
-    for file in files {
-        let Some(bytes) = crate::fsutil::read_private(&file)? else { continue };
-        for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            let Ok(v) = serde_json::from_slice::<Value>(line) else { continue };
-            let time = v.get("time").and_then(Value::as_str).unwrap_or("");
-            if since_text.as_deref().is_some_and(|s| time < s) {
-                continue;
-            }
-            if server.is_some_and(|s| v.get("server").and_then(Value::as_str) != Some(s)) {
-                continue;
-            }
-            out.push(v);
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,7 +340,7 @@ mod tests {
         let audit = audit_dir(&data);
         std::fs::create_dir_all(&audit).ok();
         std::fs::write(audit.join("2020-01-01.jsonl"), vec![b'x'; 2048]).ok();
-        let config = AuditConfig { enabled: true, arguments: false, max_bytes: 1024 };
+        let config = AuditConfig { enabled: true, arguments: false, max_bytes: 1024, required: false };
         let log = AuditLog::open(&data, config);
         let record = AuditRecord {
             time: SystemTime::now(),
@@ -468,7 +364,7 @@ mod tests {
             log.record(record);
         }
         drop(log);
-        let lines = read(&data, None, Some("s")).unwrap_or_default();
+        let lines = read(&data, None, Some("s")).unwrap_or_default().records;
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["outcome"], "ok");
         assert!(!audit.join("2020-01-01.jsonl").exists(), "the old day beyond the cap is removed");
@@ -476,6 +372,8 @@ mod tests {
         let today = audit.join(format!("{today}.jsonl"));
         let mode = std::fs::metadata(&today).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
         assert_eq!(mode, 0o600);
-        assert!(read(&data, Some(SystemTime::now() + Duration::from_secs(60)), None).unwrap_or_default().is_empty());
+        assert!(
+            read(&data, Some(SystemTime::now() + Duration::from_secs(60)), None).unwrap_or_default().records.is_empty()
+        );
     }
 }

@@ -1,0 +1,102 @@
+//! `GET /api/audit`: the audit log's records (newest last), the records it says it lost, the
+//! lines it could not read, and how its writing goes now (the dashboard's warning).
+
+use std::time::{Duration, SystemTime};
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, ErrorBody};
+use crate::state::{ApiResult, AppState, query_of};
+
+/// `GET /api/audit` filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Records of the last this many seconds (default 86400: a day).
+    since_secs: Option<u64>,
+    /// Only this server's records (lost records are shown whatever the server: they may be
+    /// of any).
+    server: Option<String>,
+    /// At most this many records, the newest (default 200, at most 10000).
+    limit: Option<usize>,
+}
+
+/// The log as asked.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditView {
+    /// Whether the hub writes an audit log.
+    enabled: bool,
+    /// The records, oldest first (the newest `limit`).
+    #[schema(value_type = Vec<Object>)]
+    calls: Vec<Value>,
+    /// Records the log says it could not write, in the time asked.
+    lost_records: u64,
+    /// Each such loss: `count`, `first`, `last`, `error`, `time`.
+    #[schema(value_type = Vec<Object>)]
+    lost: Vec<Value>,
+    /// Lines of the log that are not records (a file damaged by something else).
+    #[schema(value_type = Vec<Object>)]
+    unreadable: Vec<Value>,
+    /// How the writing goes now: `failing` (why, while the log cannot be written), `held`
+    /// (records waiting for the disk), `lost` (records lost since this hub started).
+    #[schema(value_type = Option<Object>)]
+    health: Option<Value>,
+}
+
+#[utoipa::path(get, path = "/api/audit", tag = "audit", params(AuditQuery),
+    responses((status = 200, body = AuditView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
+pub async fn audit(
+    State(app): State<AppState>,
+    query: Result<Query<AuditQuery>, QueryRejection>,
+) -> ApiResult<Json<AuditView>> {
+    let query = query_of(query)?;
+    let since = SystemTime::now().checked_sub(Duration::from_secs(query.since_secs.unwrap_or(86_400)));
+    let limit = query.limit.unwrap_or(200).min(10_000);
+    let dir = app.hub.paths().data_dir.clone();
+    let server = query.server.clone();
+    // The files are read on a blocking thread: a day's log can be large.
+    let read = tokio::task::spawn_blocking(move || switchboard::policy::audit::read(&dir, since, server.as_deref()))
+        .await
+        .map_err(|e| ApiError::internal(format!("reading the audit log: {e}")))?
+        .map_err(|e| ApiError::internal(format!("reading the audit log: {e}")))?;
+    let health = app.hub.audit_health();
+    let to_values = |v: serde_json::Result<Value>| match v {
+        Ok(Value::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    let mut calls = read.records;
+    if calls.len() > limit {
+        calls.drain(..calls.len() - limit);
+    }
+    Ok(Json(AuditView {
+        enabled: health.is_some(),
+        calls,
+        lost_records: read.lost.iter().map(|l| l.count).sum(),
+        lost: to_values(serde_json::to_value(&read.lost)),
+        unreadable: to_values(serde_json::to_value(&read.unreadable)),
+        health: health.and_then(|h| serde_json::to_value(h).ok()),
+    }))
+}
+
+/// How the audit log's writing goes now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditHealth {
+    /// Whether the hub writes an audit log.
+    enabled: bool,
+    /// `failing` (why, while the log cannot be written), `held` (records waiting for the
+    /// disk), `lost` (records lost since this hub started).
+    #[schema(value_type = Option<Object>)]
+    health: Option<Value>,
+}
+
+#[utoipa::path(get, path = "/api/audit/health", tag = "audit",
+    responses((status = 200, body = AuditHealth), (status = 401, body = ErrorBody)))]
+pub async fn health(State(app): State<AppState>) -> Json<AuditHealth> {
+    let health = app.hub.audit_health();
+    Json(AuditHealth { enabled: health.is_some(), health: health.and_then(|h| serde_json::to_value(h).ok()) })
+}

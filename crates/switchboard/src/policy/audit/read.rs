@@ -1,0 +1,127 @@
+//! Reading the log back (`switchboard audit`, the API): the records, the lines that say
+//! records were lost, and the lines that could not be read, each counted, none skipped in
+//! silence.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::audit_dir;
+use super::stamp::rfc3339;
+
+/// What the log holds for a question.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct AuditRead {
+    /// The records, oldest first.
+    pub records: Vec<Value>,
+    /// Records the log says it lost (the disk refused them), oldest first. They may be of
+    /// any server: a `server` filter does not leave them out.
+    pub lost: Vec<Lost>,
+    /// Lines that are not a record (a file damaged by something else), by file.
+    pub unreadable: Vec<Unreadable>,
+}
+
+impl AuditRead {
+    /// Records lost in all.
+    pub fn lost_records(&self) -> u64 {
+        self.lost.iter().map(|l| l.count).sum()
+    }
+}
+
+/// A line of the log that says records were lost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Lost {
+    /// How many.
+    pub count: u64,
+    /// The time of the first and the last of them (RFC 3339), when known.
+    pub first: Option<String>,
+    /// See `first`.
+    pub last: Option<String>,
+    /// Why they could not be written.
+    pub error: String,
+    /// When this was written in the log (`None`: not yet: the disk is still full, and
+    /// `lost.json` holds the count).
+    pub time: Option<String>,
+}
+
+/// Lines of one file that could not be read as records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Unreadable {
+    /// The file.
+    pub file: PathBuf,
+    /// How many lines.
+    pub lines: u64,
+    /// The first such line's number (from 1).
+    pub first_line: u64,
+}
+
+/// Reads the log from `since` on (oldest first), the records of `server` only if given.
+pub fn read(data_dir: &Path, since: Option<SystemTime>, server: Option<&str>) -> std::io::Result<AuditRead> {
+    let dir = audit_dir(data_dir);
+    let since_text = since.map(rfc3339);
+    let first_day = since_text.as_deref().and_then(|s| s.get(..10)).unwrap_or("");
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(r) => r
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .filter(|p| p.file_stem().and_then(|s| s.to_str()).is_some_and(|d| d >= first_day))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(AuditRead::default()),
+        Err(e) => return Err(e),
+    };
+    files.sort();
+    let mut out = AuditRead::default();
+    for file in files {
+        let Some(bytes) = crate::fsutil::read_private(&file)? else { continue };
+        let mut bad: Option<Unreadable> = None;
+        for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            let parsed = serde_json::from_slice::<Value>(line).ok().filter(Value::is_object);
+            let Some(v) = parsed else {
+                let b = bad.get_or_insert(Unreadable { file: file.clone(), lines: 0, first_line: n as u64 + 1 });
+                b.lines += 1;
+                continue;
+            };
+            let time = v.get("time").and_then(Value::as_str).unwrap_or("");
+            if since_text.as_deref().is_some_and(|s| time < s) {
+                continue;
+            }
+            if let Some(count) = v.get("lost").and_then(Value::as_u64) {
+                let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+                out.lost.push(Lost {
+                    count,
+                    first: text("first"),
+                    last: text("last"),
+                    error: text("error").unwrap_or_default(),
+                    time: Some(time.to_string()),
+                });
+                continue;
+            }
+            if server.is_some_and(|s| v.get("server").and_then(Value::as_str) != Some(s)) {
+                continue;
+            }
+            out.records.push(v);
+        }
+        out.unreadable.extend(bad);
+    }
+    let pending = super::lost::peek(&dir);
+    if pending.lost > 0 {
+        out.lost.push(Lost {
+            count: pending.lost,
+            first: pending.first,
+            last: pending.last,
+            error: pending.error,
+            time: None,
+        });
+    }
+    Ok(out)
+}

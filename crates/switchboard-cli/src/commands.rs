@@ -337,6 +337,7 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
         out!("\nMCP is turned off: `features.mcp: false` in {} (no server starts).", file.display());
     }
     render::fixes(servers.iter().map(|s| (s.name.as_str(), &s.status)))?;
+    render::findings(servers.iter().map(|s| (s.name.as_str(), s.findings.len())))?;
     if servers.iter().any(|s| matches!(s.status, ServerStatus::Failed { .. })) {
         out!("\n`switchboard get <server>` shows why a server failed.");
     }

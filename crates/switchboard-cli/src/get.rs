@@ -159,6 +159,23 @@ impl Server {
         if let Some(remedy) = self.status.remedy(name) {
             out!("  fix      {}", safe(&crate::render::fix(&remedy)));
         }
+        // What screening its definitions found (hidden characters removed, with what they said).
+        for f in self.info.get("findings").and_then(Value::as_array).into_iter().flatten() {
+            let target = &f["target"];
+            let what = match (target["kind"].as_str(), target["name"].as_str()) {
+                (Some(kind), Some(name)) => format!("{kind} {name}"),
+                (Some(kind), None) => kind.to_string(),
+                _ => String::new(),
+            };
+            out!(
+                "  {} {} {}, {}: {}",
+                console::style("finding").yellow(),
+                str_of_value(f, "severity"),
+                safe(&what),
+                safe(&str_of_value(f, "field")),
+                safe(&str_of_value(f, "why"))
+            );
+        }
         let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
         let tools = self.tools.lines();
         if !tools.is_empty() {
@@ -197,4 +214,8 @@ impl Server {
         }
         Ok(u8::from(failed_check))
     }
+}
+
+fn str_of_value(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
 }

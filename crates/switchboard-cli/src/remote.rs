@@ -90,6 +90,9 @@ pub(crate) async fn list(ctx: &Ctx, remote: &Remote, json: bool) -> Result<u8> {
     }
     out!("{t}");
     render::fixes(statuses.iter().map(|(name, status)| (*name, status)))?;
+    render::findings(
+        servers.iter().map(|s| (s["name"].as_str().unwrap_or_default(), s["findings"].as_array().map_or(0, Vec::len))),
+    )?;
     out!(
         "\nServers of the workspace's {} (pid {}) at {}; `--no-attach` starts them here instead.",
         remote.record.kind,

@@ -172,6 +172,9 @@ pub fn server_json(info: &ServerInfo) -> Value {
     if let Some(remedy) = &info.remedy {
         json["remedy"] = json!(remedy);
     }
+    if !info.findings.is_empty() {
+        json["findings"] = json!(info.findings);
+    }
     json
 }
 
@@ -266,4 +269,20 @@ pub(crate) fn show_completion(values: &[String], total: Option<u32>, has_more: b
         note!("(more: type more of it)");
     }
     Ok(0)
+}
+
+/// After a list of servers: which have findings (hidden characters removed from what they
+/// sent), and where to see them.
+pub fn findings<'a>(counts: impl IntoIterator<Item = (&'a str, usize)>) -> anyhow::Result<()> {
+    for (name, n) in counts.into_iter().filter(|(_, n)| *n > 0) {
+        out!(
+            "\n{} `{}`: {n} finding{} in what it sent (hidden characters removed); `switchboard get {}` shows {}.",
+            console::style("Findings").yellow(),
+            safe(name),
+            if n == 1 { "" } else { "s" },
+            safe(name),
+            if n == 1 { "it" } else { "them" }
+        );
+    }
+    Ok(())
 }

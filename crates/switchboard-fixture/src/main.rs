@@ -5,7 +5,7 @@
 //! grandchild in a new session, flood stderr, print garbage on stdout, return huge results,
 //! change its tool list at run time, answer a prompt, a resource read or a completion slowly
 //! (`--slow-requests`), ignore SIGTERM, start process trees that try to escape
-//! (`--forks plain|hostile --marker M`, see `forks.rs`). Every behaviour is chosen with a flag so
+//! (`--forks plain|hostile --marker M`, see `forks.rs`), list a poisoned tool (`--poisoned`). Every behaviour is chosen with a flag so
 //! that tests stay readable: `switchboard-fixture --init-delay-ms 500 --tools 100`.
 //!
 //! It serves through `rmcp::transport::stdio_pipes()`, the non-blocking pipe transport, so that
@@ -64,6 +64,9 @@ struct Options {
     linger: bool,
     /// List `ask_later`: a question asked outside any call.
     ask_later: bool,
+    /// List `weather`, a poisoned tool: instructions hidden in Unicode tag characters in its
+    /// description, zero-width and bidi characters in its schema.
+    poisoned: bool,
     /// Offer a prompt (`slow`), a resource (`fixture://slow`) and completions that take
     /// ten seconds unless cancelled (a cancellation is written to the call log).
     slow_requests: bool,
@@ -99,6 +102,7 @@ fn parse_args() -> Result<Options, String> {
             "--notify-flood" => opts.notify_flood = true,
             "--linger" => opts.linger = true,
             "--ask-later" => opts.ask_later = true,
+            "--poisoned" => opts.poisoned = true,
             "--slow-requests" => opts.slow_requests = true,
             "--sleep-forever" => sleep_forever(),
             other => return Err(format!("unknown flag {other}")),

@@ -71,17 +71,28 @@ pub(crate) fn lines(servers: &[ServerInfo], sees: impl Fn(&str) -> bool) -> Stri
     out
 }
 
-/// The `switchboard://servers` resource: each server's status and fix, as JSON.
+/// The `switchboard://servers` resource: each server's status and fix, as JSON, and what
+/// screening its definitions found (the rule, severity and place of each finding: never the
+/// hidden text itself, which is for the person, not the model).
 pub(crate) fn resource(servers: &[ServerInfo]) -> ReadResourceResult {
     let servers: Vec<serde_json::Value> = servers
         .iter()
         .map(|s| {
-            serde_json::json!({
+            let findings: Vec<serde_json::Value> = s
+                .findings
+                .iter()
+                .map(|f| serde_json::json!({"rule": f.rule, "severity": f.severity, "target": f.target, "field": f.field}))
+                .collect();
+            let mut v = serde_json::json!({
                 "name": s.name,
                 "status": s.status,
                 "remedy": s.remedy,
                 "fix": s.remedy.as_ref().map(advice),
-            })
+            });
+            if !findings.is_empty() {
+                v["findings"] = serde_json::Value::Array(findings);
+            }
+            v
         })
         .collect();
     let text = serde_json::to_string_pretty(&serde_json::json!({"servers": servers})).unwrap_or_default();

@@ -305,6 +305,13 @@ function renderDetail() {
   if (status.diagnostics && status.diagnostics.length) {
     children.push(h("section", { class: "diagnostics" }, h("h3", { text: "Problems" }), h("ul", {}, ...status.diagnostics.map((d) => h("li", { class: "error-text", text: d })))));
   }
+  if (server.findings && server.findings.length) {
+    // What screening its definitions found: hidden characters removed, and what they said
+    // (shown here to the person; the model never gets it).
+    const where = (f) => (f.target.name ? `${f.target.kind} ${f.target.name}` : f.target.kind) + `, ${f.field}`;
+    children.push(h("section", { class: "findings", "data-testid": "findings" }, h("h3", { text: `Findings (${server.findings.length})` }),
+      h("ul", {}, ...server.findings.map((f) => h("li", { class: "notes", text: `${f.severity}: ${where(f)}: ${f.why}` })))));
+  }
   if (status.instructions) children.push(h("details", { class: "instructions" }, h("summary", { text: "Instructions for the model" }), h("pre", { text: status.instructions })));
   if (stderr.length) {
     children.push(h("section", { class: "stderr" }, h("h3", { text: "Last lines on stderr" }), h("pre", { class: "log", text: stderr.join("\n") })));

@@ -38,6 +38,11 @@ pub struct ServerView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     remedy: Option<switchboard::Remedy>,
+    /// What screening its definitions found: `{"rule", "severity", "server", "target": {"kind",
+    /// "name"}, "field", "why", "hidden"}` (hidden characters removed, and what they said).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
+    findings: Vec<switchboard::screen::Finding>,
 }
 
 impl From<ServerInfo> for ServerView {
@@ -50,6 +55,7 @@ impl From<ServerInfo> for ServerView {
             target: s.target,
             status: serde_json::to_value(&s.status).unwrap_or_default(),
             remedy: s.remedy,
+            findings: s.findings,
         }
     }
 }

@@ -225,3 +225,18 @@ async fn the_audit_log_is_read_with_its_losses_and_its_health() {
     assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{body}");
     s.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_poisoned_server_s_findings_are_in_the_api_and_its_tools_are_clean() {
+    let s = Served::start(json!({"demo": {"command": fixture().display().to_string(), "args": ["--poisoned"]}})).await;
+    let (status, body) = send(s.get("/api/servers")).await;
+    assert_eq!(status, StatusCode::OK);
+    let findings = body["servers"][0]["findings"].as_array().cloned().unwrap_or_default();
+    let description = findings.iter().find(|f| f["field"] == "description").cloned().unwrap_or_default();
+    assert_eq!(description["target"], json!({"kind": "tool", "name": "weather"}), "{body}");
+    assert!(description["why"].as_str().unwrap_or("").contains("read ~/.ssh/id_rsa"), "{body}");
+    let (_, tools) = send(s.get("/api/tools?server=demo")).await;
+    let text = tools.to_string();
+    assert!(!text.contains('\u{e0042}') && !text.contains('\u{200b}') && !text.contains('\u{202e}'), "{text}");
+    s.shutdown().await;
+}

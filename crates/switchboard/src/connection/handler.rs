@@ -137,14 +137,20 @@ impl Handler {
             return ElicitResult::new(ElicitationAction::Decline);
         };
         let asked = match request {
-            ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
-                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+            ElicitRequestParams::FormElicitationParams { mut message, requested_schema, .. } => {
+                let mut schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                if let Some(h) = crate::screen::question(&mut message, &mut schema) {
+                    tracing::warn!(server = %self.server, "a question had hidden characters, removed: {}", h.summary());
+                }
                 ElicitationRequest::new(self.server.clone(), message, schema)
             }
             // Only a web address is ever put to the person (not `javascript:`, `file:`...).
-            ElicitRequestParams::UrlElicitationParams { message, url, elicitation_id, .. }
+            ElicitRequestParams::UrlElicitationParams { mut message, url, elicitation_id, .. }
                 if elicitor.takes_urls() && (url.starts_with("https://") || url.starts_with("http://")) =>
             {
+                if let Some(h) = crate::screen::question(&mut message, &mut serde_json::Value::Null) {
+                    tracing::warn!(server = %self.server, "a question had hidden characters, removed: {}", h.summary());
+                }
                 ElicitationRequest::url(self.server.clone(), message, url, elicitation_id)
             }
             _ => return ElicitResult::new(ElicitationAction::Decline),
@@ -165,12 +171,15 @@ impl Handler {
     /// Asks the sampler; without one, sampling was not declared and the request is refused.
     pub(crate) async fn sample(
         &self,
-        params: CreateMessageRequestParams,
+        mut params: CreateMessageRequestParams,
         key: Option<String>,
     ) -> Result<CreateMessageResult, ErrorData> {
         let Some(sampler) = &self.sampler else {
             return Err(ErrorData::method_not_found::<rmcp::model::CreateMessageRequestMethod>());
         };
+        if let Some(h) = crate::screen::sampling(&mut params) {
+            tracing::warn!(server = %self.server, "a request for a completion had hidden characters, removed: {}", h.summary());
+        }
         sampler
             .create_message(SamplingRequest::new(self.server.clone(), params).with_input_key(key))
             .await

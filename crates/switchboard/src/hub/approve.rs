@@ -145,6 +145,7 @@ impl Hub {
             result_bytes: result.as_ref().ok().map(|o| content_bytes(&o.raw)),
             arguments_sha256: digest,
             arguments: kept,
+            hidden: result.as_ref().ok().and_then(|o| o.hidden.as_deref().cloned()),
         };
         if watched {
             self.inner.events.send(crate::events::Event::ToolCalled(Box::new(record.clone())));

@@ -122,8 +122,11 @@ pub struct ToolOutput {
     pub server: String,
     /// The tool's raw name on that server.
     pub tool: String,
-    /// The result as the server sent it.
+    /// The result as the server sent it, hidden characters removed ([`crate::screen`]).
     pub raw: CallToolResult,
+    /// What was removed from it, decoded, for the person (never given to a model).
+    /// Boxed: rare, and a call's future carries the output.
+    pub hidden: Option<Box<crate::screen::Hidden>>,
     /// How to make the model's form, unless the call was `raw_only`.
     format: Option<Format>,
     model: std::sync::OnceLock<Box<ModelResult>>,
@@ -204,7 +207,7 @@ impl ToolOutput {
         spill_dir: &std::path::Path,
     ) -> ToolOutput {
         let format = Some(Format { budget, spill_dir: Arc::from(spill_dir) });
-        ToolOutput { name, server, tool, raw, format, model: std::sync::OnceLock::new() }
+        ToolOutput { name, server, tool, raw, hidden: None, format, model: std::sync::OnceLock::new() }
     }
 }
 
@@ -274,7 +277,7 @@ impl Hub {
         request.capabilities = options.client_capabilities;
         request.answers = options.input_responses;
         let what = request.what.clone();
-        let raw = match self.exchange(slot, request).await? {
+        let mut raw = match self.exchange(slot, request).await? {
             ServerResult::CallToolResult(r) => r,
             _ => {
                 return Err(Error::Protocol {
@@ -283,11 +286,16 @@ impl Hub {
                 });
             }
         };
+        let hidden = crate::screen::result(&mut raw).map(Box::new);
+        if let Some(h) = &hidden {
+            tracing::warn!(server = %entry.server, "the result of `{}` had hidden characters, removed: {}", entry.name, h.summary());
+        }
         Ok(ToolOutput {
             name: entry.name.clone(),
             server: entry.server.clone(),
             tool: entry.tool.name.to_string(),
             raw,
+            hidden,
             format,
             model: std::sync::OnceLock::new(),
         })
@@ -310,7 +318,12 @@ impl Hub {
         let body = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
         let request = Request::new(&slot, body, format!("resources/read {uri}"), options);
         match self.exchange(&slot, request).await? {
-            ServerResult::ReadResourceResult(r) => Ok(r),
+            ServerResult::ReadResourceResult(mut r) => {
+                if let Some(h) = crate::screen::read(&mut r) {
+                    tracing::warn!(server = %slot.name, "a read of {uri} had hidden characters, removed: {}", h.summary());
+                }
+                Ok(r)
+            }
             _ => Err(unexpected(&slot, format!("resources/read {uri}"))),
         }
     }
@@ -342,7 +355,12 @@ impl Hub {
         let body = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         let request = Request::new(&slot, body, format!("prompts/get {name}"), options);
         match self.exchange(&slot, request).await? {
-            ServerResult::GetPromptResult(r) => Ok(r),
+            ServerResult::GetPromptResult(mut r) => {
+                if let Some(h) = crate::screen::prompt(&mut r) {
+                    tracing::warn!(server = %slot.name, "the prompt `{name}` had hidden characters, removed: {}", h.summary());
+                }
+                Ok(r)
+            }
             _ => Err(unexpected(&slot, format!("prompts/get {name}"))),
         }
     }

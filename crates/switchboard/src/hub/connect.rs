@@ -60,7 +60,13 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         chain: inner.chain.clone(),
     };
     match Connection::start(&config, &ctx).await {
-        Ok((conn, changes, lists)) => {
+        Ok((mut conn, changes, mut lists)) => {
+            // What the server says is screened once, here, before any front sees it.
+            let mut findings = crate::screen::lists(&slot.name, &mut lists);
+            if let Some(text) = conn.identity.instructions.as_mut() {
+                findings.extend(crate::screen::instructions(&slot.name, text));
+            }
+            warn_found(&slot.name, &findings);
             let conn = Arc::new(conn);
             let status = connected_status(&conn, &lists, &slot.filter());
             slot.touch();
@@ -68,6 +74,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
                 let mut st = slot.state();
                 st.conn = Some(conn.clone());
                 st.lists = Arc::new(lists);
+                st.findings = Arc::new(findings);
                 let seq = slot.list_seq.load(Ordering::SeqCst);
                 st.applied = [ListChange::Tools, ListChange::Resources, ListChange::Prompts]
                     .into_iter()
@@ -242,6 +249,9 @@ pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connect
         tracing::warn!(server = %slot.name, "refresh after list_changed failed, keeping the last good list: {e}");
         return;
     }
+    // Only the lists just fetched can have anything hidden (the rest were screened already).
+    let fresh = crate::screen::lists(&slot.name, &mut lists);
+    warn_found(&slot.name, &fresh);
     let status = {
         let mut st = slot.state();
         let applied = st.applied.get(&kind).copied().unwrap_or(0);
@@ -258,6 +268,11 @@ pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connect
             ListChange::Prompts => merged.prompts = lists.prompts,
         }
         st.applied.insert(kind, seq);
+        // The findings of the lists refreshed are the new ones; the others' are kept.
+        let mut findings: Vec<crate::screen::Finding> =
+            st.findings.iter().filter(|f| !of_kind(&f.target, kind)).cloned().collect();
+        findings.extend(fresh);
+        st.findings = Arc::new(findings);
         st.lists = Arc::new(merged);
         match &st.status {
             ServerStatus::Connected { .. } => Some(connected_status(conn, &st.lists, &slot.filter())),
@@ -446,4 +461,22 @@ pub(super) async fn ensure_connected(
             .await
             .map_err(|f| Error::failed_start(&slot.name, format!("reconnecting failed: {}", f.message), f));
     }
+}
+
+/// Says on stderr what screening a server's definitions found.
+fn warn_found(server: &str, findings: &[crate::screen::Finding]) {
+    for f in findings {
+        tracing::warn!(server = %server, "{:?} {}: {} (`{}`)", f.target, f.field, f.why, server);
+    }
+}
+
+/// Whether a finding is about a list of `kind`.
+fn of_kind(target: &crate::screen::Target, kind: ListChange) -> bool {
+    use crate::screen::Target;
+    matches!(
+        (target, kind),
+        (Target::Tool(_), ListChange::Tools)
+            | (Target::Prompt(_), ListChange::Prompts)
+            | (Target::Resource(_) | Target::Template(_), ListChange::Resources)
+    )
 }

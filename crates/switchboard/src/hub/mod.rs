@@ -84,6 +84,10 @@ pub struct ServerInfo {
     /// Its tools are always given in full where a host defers tool definitions behind a
     /// search (`"always_load": true`, as Claude Code's `alwaysLoad`).
     pub always_load: bool,
+    /// What screening its definitions found ([`crate::screen`]): hidden characters removed
+    /// from its lists and instructions, with what they said, for the person.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::screen::Finding>,
 }
 
 pub(crate) struct Inner {
@@ -384,7 +388,10 @@ fn info(slot: &Slot) -> ServerInfo {
         Some(c) => (if matches!(c.transport, TransportConfig::Stdio(_)) { "stdio" } else { "http" }, c.target()),
         None => ("-", String::new()),
     };
-    let status = slot.state().status.clone();
+    let (status, findings) = {
+        let st = slot.state();
+        (st.status.clone(), st.findings.to_vec())
+    };
     ServerInfo {
         name: slot.name.clone(),
         scope: entry.scope(),
@@ -394,6 +401,7 @@ fn info(slot: &Slot) -> ServerInfo {
         remedy: status.remedy(&slot.name),
         status,
         always_load: slot.config().is_some_and(|c| c.always_load),
+        findings,
     }
 }
 

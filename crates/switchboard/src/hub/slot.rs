@@ -22,6 +22,8 @@ pub(super) struct SlotState {
     pub(super) auth_challenge: Option<String>,
     /// Resources subscribed to through the hub: subscribed again on every new connection.
     pub(super) subscribed: BTreeSet<String>,
+    /// What screening its lists and instructions found ([`crate::screen`]), as last listed.
+    pub(super) findings: Arc<Vec<crate::screen::Finding>>,
 }
 
 pub(super) struct Slot {
@@ -90,6 +92,7 @@ impl Slot {
                 applied: HashMap::new(),
                 auth_challenge: None,
                 subscribed: BTreeSet::new(),
+                findings: Arc::default(),
             }),
             connect_lock: tokio::sync::Mutex::new(()),
             epoch: AtomicU64::new(0),

@@ -94,6 +94,9 @@ pub struct AuditRecord {
     /// The arguments, secrets redacted (only with `audit.arguments`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
+    /// Hidden characters removed from the result ([`crate::screen`]), decoded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<crate::screen::Hidden>,
 }
 
 struct Shared {
@@ -357,6 +360,7 @@ mod tests {
             result_bytes: Some(5),
             arguments_sha256: arguments_digest(None),
             arguments: None,
+            hidden: None,
         };
         let today = rfc3339(record.time)[..10].to_string();
         if let Some(log) = &log {

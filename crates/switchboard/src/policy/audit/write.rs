@@ -400,6 +400,7 @@ mod tests {
             result_bytes: None,
             arguments_sha256: String::new(),
             arguments: None,
+            hidden: None,
         }
     }
 

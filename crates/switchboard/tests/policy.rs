@@ -278,9 +278,9 @@ async fn every_outcome_is_one_audit_line_with_secrets_redacted() {
     assert_eq!(first["caller"]["kind"], "model");
     assert_eq!(first["result_bytes"], 2);
     assert!(lines[2]["rule"].as_str().unwrap_or("").contains("deny: mcp__f__crash"));
-    let file =
-        std::fs::read_to_string(env.paths.data_dir.join("audit").read_dir().unwrap().next().unwrap().unwrap().path())
-            .unwrap();
+    let mut files = env.paths.data_dir.join("audit").read_dir().unwrap().flatten().map(|f| f.path());
+    let day = files.find(|p| p.extension().is_some_and(|e| e == "jsonl")).unwrap();
+    let file = std::fs::read_to_string(day).unwrap();
     assert!(!file.contains("sk-secret-1234"));
     let _: Value = serde_json::from_str(file.lines().next().unwrap()).unwrap();
 }

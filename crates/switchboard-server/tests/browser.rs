@@ -44,10 +44,21 @@ async fn the_dashboard_in_chromium() {
         // A remote server nothing answers (never logged in): nothing a login would fix.
         "unreachable": {"url": format!("http://127.0.0.1:{}/mcp", switchboard_testkit::free_port())},
         "everything": {"command": "node", "args": [common::node_peer("server-everything"), "stdio"]},
+        // Instructions hidden in its tool's description: the page shows the finding.
+        "weather": {"command": fixture().display().to_string(), "args": ["--poisoned"]},
     });
     // `add` needs approval (the page shows a card), `crash` is denied.
     let policy = json!({"ask": ["mcp__demo__add"], "deny": ["mcp__demo__crash"]});
     let s = Served::start_config(json!({"servers": servers, "policy": policy}), |_| {}).await;
+    // What a host that lost records on a full disk leaves in the log: the page warns.
+    let audit = s.dir.path().join("data").join("audit");
+    std::fs::create_dir_all(&audit).unwrap();
+    let day = switchboard::policy::audit::rfc3339(std::time::SystemTime::now())[..10].to_string();
+    let lost =
+        json!({"time": format!("{day}T00:00:00.000Z"), "lost": 3, "error": "No space left on device (os error 28)"});
+    let mut log =
+        std::fs::OpenOptions::new().create(true).append(true).open(audit.join(format!("{day}.jsonl"))).unwrap();
+    std::io::Write::write_all(&mut log, format!("{lost}\n").as_bytes()).unwrap();
     let target = std::env::current_exe().unwrap().ancestors().nth(3).unwrap().to_path_buf();
     let shots = target.join("dashboard");
     std::fs::create_dir_all(&shots).unwrap();

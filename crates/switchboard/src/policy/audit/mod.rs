@@ -307,6 +307,28 @@ pub fn redacted(arguments: &JsonObject) -> Value {
     walk(&Value::Object(arguments.clone()))
 }
 
+/// A record of a call of `s`'s `t` at `time`, for tests.
+#[cfg(test)]
+pub(crate) fn sample(time: SystemTime) -> AuditRecord {
+    AuditRecord {
+        time,
+        caller: Caller::cli(),
+        server: "s".into(),
+        tool: "t".into(),
+        name: "mcp__s__t".into(),
+        decision: Verdict::Allow,
+        rule: "no policy".into(),
+        approval: None,
+        duration_ms: 3,
+        outcome: Outcome::Ok,
+        error: None,
+        result_bytes: Some(5),
+        arguments_sha256: arguments_digest(None),
+        arguments: None,
+        hidden: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,23 +367,7 @@ mod tests {
         std::fs::write(audit.join("2020-01-01.jsonl"), vec![b'x'; 2048]).ok();
         let config = AuditConfig { enabled: true, arguments: false, max_bytes: 1024, required: false };
         let log = AuditLog::open(&data, config);
-        let record = AuditRecord {
-            time: SystemTime::now(),
-            caller: Caller::cli(),
-            server: "s".into(),
-            tool: "t".into(),
-            name: "mcp__s__t".into(),
-            decision: Verdict::Allow,
-            rule: "no policy".into(),
-            approval: None,
-            duration_ms: 3,
-            outcome: Outcome::Ok,
-            error: None,
-            result_bytes: Some(5),
-            arguments_sha256: arguments_digest(None),
-            arguments: None,
-            hidden: None,
-        };
+        let record = sample(SystemTime::now());
         let today = rfc3339(record.time)[..10].to_string();
         if let Some(log) = &log {
             log.record(record.clone());

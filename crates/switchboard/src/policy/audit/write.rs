@@ -381,28 +381,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::policy::audit::{AuditLog, read};
-    use crate::policy::{Caller, Verdict};
-
-    fn record(time: SystemTime) -> AuditRecord {
-        AuditRecord {
-            time,
-            caller: Caller::cli(),
-            server: "s".into(),
-            tool: "t".into(),
-            name: "mcp__s__t".into(),
-            decision: Verdict::Allow,
-            rule: "no policy".into(),
-            approval: None,
-            duration_ms: 1,
-            outcome: super::super::Outcome::Ok,
-            error: None,
-            result_bytes: None,
-            arguments_sha256: String::new(),
-            arguments: None,
-            hidden: None,
-        }
-    }
+    use crate::policy::audit::{AuditLog, read, sample as record};
 
     #[test]
     fn records_the_log_cannot_take_are_held_then_counted_in_lost_json_then_said() {

@@ -288,6 +288,9 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             crate::import::inputs(ctx, args)
         }
         Command::Config { action: ConfigAction::Paths { json } } => crate::configs::paths(ctx, json),
+        Command::Sandbox { action: crate::SandboxAction::Check { ref server, json } } => {
+            crate::sandbox::check(ctx, server.as_deref(), json)
+        }
         Command::Completions { .. } => Ok(0),
         Command::Policy { ref tool, json } => {
             let only = tool.as_deref().and_then(|t| servers_for_tool(t, &ctx.loaded));
@@ -338,6 +341,9 @@ fn list(ctx: &Ctx, hub: &Hub, json: bool) -> Result<u8> {
     }
     render::fixes(servers.iter().map(|s| (s.name.as_str(), &s.status)))?;
     render::findings(servers.iter().map(|s| (s.name.as_str(), s.findings.len())))?;
+    render::sandboxes(
+        servers.iter().filter_map(|s| Some((s.name.clone(), serde_json::to_value(s.sandbox.as_ref()?).ok()?))),
+    )?;
     if servers.iter().any(|s| matches!(s.status, ServerStatus::Failed { .. })) {
         out!("\n`switchboard get <server>` shows why a server failed.");
     }

@@ -176,6 +176,19 @@ impl Server {
                 safe(&str_of_value(f, "why"))
             );
         }
+        if let Some(sandbox) = self.info.get("sandbox") {
+            out!("  sandbox  {}", render::sandbox_word(sandbox));
+            for r in sandbox.get("refused").and_then(Value::as_array).into_iter().flatten() {
+                out!(
+                    "  {} {} {} ({}×): to allow it, add {} to its entry",
+                    console::style("refused").yellow(),
+                    str_of_value(r, "kind"),
+                    safe(&str_of_value(r, "target")),
+                    r.get("count").and_then(Value::as_u64).unwrap_or(1),
+                    safe(&str_of_value(r, "allow"))
+                );
+            }
+        }
         let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
         let tools = self.tools.lines();
         if !tools.is_empty() {

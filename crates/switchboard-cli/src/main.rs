@@ -22,6 +22,7 @@ mod manage;
 mod policy;
 mod remote;
 mod render;
+mod sandbox;
 mod serve;
 mod signals;
 mod terminal;
@@ -443,6 +444,11 @@ pub enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// The sandbox of stdio servers.
+    Sandbox {
+        #[command(subcommand)]
+        action: SandboxAction,
+    },
     /// Shell completions: `switchboard completions bash > /etc/bash_completion.d/switchboard`.
     Completions {
         /// The shell.
@@ -468,6 +474,19 @@ pub enum InputsAction {
         /// Only the value for this config file.
         #[arg(long)]
         file: Option<PathBuf>,
+    },
+}
+
+/// `switchboard sandbox ...`.
+#[derive(Debug, Subcommand)]
+pub enum SandboxAction {
+    /// What this kernel can enforce, and each stdio server's effective rules (or one's).
+    Check {
+        /// Only this server.
+        server: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -93,6 +93,11 @@ pub(crate) async fn list(ctx: &Ctx, remote: &Remote, json: bool) -> Result<u8> {
     render::findings(
         servers.iter().map(|s| (s["name"].as_str().unwrap_or_default(), s["findings"].as_array().map_or(0, Vec::len))),
     )?;
+    render::sandboxes(
+        servers
+            .iter()
+            .filter_map(|s| Some((s["name"].as_str().unwrap_or_default().to_string(), s.get("sandbox")?.clone()))),
+    )?;
     out!(
         "\nServers of the workspace's {} (pid {}) at {}; `--no-attach` starts them here instead.",
         remote.record.kind,

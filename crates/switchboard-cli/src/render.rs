@@ -175,7 +175,58 @@ pub fn server_json(info: &ServerInfo) -> Value {
     if !info.findings.is_empty() {
         json["findings"] = json!(info.findings);
     }
+    if let Some(sandbox) = &info.sandbox {
+        json["sandbox"] = json!(sandbox);
+    }
     json
+}
+
+/// A server's sandbox in a few words (`get`, `list`): `on (network open)`, `OFF (your
+/// \"sandbox\": false)`.
+pub fn sandbox_word(sandbox: &Value) -> String {
+    if sandbox.get("on").and_then(Value::as_bool) == Some(false) {
+        return "off: it runs with all your rights (\"sandbox\": false in its entry)".into();
+    }
+    let network = match sandbox.pointer("/network/kind").and_then(Value::as_str) {
+        Some("off") => "no network".to_string(),
+        Some("domains") => {
+            let names: Vec<&str> = sandbox
+                .pointer("/network/domains")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!("network to {} only", names.join(", "))
+        }
+        _ => "network open".to_string(),
+    };
+    format!("on (secrets hidden, writes to its folders only, {network})")
+}
+
+/// After a list of servers: those running without a sandbox (the person's choice, said each
+/// time), and those whose sandbox refused something.
+pub fn sandboxes(servers: impl IntoIterator<Item = (String, Value)>) -> anyhow::Result<()> {
+    let (mut off, mut refused) = (Vec::new(), Vec::new());
+    for (name, sandbox) in servers {
+        if sandbox.get("on").and_then(Value::as_bool) == Some(false) {
+            off.push(safe(&name));
+        }
+        let n = sandbox.get("refused").and_then(Value::as_array).map_or(0, Vec::len);
+        if n > 0 {
+            refused.push(format!("{} ({n})", safe(&name)));
+        }
+    }
+    if !off.is_empty() {
+        out!("\nNo sandbox (\"sandbox\": false): {} runs with all your rights.", off.join(", "));
+    }
+    if !refused.is_empty() {
+        out!(
+            "\nRefused by the sandbox: {}; `switchboard get <server>` says what and the line that allows it.",
+            refused.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// An error as the person reads it: each cause once (a cause the message already says is not

@@ -14,7 +14,7 @@ use switchboard_testkit::fixture;
 fn sb(home: &Path, cwd: &Path) -> Command {
     let mut c = Command::cargo_bin("switchboard").unwrap();
     c.env("SWITCHBOARD_CONFIG", home.join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home))
         .env_remove("RUST_LOG")
         .current_dir(cwd);
     c
@@ -268,7 +268,8 @@ fn on_terminal(home: &Path, args: &[&str], sized: bool) -> String {
 /// As [`on_terminal`], with `typed` sent as the person's keystrokes (after a pause for start-up).
 fn on_terminal_typing(home: &Path, args: &[&str], sized: bool, typed: &str) -> String {
     let exe = Command::cargo_bin("switchboard").unwrap().get_program().to_owned();
-    let envs = [("SWITCHBOARD_CONFIG", home.join("user.json")), ("SWITCHBOARD_DATA_DIR", home.join("data"))];
+    let envs =
+        [("SWITCHBOARD_CONFIG", home.join("user.json")), ("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home))];
     switchboard_testkit::on_terminal(std::path::Path::new(&exe), args, &envs, home, sized, typed)
 }
 
@@ -440,7 +441,10 @@ fn serve_answers_with_the_token_and_sigterm_ends_every_server() {
     );
     let child = &mut guard.0;
     let addr = switchboard_testkit::serve_address(child);
-    let token = std::fs::read_to_string(home.path().join("data/serve-token")).unwrap().trim().to_string();
+    let token = std::fs::read_to_string(switchboard_testkit::data_dir(home.path()).join("serve-token"))
+        .unwrap()
+        .trim()
+        .to_string();
     let get = |auth: Option<&str>| {
         let mut stream = std::net::TcpStream::connect(&addr).unwrap();
         let auth = auth.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();

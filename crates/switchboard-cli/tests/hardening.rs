@@ -90,12 +90,12 @@ fn the_data_folder_is_private_whatever_the_umask_and_a_looser_one_is_tightened()
     let out = Command::new("sh")
         .args(["-c", &script])
         .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .current_dir(home.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let data = home.path().join("data");
+    let data = switchboard_testkit::data_dir(home.path());
     assert_eq!(mode(&data), 0o700);
     assert_eq!(mode(&data.join("results")), 0o700);
     let spilled: Vec<PathBuf> = std::fs::read_dir(data.join("results")).unwrap().flatten().map(|e| e.path()).collect();
@@ -122,7 +122,7 @@ fn every_file_written_is_0600_under_umask_022_and_000() {
             let mut sh = Command::new("sh");
             sh.args(["-c", &script])
                 .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-                .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+                .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
                 .env_remove("RUST_LOG")
                 .current_dir(home.path())
                 .stdin(Stdio::null());
@@ -136,7 +136,7 @@ fn every_file_written_is_0600_under_umask_022_and_000() {
         }
         let mut seen = Vec::new();
         let mut open = Vec::new();
-        let mut walk = vec![home.path().join("data")];
+        let mut walk = vec![switchboard_testkit::data_dir(home.path())];
         while let Some(dir) = walk.pop() {
             if mode(&dir) != 0o700 {
                 open.push(format!("{} {:03o}", dir.display(), mode(&dir)));
@@ -169,7 +169,7 @@ fn every_file_written_is_0600_under_umask_022_and_000() {
 #[test]
 fn a_planted_token_file_is_refused_with_a_message() {
     let home = tempfile::tempdir().unwrap();
-    let data = home.path().join("data");
+    let data = switchboard_testkit::data_dir(home.path());
     std::fs::create_dir_all(&data).unwrap();
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
     let token = data.join("serve-token");
@@ -211,8 +211,10 @@ fn eight_processes_adding_or_trusting_at_once_lose_nothing() {
     let user: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(home.path().join("user.json")).unwrap()).unwrap();
     assert_eq!(user["servers"].as_object().unwrap().len(), 80, "every added server is in the file");
-    let trust: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(home.path().join("data/trust.json")).unwrap()).unwrap();
+    let trust: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(switchboard_testkit::data_dir(home.path()).join("trust.json")).unwrap(),
+    )
+    .unwrap();
     let records: usize = trust["projects"].as_object().unwrap().values().map(|p| p.as_object().unwrap().len()).sum();
     assert_eq!(records, 80, "every trust is recorded");
 }
@@ -227,8 +229,10 @@ fn escape_sequences_from_a_server_never_reach_the_terminal() {
             "args": ["--name", hostile, "--instructions", format!("read me {hostile}")]}}}),
     );
     let exe = Command::cargo_bin("switchboard").unwrap().get_program().to_owned();
-    let envs =
-        [("SWITCHBOARD_CONFIG", home.path().join("user.json")), ("SWITCHBOARD_DATA_DIR", home.path().join("data"))];
+    let envs = [
+        ("SWITCHBOARD_CONFIG", home.path().join("user.json")),
+        ("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path())),
+    ];
     for args in [&["get", "h"][..], &["list"], &["-v", "get", "h"]] {
         let mut all = vec!["--config", cfg.to_str().unwrap()];
         all.extend_from_slice(args);

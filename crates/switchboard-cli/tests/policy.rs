@@ -30,7 +30,7 @@ impl Home {
     fn envs(&self) -> Vec<(&'static str, PathBuf)> {
         vec![
             ("SWITCHBOARD_CONFIG", self.dir.path().join("user.json")),
-            ("SWITCHBOARD_DATA_DIR", self.dir.path().join("data")),
+            ("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(self.dir.path())),
             ("SWITCHBOARD_MANAGED_CONFIG", self.dir.path().join("managed.json")),
         ]
     }

@@ -151,7 +151,7 @@ fn two_hundred_lists_with_three_servers_leave_no_process() {
     }
     assert_all_gone(&marker, "after 200 lists");
     // Nothing was left in the record of running servers either.
-    let run = home.path().join("data/run");
+    let run = switchboard_testkit::data_dir(home.path()).join("run");
     let records: Vec<_> = std::fs::read_dir(&run).map(|d| d.flatten().collect()).unwrap_or_default();
     assert!(records.is_empty(), "records left in {}: {records:?}", run.display());
 }
@@ -161,7 +161,8 @@ fn serve(home: &Path, cfg: &Path, n: usize, marker: &str) -> (Child, String, Str
     let mut child =
         sb(home).arg("--config").arg(cfg).args(["serve", "--port", "0"]).stdout(Stdio::piped()).spawn().unwrap();
     let addr = switchboard_testkit::serve_address(&mut child);
-    let token = std::fs::read_to_string(home.join("data/serve-token")).unwrap().trim().to_string();
+    let token =
+        std::fs::read_to_string(switchboard_testkit::data_dir(home).join("serve-token")).unwrap().trim().to_string();
     assert_eq!(wait_exactly(marker, n, Duration::from_secs(30)).len(), n, "the tree did not start whole");
     (child, addr, token)
 }

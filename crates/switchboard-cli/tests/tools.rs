@@ -14,7 +14,7 @@ fn run(home: &Path, servers: Value, args: &[&str]) -> Output {
     std::fs::write(&cfg, json!({ "servers": servers }).to_string()).unwrap();
     Command::new(switchboard_testkit::cli())
         .env("SWITCHBOARD_CONFIG", home.join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home))
         .env_remove("RUST_LOG")
         .current_dir(home)
         .args(["--no-attach", "--config", cfg.to_str().unwrap()])

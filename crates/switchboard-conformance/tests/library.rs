@@ -39,7 +39,7 @@ async fn hub_for(url: &str) -> (tempfile::TempDir, Hub) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("servers.json");
     std::fs::write(&file, json!({"servers": {"s": {"url": url, "transport": "streamable-http"}}}).to_string()).unwrap();
-    let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
+    let paths = Paths::new(dir.path().join("user.json"), switchboard_testkit::data_dir(dir.path()));
     let mut options = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
     options.extra_files = vec![file];
     let hub = Hub::start(&config::load(&options), HubOptions::new(paths));

@@ -5,13 +5,15 @@
 //! grandchild in a new session, flood stderr, print garbage on stdout, return huge results,
 //! change its tool list at run time, answer a prompt, a resource read or a completion slowly
 //! (`--slow-requests`), ignore SIGTERM, start process trees that try to escape
-//! (`--forks plain|hostile --marker M`, see `forks.rs`), list a poisoned tool (`--poisoned`). Every behaviour is chosen with a flag so
+//! (`--forks plain|hostile --marker M`, see `forks.rs`), list a poisoned tool (`--poisoned`),
+//! try what a sandbox must stop (`--hostile`, see `hostile.rs`). Every behaviour is chosen with a flag so
 //! that tests stay readable: `switchboard-fixture --init-delay-ms 500 --tools 100`.
 //!
 //! It serves through `rmcp::transport::stdio_pipes()`, the non-blocking pipe transport, so that
 //! the benchmark measures the host and not this server.
 
 mod forks;
+mod hostile;
 mod misbehave;
 mod offers;
 mod tools;
@@ -67,6 +69,8 @@ struct Options {
     /// List `weather`, a poisoned tool: instructions hidden in Unicode tag characters in its
     /// description, zero-width and bidi characters in its schema.
     poisoned: bool,
+    /// List `attempt`: reads, writes and connections a sandbox must stop.
+    hostile: bool,
     /// Offer a prompt (`slow`), a resource (`fixture://slow`) and completions that take
     /// ten seconds unless cancelled (a cancellation is written to the call log).
     slow_requests: bool,
@@ -103,6 +107,7 @@ fn parse_args() -> Result<Options, String> {
             "--linger" => opts.linger = true,
             "--ask-later" => opts.ask_later = true,
             "--poisoned" => opts.poisoned = true,
+            "--hostile" => opts.hostile = true,
             "--slow-requests" => opts.slow_requests = true,
             "--sleep-forever" => sleep_forever(),
             other => return Err(format!("unknown flag {other}")),
@@ -311,6 +316,11 @@ fn main() {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).is_some_and(|a| a == "--sleeper") {
         forks::sleeper_main(&argv[2..]);
+    }
+    if argv.get(1).is_some_and(|a| a == "--attempt") {
+        let arg = |i: usize| argv.get(i).map(String::as_str).unwrap_or("");
+        println!("{}", hostile::attempt(arg(2), arg(3)));
+        std::process::exit(0);
     }
     if argv.get(1).is_some_and(|a| a == "--garbage-answers") {
         misbehave::garbage_server(argv.get(2).and_then(|s| s.parse().ok()).unwrap_or(1));

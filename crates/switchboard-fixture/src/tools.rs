@@ -101,6 +101,9 @@ impl Fixture {
                 }},
             }));
         }
+        if self.opts.hostile {
+            tools.push(crate::hostile::tool());
+        }
         for i in 0..self.opts.tools {
             tools.push(tool(
                 &format!("tool_{i}"),
@@ -227,6 +230,7 @@ pub(crate) async fn call(
             crate::misbehave::close_stdout_soon();
             text("hanging up".into())
         }
+        "attempt" if fixture.opts.hostile => text(crate::hostile::call(&args.clone().unwrap_or_default())),
         "crash" => {
             eprintln!("fixture: crashing in the middle of a call");
             let _ = std::io::stderr().flush();

@@ -19,7 +19,7 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"p
 fn started(home: &Home) -> (std::process::Child, std::process::ChildStdin, BufReader<std::process::ChildStdout>) {
     let mut child = Command::new(switchboard_testkit::cli())
         .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG")
         .arg("--config")
         .arg(&home.config)

@@ -85,7 +85,7 @@ async fn idle_connections_do_not_lock_out_the_token_s_holder() {
     let home = Home::new(false);
     let mut c = std::process::Command::new(switchboard_testkit::cli());
     c.env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG")
         .arg("--config")
         .arg(&home.config)

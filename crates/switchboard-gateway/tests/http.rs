@@ -112,7 +112,7 @@ fn the_front_door_wants_the_token_and_its_own_host() {
     for args in [vec!["--http", "0.0.0.0:0"], vec!["--http", "0.0.0.0:0", "--allow-remote", "--no-auth"]] {
         let out = std::process::Command::new(switchboard_testkit::cli())
             .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-            .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+            .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
             .arg("--config")
             .arg(&home.config)
             .arg("gateway")

@@ -21,7 +21,7 @@ fn script(name: &str) -> PathBuf {
 
 fn env(c: &mut Command, home: &Home) {
     c.env("SWITCHBOARD_CONFIG", &home.config)
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG");
 }
 
@@ -193,7 +193,7 @@ fn mcp_inspector_cli_lists_and_calls() {
         "-e".into(),
         format!("SWITCHBOARD_CONFIG={}", home.config.display()),
         "-e".into(),
-        format!("SWITCHBOARD_DATA_DIR={}", home.path().join("data").display()),
+        format!("SWITCHBOARD_DATA_DIR={}", switchboard_testkit::data_dir(home.path()).display()),
         switchboard_testkit::cli().display().to_string(),
         "gateway".into(),
     ];
@@ -208,7 +208,7 @@ fn mcp_inspector_cli_lists_and_calls() {
         "--method".into(),
         "tools/list".into(),
         "-e".into(),
-        format!("SWITCHBOARD_DATA_DIR={}", home.path().join("data").display()),
+        format!("SWITCHBOARD_DATA_DIR={}", switchboard_testkit::data_dir(home.path()).display()),
         "--".into(),
         switchboard_testkit::cli().display().to_string(),
         "--config".into(),
@@ -276,7 +276,7 @@ fn schemas_are_kept_exactly_as_served() {
     let out = Command::new(&cli)
         .args(["--config", home.config.to_str().unwrap(), "tools", "--format", "mcp", "--json"])
         .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .output()
         .unwrap();
     let exported: Value =

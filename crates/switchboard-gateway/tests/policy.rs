@@ -31,7 +31,7 @@ fn run(home: &Home, mut c: Command) -> Value {
         .arg(&home.config)
         .arg("gateway")
         .env("SWITCHBOARD_CONFIG", &home.config)
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG");
     let out = c.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -159,7 +159,7 @@ fn always_is_remembered_across_gateways() {
     let v = sdk1(&home, "deny");
     assert_eq!(v["calls"][0]["isError"], false, "{v}");
     assert_eq!(v["asked"].as_array().map(Vec::len), Some(0), "{v}");
-    let days = std::fs::read_dir(home.path().join("data/audit"))
+    let days = std::fs::read_dir(switchboard_testkit::data_dir(home.path()).join("audit"))
         .unwrap()
         .flatten()
         .filter(|f| f.path().extension().is_some_and(|e| e == "jsonl"))
@@ -172,7 +172,7 @@ fn serve(home: &Home) -> (common::Killed, String) {
     use std::io::{BufRead, BufReader};
     let mut c = Command::new(switchboard_testkit::cli());
     c.env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG")
         .current_dir(home.path())
         .args(["serve", "--port", "0"])
@@ -298,7 +298,7 @@ async fn denied_tools_are_not_listed_but_a_call_gets_the_rule() {
     let sb = |args: &[&str]| {
         let out = Command::new(switchboard_testkit::cli())
             .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-            .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+            .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
             .env_remove("RUST_LOG")
             .arg("--config")
             .arg(&home.config)

@@ -110,7 +110,7 @@ async fn three_tools_stand_for_the_catalog_and_calls_meet_the_policy() {
     // (whatever the names the client sees; written by the gateway as it ends).
     let mut lines: Vec<Value> = Vec::new();
     for _ in 0..100 {
-        lines = std::fs::read_dir(home.path().join("data/audit"))
+        lines = std::fs::read_dir(switchboard_testkit::data_dir(home.path()).join("audit"))
             .into_iter()
             .flatten()
             .flatten()
@@ -190,7 +190,7 @@ fn the_python_sdk_client_searches_and_calls() {
         .arg(switchboard_testkit::cli())
         .args(["--config", home.config.to_str().unwrap(), "gateway", "--tool-search", "on"])
         .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG")
         .output()
         .unwrap();

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 fn gateway(home: &Home) -> (Killed, ChildStdin, BufReader<ChildStdout>) {
     let mut child = std::process::Command::new(switchboard_testkit::cli())
         .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG")
         .arg("--config")
         .arg(&home.config)

@@ -25,7 +25,7 @@ use switchboard_testkit::{pids_with_arg, wait_exactly, wait_gone};
 fn sb(home: &Home, cwd: &Path, args: &[&str]) -> Output {
     std::process::Command::new(switchboard_testkit::cli())
         .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env("SWITCHBOARD_MANAGED_CONFIG", home.path().join("none.json"))
         .env_remove("RUST_LOG")
         .current_dir(cwd)

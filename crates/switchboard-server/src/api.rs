@@ -43,6 +43,12 @@ pub struct ServerView {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[schema(value_type = Vec<Object>)]
     findings: Vec<switchboard::screen::Finding>,
+    /// A stdio server's sandbox: `{"on", "network": {"kind": "open" | "off" | "domains",
+    /// "domains"}, "refused": [{"kind": "read" | "write" | "domain", "target", "allow",
+    /// "count"}]}` (`allow`: the entry's `sandbox` block that would allow it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    sandbox: Option<switchboard::sandbox::SandboxInfo>,
 }
 
 impl From<ServerInfo> for ServerView {
@@ -56,6 +62,7 @@ impl From<ServerInfo> for ServerView {
             status: serde_json::to_value(&s.status).unwrap_or_default(),
             remedy: s.remedy,
             findings: s.findings,
+            sandbox: s.sandbox,
         }
     }
 }

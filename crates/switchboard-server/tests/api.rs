@@ -34,10 +34,12 @@ async fn the_token_or_a_session_and_the_right_host_are_required() {
     assert_eq!((status, error_code(&body)), (StatusCode::MISDIRECTED_REQUEST, "bad_host"));
     assert_eq!(send(s.get("/api/servers")).await.0, StatusCode::OK);
     // The token is kept private in the data folder.
-    let token_file = s.dir.path().join("data/serve-token");
+    let token_file = switchboard_testkit::data_dir(s.dir.path()).join("serve-token");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
-    let served: Value = serde_json::from_slice(&std::fs::read(s.dir.path().join("data/serve.json")).unwrap()).unwrap();
+    let served: Value =
+        serde_json::from_slice(&std::fs::read(switchboard_testkit::data_dir(s.dir.path()).join("serve.json")).unwrap())
+            .unwrap();
     assert_eq!(served["url"], s.base.replace("localhost", "127.0.0.1"));
 
     // The one-time login URL: a session cookie, then the URL is spent.
@@ -586,7 +588,7 @@ async fn servers_are_added_removed_and_trusted_at_run_time() {
         send(s.post("/api/servers", json!({"name": "proj2", "config": fixture_entry("proj2"), "persist": "project"})))
             .await;
     assert_eq!(status, StatusCode::CREATED);
-    let trust_file = s.dir.path().join("data/trust.json");
+    let trust_file = switchboard_testkit::data_dir(s.dir.path()).join("trust.json");
     let kept_trust = std::fs::read(&trust_file).unwrap();
     std::fs::write(&trust_file, "{ not json").unwrap();
     let (status, body) = send(s.post("/api/servers/proj2/trust", json!({}))).await;

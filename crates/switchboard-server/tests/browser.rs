@@ -51,7 +51,7 @@ async fn the_dashboard_in_chromium() {
     let policy = json!({"ask": ["mcp__demo__add"], "deny": ["mcp__demo__crash"]});
     let s = Served::start_config(json!({"servers": servers, "policy": policy}), |_| {}).await;
     // What a host that lost records on a full disk leaves in the log: the page warns.
-    let audit = s.dir.path().join("data").join("audit");
+    let audit = switchboard_testkit::data_dir(s.dir.path()).join("audit");
     std::fs::create_dir_all(&audit).unwrap();
     let day = switchboard::policy::audit::rfc3339(std::time::SystemTime::now())[..10].to_string();
     let lost =

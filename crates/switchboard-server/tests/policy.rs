@@ -101,7 +101,7 @@ async fn another_process_asks_through_the_queue_and_gets_the_decision() {
     use switchboard_server::ServeApprover;
 
     let s = Served::start_config(config(), |_| {}).await;
-    let data = s.dir.path().join("data");
+    let data = switchboard_testkit::data_dir(s.dir.path());
     let approver = std::sync::Arc::new(
         ServeApprover::new(data.clone(), "switchboard gateway (pid 4242) in /home/ada/project")
             .instead_of("its client cannot be asked (it declared no elicitation)"),
@@ -190,7 +190,7 @@ async fn the_audit_log_is_read_with_its_losses_and_its_health() {
     let (status, _) = send(s.post("/api/tools/mcp__demo__crash/call", json!({"arguments": {}}))).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     // What a host that lost records and a damaged file leave in the log.
-    let audit = s.dir.path().join("data").join("audit");
+    let audit = switchboard_testkit::data_dir(s.dir.path()).join("audit");
     std::fs::create_dir_all(&audit).unwrap();
     let day = switchboard::policy::audit::rfc3339(std::time::SystemTime::now())[..10].to_string();
     let planted = format!(

@@ -373,12 +373,21 @@ pub fn workspace_example(package: &str, example: &str) -> PathBuf {
     path
 }
 
-/// The `switchboard` binary with a private user file and data folder under `home` (run in
-/// `home`, no `RUST_LOG`, stdin closed).
+/// The data folder of a test whose home is `home`: outside `home`, as a person's is outside
+/// the folders their servers work in (under the home folder servers are started in, it would
+/// be hidden from them by their sandbox, and `home` could not take new files from them).
+/// Under the target folder, so `/tmp` stays whole for the servers.
+pub fn data_dir(home: &Path) -> PathBuf {
+    let name = home.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "home".into());
+    target_dir().join("tmp").join("test-data").join(name)
+}
+
+/// The `switchboard` binary with a private user file under `home` and data folder beside it
+/// ([`data_dir`]; run in `home`, no `RUST_LOG`, stdin closed).
 pub fn switchboard(home: &Path) -> Command {
     let mut c = Command::new(cli());
     c.env("SWITCHBOARD_CONFIG", home.join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.join("data"))
+        .env("SWITCHBOARD_DATA_DIR", data_dir(home))
         .env_remove("RUST_LOG")
         .current_dir(home)
         .stdin(Stdio::null());

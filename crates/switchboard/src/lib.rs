@@ -48,6 +48,7 @@ mod process;
 pub mod remedy;
 pub mod roots;
 pub mod sampling;
+pub mod sandbox;
 pub mod screen;
 pub mod status;
 pub mod store;

@@ -36,6 +36,9 @@ pub enum FailureKind {
     NeedsClientRegistration,
     /// The managed file does not let it start (`servers.allow` / `servers.deny`).
     PolicyDenied,
+    /// Its sandbox cannot be set up on this system as configured (the kernel lacks Landlock,
+    /// or user namespaces for `network: false`): it does not run without it.
+    SandboxUnavailable,
     /// It went away (exited, failed to start, stopped answering) too often in a short time:
     /// no longer tried again by itself (connect it by hand).
     CrashLoop,
@@ -49,6 +52,7 @@ impl FailureKind {
             self,
             FailureKind::ConfigInvalid
                 | FailureKind::PolicyDenied
+                | FailureKind::SandboxUnavailable
                 | FailureKind::Unsupported
                 | FailureKind::NeedsAuth
                 | FailureKind::NeedsClientRegistration

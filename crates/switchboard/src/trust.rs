@@ -134,6 +134,7 @@ mod tests {
                 cwd: None,
                 env_passthrough: vec![],
                 inherit_env: false,
+                sandbox: None,
             }),
             enabled: true,
             startup_timeout: crate::config::DEFAULT_STARTUP_TIMEOUT,

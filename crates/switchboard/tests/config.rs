@@ -201,7 +201,7 @@ async fn project_servers_wait_for_trust_and_any_change_needs_it_again() {
     let project =
         |arg: &str| format!(r#"{{"servers": {{"p": {{"command": "{fixture}", "args": ["--name", "{arg}"]}}}}}}"#);
     write(&root.join("switchboard.json"), &project("one"));
-    let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
+    let paths = Paths::new(dir.path().join("user.json"), switchboard_testkit::data_dir(dir.path()));
     let load = || {
         let mut o = LoadOptions::from_env(root.clone(), &paths);
         o.user_file = None;

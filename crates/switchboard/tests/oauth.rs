@@ -43,7 +43,7 @@ impl Home {
     fn sb(&self) -> Command {
         let mut c = Command::new(cli());
         c.env("SWITCHBOARD_CONFIG", self.dir.path().join("user.json"))
-            .env("SWITCHBOARD_DATA_DIR", self.dir.path().join("data"))
+            .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(self.dir.path()))
             .env_remove("RUST_LOG")
             .env_remove("DISPLAY")
             .env_remove("WAYLAND_DISPLAY")
@@ -61,7 +61,10 @@ impl Home {
     }
 
     fn store(&self) -> Value {
-        serde_json::from_slice(&std::fs::read(self.dir.path().join("data/auth.json")).unwrap()).unwrap()
+        serde_json::from_slice(
+            &std::fs::read(switchboard_testkit::data_dir(self.dir.path()).join("auth.json")).unwrap(),
+        )
+        .unwrap()
     }
 
     /// `switchboard auth <server> --print-url --force`, with the browser played by an HTTP client that
@@ -128,7 +131,7 @@ fn log_in_call_list_and_log_out_through_the_cli() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Hello, Ada"), "{out:?}");
 
     // The store: private, and its tokens never shown.
-    let store_path = home.dir.path().join("data/auth.json");
+    let store_path = switchboard_testkit::data_dir(home.dir.path()).join("auth.json");
     assert_eq!(std::fs::metadata(&store_path).unwrap().permissions().mode() & 0o777, 0o600);
     let stored = home.store();
     let entry = &stored["servers"][format!("http://localhost:{port}/mcp")];

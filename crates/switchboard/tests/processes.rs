@@ -37,7 +37,7 @@ fn embed(dir: &Path, marker: &str, args: &[&str]) -> Child {
         .arg(&cfg)
         .args(args)
         .env("SWITCHBOARD_CONFIG", dir.join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", dir.join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(dir))
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -170,7 +170,7 @@ async fn what_a_host_and_its_supervisor_left_when_both_were_killed_is_ended_at_t
     let env = TestEnv::new();
     let marker = unique_marker("stale");
     let data = env.paths.data_dir.clone();
-    let dir = data.parent().unwrap().to_path_buf();
+    let dir = env.dir.path().to_path_buf();
     let mut host = embed(&dir, &marker, &["--then", "wait"]);
     wait_ready(&mut host);
     assert_eq!(wait_exactly(&marker, HOSTILE, Duration::from_secs(20)).len(), HOSTILE);

@@ -14,7 +14,7 @@ fn record(id: &str) -> ClientRecord {
 #[test]
 fn the_file_is_private_and_written_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
+    let data = switchboard_testkit::data_dir(dir.path());
     let store = TokenStore::in_dir(&data);
     store.update("https://a.example/mcp", "a", |e| e.client = Some(record("client-a"))).unwrap();
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;

@@ -89,6 +89,8 @@ impl ClientHandler for Recorder {
 /// A private home: user file, data folder, and a `--config` file with the upstreams.
 pub struct Home {
     pub dir: tempfile::TempDir,
+    /// Holds `config`.
+    pub conf: tempfile::TempDir,
     pub config: PathBuf,
     pub call_log: PathBuf,
     pub marker: String,
@@ -129,9 +131,16 @@ impl Home {
                 file[key] = p.clone();
             }
         }
-        let config = dir.path().join("gateway.json");
+        // The config is kept apart from the folder the servers work in, as a person's is: some
+        // tests use it as the user file, which the sandbox hides from servers, and a folder
+        // holding a hidden file takes no new files from them. Not under /tmp either, which
+        // then stays whole for them.
+        let outside = switchboard_testkit::target_dir().join("tmp");
+        std::fs::create_dir_all(&outside).unwrap();
+        let conf = tempfile::tempdir_in(outside).unwrap();
+        let config = conf.path().join("gateway.json");
         std::fs::write(&config, file.to_string()).unwrap();
-        Home { dir, config, call_log, marker }
+        Home { dir, conf, config, call_log, marker }
     }
 
     pub fn path(&self) -> &Path {
@@ -142,7 +151,7 @@ impl Home {
     pub fn gateway(&self, args: &[&str]) -> tokio::process::Command {
         let mut c = tokio::process::Command::new(switchboard_testkit::cli());
         c.env("SWITCHBOARD_CONFIG", self.path().join("user.json"))
-            .env("SWITCHBOARD_DATA_DIR", self.path().join("data"))
+            .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(self.path()))
             .env_remove("RUST_LOG")
             .current_dir(self.path())
             .arg("--config")
@@ -171,7 +180,10 @@ impl Home {
 
     /// The API token (made by the first gateway or serve).
     pub fn token(&self) -> String {
-        std::fs::read_to_string(self.path().join("data/serve-token")).unwrap().trim().to_string()
+        std::fs::read_to_string(switchboard_testkit::data_dir(self.path()).join("serve-token"))
+            .unwrap()
+            .trim()
+            .to_string()
     }
 }
 
@@ -203,7 +215,7 @@ pub fn http_gateway(home: &Home, args: &[&str]) -> (Killed, String) {
     use std::io::{BufRead, BufReader};
     let mut c = std::process::Command::new(switchboard_testkit::cli());
     c.env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG")
         .current_dir(home.path())
         .arg("--config")

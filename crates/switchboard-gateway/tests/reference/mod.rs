@@ -116,7 +116,7 @@ pub fn gateway_with(servers: Value) -> Gateway {
     std::fs::write(&config, json!({ "servers": servers }).to_string()).unwrap();
     let mut child = Command::new(switchboard_testkit::cli())
         .env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", home.path().join("data"))
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG")
         .arg("--config")
         .arg(&config)

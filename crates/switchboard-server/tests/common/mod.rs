@@ -36,7 +36,7 @@ impl Served {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("servers.json");
         std::fs::write(&file, config_file.to_string()).unwrap();
-        let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
+        let paths = Paths::new(dir.path().join("user.json"), switchboard_testkit::data_dir(dir.path()));
         let mut options = LoadOptions::from_env(dir.path().to_path_buf(), &paths);
         options.extra_files = vec![file];
         // As `switchboard serve` does: servers' questions go to whoever follows the events.

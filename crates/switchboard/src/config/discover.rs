@@ -142,6 +142,17 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
             c.idle_shutdown = Some(idle);
         }
     }
+    // The files' sandbox under each stdio server's own.
+    for entry in loaded.servers.values_mut() {
+        if let super::ServerEntry::Valid(c) = entry
+            && let super::TransportConfig::Stdio(s) = &mut c.transport
+        {
+            s.sandbox = Some(match &s.sandbox {
+                Some(own) => loaded.sandbox.layered(own),
+                None => loaded.sandbox.clone(),
+            });
+        }
+    }
     // MCP turned off as a whole: every server is listed, none starts.
     if loaded.mcp_off.is_some() {
         for entry in loaded.servers.values_mut() {
@@ -334,6 +345,11 @@ fn merge(loaded: &mut LoadedConfig, parsed: Vec<Parsed>, ctx: FileCtx<'_>) {
             // The file of highest precedence that says decides.
             Parsed::McpSwitch(on) => loaded.mcp_off = (!on).then(|| path.to_path_buf()),
             Parsed::IdleShutdown(d) => loaded.idle_shutdown = Some(d),
+            Parsed::Sandbox(spec) => {
+                let all = loaded.sandbox.layered(&spec);
+                // Only a server's own block turns its sandbox on or off; a file's turns it for all.
+                loaded.sandbox = super::SandboxSpec { off: spec.off, ..all };
+            }
             Parsed::Audit(_) => ctx.diag(
                 Severity::Warning,
                 None,

@@ -44,6 +44,8 @@ pub(crate) enum Parsed {
     McpSwitch(bool),
     /// The file's `idle_shutdown_ms` for every server.
     IdleShutdown(Duration),
+    /// The file's `sandbox` block for every stdio server.
+    Sandbox(super::SandboxSpec),
 }
 
 /// The override an entry is, if it holds nothing but `enabled` (or its aliases).
@@ -96,6 +98,17 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
                 }
             }
             "audit" => profiles.push(Parsed::Audit(value.clone())),
+            "sandbox" => {
+                let env = ctx.env;
+                let x = |f: &str, s: &str| expand(s, env).map_err(|e| (Some(f.to_string()), e.to_string()));
+                match super::sandbox::parse(key, value.clone(), ctx.scope, &x) {
+                    Ok(p) => {
+                        super::sandbox::report(p.ignored, None, ctx);
+                        profiles.push(Parsed::Sandbox(p.spec));
+                    }
+                    Err((field, message)) => ctx.diag(Severity::Error, None, field.as_deref(), message),
+                }
+            }
             // ZCode's feature switches: `mcp` turns MCP on or off as a whole; the others are
             // ZCode's own and not ours to read.
             "features" => match value.as_object().map(|f| f.get("mcp")) {
@@ -245,6 +258,7 @@ const SERVER_FIELDS: &[&str] = &[
     "alwaysLoad",
     "env_passthrough",
     "inherit_env",
+    "sandbox",
     "tools",
     "description",
     "name",
@@ -289,6 +303,8 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     }
     let passthrough = take(&mut obj, &["env_passthrough"])?.map(|(f, v)| as_strings(&f, v)).transpose()?;
     let inherit_env = take(&mut obj, &["inherit_env"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
+    let sandbox =
+        take(&mut obj, &["sandbox"])?.map(|(f, v)| super::sandbox::parse(&f, v, ctx.scope, &x)).transpose()?;
     let tools = take(&mut obj, &["tools"])?.map(|(_, v)| parse_filter(v)).transpose()?;
     for descriptive in ["description", "name", "title"] {
         obj.remove(descriptive);
@@ -411,6 +427,10 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                 env_file_as_written,
                 env_passthrough: passthrough.unwrap_or_default(),
                 inherit_env: inherit_env.unwrap_or(false),
+                sandbox: sandbox.map(|p| {
+                    super::sandbox::report(p.ignored, Some(name), ctx);
+                    p.spec
+                }),
             })
         }
         Kind::Http | Kind::Sse => {
@@ -421,6 +441,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
                 ("env_passthrough", passthrough.is_some()),
                 ("inherit_env", inherit_env.is_some()),
                 ("envFile", env_file.is_some()),
+                ("sandbox", sandbox.is_some()),
             ] {
                 if set {
                     return err(field, "does not apply to a remote server");

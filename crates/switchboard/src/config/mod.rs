@@ -17,6 +17,7 @@ mod inputs;
 pub mod jsonc;
 mod oauth;
 mod policy;
+mod sandbox;
 mod values;
 
 use std::collections::{BTreeMap, HashMap};
@@ -35,6 +36,7 @@ pub use import::{Action, Found, FoundServer, Planned, RenameReason, apply_import
 pub use inputs::{InputDecl, InputStore, InputsError, MissingInput};
 pub use oauth::{AssertionSource, DEFAULT_CALLBACK_PORT, DpopMode, EnterpriseConfig, OAuthConfig, OAuthGrant};
 pub use policy::{AuditConfig, DefaultRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules};
+pub use sandbox::{NetworkSpec, SandboxSpec};
 
 /// Reads one server entry as it would stand in a file (`source`, of `scope`), expanding
 /// `${VAR}` from `env`: for servers added at run time. Returns the entry (invalid ones keep
@@ -148,6 +150,10 @@ pub struct StdioConfig {
     pub env_passthrough: Vec<String>,
     /// Pass the whole host environment.
     pub inherit_env: bool,
+    /// Its sandbox: the entry's own `sandbox` block, and once the config is loaded, with the
+    /// files' top-level block laid under it (`None` only for an entry read on its own, whose
+    /// sandbox is then the default).
+    pub sandbox: Option<SandboxSpec>,
 }
 
 /// A remote server reached over HTTP.
@@ -321,6 +327,7 @@ impl std::fmt::Debug for StdioConfig {
             .field("cwd", &self.cwd_as_written)
             .field("env_passthrough", &self.env_passthrough)
             .field("inherit_env", &self.inherit_env)
+            .field("sandbox", &self.sandbox)
             .finish()
     }
 }
@@ -491,6 +498,9 @@ pub struct LoadedConfig {
     /// The top-level `idle_shutdown_ms` of the file of highest precedence that sets one:
     /// every server without its own (and not `keep_alive`) gets it.
     pub idle_shutdown: Option<Duration>,
+    /// The top-level `sandbox` blocks of every file, laid over each other in load order (the
+    /// default for every stdio server; already laid under each one's own).
+    pub sandbox: SandboxSpec,
 }
 
 impl LoadedConfig {

@@ -120,6 +120,10 @@ pub(crate) struct ConnectCtx {
     pub roots: Arc<Vec<PathBuf>>,
     pub roots_source: Option<Arc<dyn crate::roots::RootsSource>>,
     pub tokens: crate::auth::TokenStore,
+    /// switchboard's files (hidden from sandboxed servers).
+    pub paths: crate::paths::Paths,
+    /// Where what its sandbox refuses is told.
+    pub refusals: Arc<crate::sandbox::Refusals>,
     /// Notifications a second taken from one server (0: all).
     pub notification_rate: u32,
     /// The configs the connection passed through ([`crate::chain`]), for the server.

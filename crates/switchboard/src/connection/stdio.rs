@@ -31,9 +31,17 @@ pub(super) async fn start(
         chain: &ctx.chain,
         shutdown: process::Shutdown { grace: config.shutdown_grace },
         record: ctx.record.as_ref(),
+        data_dir: Some(&ctx.paths.data_dir),
+        config_file: Some(&ctx.paths.config_file),
+        refusals: Some(&ctx.refusals),
     };
-    let spawned = process::spawn(stdio, spawn_ctx)
-        .map_err(|e| StartFailure::new(FailureKind::ProcessStartFailed, e.to_string()))?;
+    let spawned = process::spawn(stdio, spawn_ctx).map_err(|e| {
+        let kind = match e {
+            process::SpawnError::Sandbox { .. } => FailureKind::SandboxUnavailable,
+            _ => FailureKind::ProcessStartFailed,
+        };
+        StartFailure::new(kind, e.to_string())
+    })?;
     let tree = spawned.tree.clone();
     ctx.trees.push(tree.clone());
     let transport =
@@ -73,8 +81,28 @@ pub(super) async fn start(
                     let why = tree.stderr.lines().into_iter().find(|l| l.contains("switchboard refuses to"));
                     (FailureKind::ConfigInvalid, format!("`{}`: {}", stdio.command_shown(), why.unwrap_or_default()))
                 }
+                Some(_) if tree.sandbox_refusal().is_some() => (
+                    FailureKind::SandboxUnavailable,
+                    format!(
+                        "`{}` could not start in its sandbox: {}",
+                        stdio.command_shown(),
+                        tree.sandbox_refusal().unwrap_or_default()
+                    ),
+                ),
                 Some(info) => {
-                    (FailureKind::ProcessExited, format!("`{}` exited during start-up ({info})", stdio.command_shown()))
+                    let mut message = format!("`{}` exited during start-up ({info})", stdio.command_shown());
+                    for r in ctx.refusals.list() {
+                        message.push_str(&format!(
+                            "\nits sandbox refused {} {}: to allow it, add {} to its entry",
+                            serde_json::to_value(r.kind)
+                                .ok()
+                                .and_then(|v| v.as_str().map(String::from))
+                                .unwrap_or_default(),
+                            r.target,
+                            r.allow
+                        ));
+                    }
+                    (FailureKind::ProcessExited, message)
                 }
                 None => (FailureKind::ProtocolNegotiationFailed, format!("initialize failed: {e}")),
             }

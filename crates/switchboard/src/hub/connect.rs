@@ -55,6 +55,8 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         elicitor: inner.options.elicitor.clone(),
         sampler: inner.options.sampler.clone(),
         tokens: crate::auth::TokenStore::in_dir(&inner.options.paths.data_dir),
+        paths: inner.options.paths.clone(),
+        refusals: slot.refusals.clone(),
         roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),
         roots_source: inner.options.roots_source.clone(),
         chain: inner.chain.clone(),

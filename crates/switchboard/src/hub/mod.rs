@@ -88,6 +88,9 @@ pub struct ServerInfo {
     /// from its lists and instructions, with what they said, for the person.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<crate::screen::Finding>,
+    /// Its sandbox (a stdio server's): on or off, what it may reach, what it was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxInfo>,
 }
 
 pub(crate) struct Inner {
@@ -402,6 +405,10 @@ fn info(slot: &Slot) -> ServerInfo {
         status,
         always_load: slot.config().is_some_and(|c| c.always_load),
         findings,
+        sandbox: slot.config().and_then(|c| match &c.transport {
+            TransportConfig::Stdio(s) => Some(crate::sandbox::SandboxInfo::of(s.sandbox.as_ref(), &slot.refusals)),
+            _ => None,
+        }),
     }
 }
 

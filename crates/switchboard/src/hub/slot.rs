@@ -43,6 +43,8 @@ pub(super) struct Slot {
     pub(super) usage: Mutex<Usage>,
     /// Its first attempt to connect is over (connected, failed, or never meant to start).
     started: std::sync::atomic::AtomicBool,
+    /// What its sandbox refused (across restarts).
+    pub(super) refusals: Arc<crate::sandbox::Refusals>,
 }
 
 /// How a server is being used.
@@ -100,6 +102,7 @@ impl Slot {
             backoff: Mutex::default(),
             usage: Mutex::new(Usage { in_flight: 0, last: std::time::Instant::now() }),
             started: std::sync::atomic::AtomicBool::new(started),
+            refusals: Arc::default(),
         }
     }
 

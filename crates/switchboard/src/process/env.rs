@@ -70,6 +70,7 @@ mod tests {
             cwd: None,
             env_passthrough: passthrough.iter().map(|s| s.to_string()).collect(),
             inherit_env: inherit,
+            sandbox: None,
         }
     }
 

@@ -95,6 +95,15 @@ pub enum SpawnError {
     /// The working directory does not exist.
     #[error("working directory `{0}` does not exist")]
     NoCwd(String),
+    /// Its sandbox could not be set up (before it was started, or by the server's process
+    /// before it ran the command).
+    #[error("could not start `{command}` in its sandbox: {why}")]
+    Sandbox {
+        /// The program.
+        command: String,
+        /// What failed, and how to opt out.
+        why: String,
+    },
     /// Anything else the OS said.
     #[error("could not start `{command}`: {source}")]
     Io {
@@ -155,6 +164,8 @@ pub struct ProcessTree {
     shutdown: Shutdown,
     /// The last lines of stderr.
     pub stderr: Arc<StderrTail>,
+    /// What went wrong setting up its sandbox, if something did (then it exited).
+    refusal: Arc<std::sync::OnceLock<String>>,
 }
 
 /// Where a server is started from: its name, its folder, the host's environment, the marker
@@ -175,7 +186,21 @@ pub struct SpawnCtx<'a> {
     pub shutdown: Shutdown,
     /// Where running supervisors are recorded.
     pub record: Option<&'a Arc<record::Record>>,
+    /// switchboard's data folder and user config file (hidden from sandboxed servers; the
+    /// data folder holds their state folders).
+    pub data_dir: Option<&'a Path>,
+    /// The user config file.
+    pub config_file: Option<&'a Path>,
+    /// Where what its sandbox refuses is told (judged against its rules).
+    pub refusals: Option<&'a Arc<crate::sandbox::Refusals>>,
 }
+
+/// The name of the variable that tells a sandboxed server its own writable state folder.
+pub const STATE_DIR_VAR: &str = "SWITCHBOARD_STATE_DIR";
+
+/// How to opt out, for messages about a sandbox that could not be set up.
+pub(crate) const OPT_OUT: &str =
+    "set `\"sandbox\": false` in the server's entry to run it without one (or narrow what it asks)";
 
 /// The capacity asked for the pipe a server writes its messages into (Linux's default is
 /// 64 KiB). A big result then crosses in a few writes instead of one wake-up of each side per
@@ -211,6 +236,31 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
         return Err(SpawnError::NoCwd(shown));
     }
     let shown = config.command_shown().to_string();
+    let place =
+        crate::sandbox::Place::new(ctx.server, &cwd, ctx.default_cwd, ctx.host_env, ctx.data_dir, ctx.config_file);
+    let home = place.home;
+    let rules = crate::sandbox::rules(config.sandbox.as_ref(), &place);
+    if let Some(r) = ctx.refusals {
+        r.set_rules(rules.clone(), home);
+    }
+    let refused = |why: String| SpawnError::Sandbox { command: shown.clone(), why: format!("{why}; {OPT_OUT}") };
+    #[cfg(target_os = "linux")]
+    let prepared =
+        rules.as_ref().map(crate::sandbox::landlock::prepare).transpose().map_err(|e| refused(e.to_string()))?;
+    #[cfg(not(target_os = "linux"))]
+    if rules.is_some() {
+        return Err(refused("the sandbox is built on Linux only (Landlock)".into()));
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(p) = &prepared {
+        tracing::debug!(server = ctx.server, granted = p.granted, own_network = p.own_network, "sandbox prepared");
+    }
+    if let Some(state) = rules.as_ref().and_then(|r| r.state_dir.as_ref()) {
+        env.insert(STATE_DIR_VAR.to_string(), state.display().to_string());
+    }
+    if matches!(rules.as_ref().map(|r| &r.network), Some(crate::sandbox::Network::Domains(_))) {
+        env.extend(crate::sandbox::proxy::env());
+    }
     let mut cmd = Command::new(&config.command);
     cmd.args(&config.args)
         .env_clear()
@@ -223,6 +273,12 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
     let io = |source: std::io::Error| SpawnError::Io { command: shown.clone(), source };
     #[cfg(target_os = "linux")]
     let (host_end, shim_end) = std::os::unix::net::UnixStream::pair().map_err(io)?;
+    // Where the server's process hands over its proxy's socket (`allowedDomains`).
+    #[cfg(target_os = "linux")]
+    let proxy_pair = match prepared.as_ref().and_then(|p| p.proxy.as_ref()) {
+        Some(_) => Some(std::os::unix::net::UnixStream::pair().map_err(io)?),
+        None => None,
+    };
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
@@ -234,9 +290,18 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
             term: ms(TERM_GRACE),
             leftovers: ms(LEFTOVER_GRACE),
         };
+        let confine = match &prepared {
+            Some(p) => crate::sandbox::confine::Confine {
+                ruleset: p.ruleset.as_raw_fd(),
+                own_network: p.own_network,
+                proxy: proxy_pair.as_ref().map_or(-1, |(_, child)| child.as_raw_fd()),
+                proxy_port: crate::sandbox::proxy::PORT,
+            },
+            None => crate::sandbox::confine::Confine::NONE,
+        };
         // SAFETY: `enter` makes only async-signal-safe calls (see `shim`).
         unsafe {
-            cmd.pre_exec(move || shim::enter(fd, graces));
+            cmd.pre_exec(move || shim::enter(fd, graces, confine));
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -257,14 +322,43 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
     widen_pipe(&stdout);
     let supervisor = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
     let tail = Arc::new(StderrTail::new(50));
-    tokio::spawn(stderr::drain(ctx.server.to_string(), stderr_pipe, tail.clone()));
+    let judged = ctx.refusals.filter(|_| rules.is_some()).cloned();
+    tokio::spawn(stderr::drain(ctx.server.to_string(), stderr_pipe, tail.clone(), judged));
     let (exit_tx, exit_rx) = watch::channel(None);
     let (finished_tx, finished_rx) = watch::channel(false);
 
     #[cfg(target_os = "linux")]
     let tree = {
         drop(shim_end);
-        let (pid, control) = linux::handshake(host_end, child, ctx, supervisor, exit_tx, finished_tx).map_err(io)?;
+        let proxy = match (prepared.and_then(|p| p.proxy), proxy_pair) {
+            (Some(domains), Some((host, child_end))) => {
+                drop(child_end);
+                Some((domains, host))
+            }
+            _ => None,
+        };
+        let serving = finished_rx.clone();
+        let refusal = Arc::new(std::sync::OnceLock::new());
+        let (pid, control) =
+            linux::handshake(host_end, child, ctx, supervisor, exit_tx, finished_tx, refusal.clone()).map_err(io)?;
+        if let Some((domains, from)) = proxy {
+            // None when the server's process failed before making it (its refusal says why).
+            if let Ok(listener) = crate::sandbox::landlock::receive_listener(&from) {
+                let listener = std::net::TcpListener::from(listener);
+                listener.set_nonblocking(true).map_err(io)?;
+                let listener = tokio::net::TcpListener::from_std(listener).map_err(io)?;
+                let refusals = ctx.refusals.cloned().unwrap_or_default();
+                let serve = crate::sandbox::proxy::serve(listener, Arc::new(domains), refusals, ctx.server.to_string());
+                let mut serving = serving;
+                // The proxy (and its socket, which holds the namespace) goes with the tree.
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = serve => {}
+                        _ = serving.wait_for(|done| *done) => {}
+                    }
+                });
+            }
+        }
         ProcessTree {
             pid,
             supervisor,
@@ -273,6 +367,7 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
             control: tokio::sync::Mutex::new(Some(control)),
             shutdown: ctx.shutdown,
             stderr: tail,
+            refusal,
         }
     };
     #[cfg(not(target_os = "linux"))]
@@ -295,6 +390,7 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
             finished: finished_rx,
             shutdown: ctx.shutdown,
             stderr: tail,
+            refusal: Arc::default(),
         }
     };
     Ok(Spawned { stdin, stdout, tree: Arc::new(tree) })
@@ -327,6 +423,11 @@ impl ProcessTree {
             self.stderr.settled(Duration::from_millis(500)).await;
         }
         info
+    }
+
+    /// Why its sandbox could not be set up, if that is why it exited (with how to opt out).
+    pub fn sandbox_refusal(&self) -> Option<&str> {
+        self.refusal.get().map(String::as_str)
     }
 
     /// Whether everything the server started is gone.
@@ -385,12 +486,13 @@ mod linux {
     //! The host's side of the supervisor's socket.
 
     use std::io::Read;
+    use std::sync::{Arc, OnceLock};
 
     use tokio::io::AsyncReadExt;
     use tokio::process::Child;
     use tokio::sync::watch;
 
-    use super::{ExitInfo, SpawnCtx, record, shim};
+    use super::{ExitInfo, SpawnCtx, record, refusal_text, shim};
 
     /// Reads the server's pid, records the supervisor, and starts the task that follows it.
     pub(super) fn handshake(
@@ -400,10 +502,16 @@ mod linux {
         supervisor: i32,
         exit_tx: watch::Sender<Option<ExitInfo>>,
         finished_tx: watch::Sender<bool>,
+        refusal: Arc<OnceLock<String>>,
     ) -> std::io::Result<(i32, tokio::net::unix::OwnedWriteHalf)> {
         let mut first = [0u8; 5];
         host_end.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
-        let read = (&host_end).read_exact(&mut first);
+        let mut read = (&host_end).read_exact(&mut first);
+        // The server's word about its sandbox may come before the supervisor's.
+        if read.is_ok() && first[0] == shim::MSG_SANDBOX {
+            let _ = refusal.set(refusal_text(i32::from_ne_bytes([first[1], first[2], first[3], first[4]])));
+            read = (&host_end).read_exact(&mut first);
+        }
         if read.is_err() || first[0] != shim::MSG_PID {
             let _ = child.start_kill();
             return Err(std::io::Error::other("the supervisor did not report the server's pid"));
@@ -427,6 +535,9 @@ mod linux {
                     shim::MSG_EXIT => {
                         told = true;
                         let _ = exit_tx.send(Some(ExitInfo::from_wait_status(value)));
+                    }
+                    shim::MSG_SANDBOX => {
+                        let _ = refusal.set(refusal_text(value));
                     }
                     shim::MSG_LEFTOVERS => {
                         tracing::info!(server = %server, "ended {value} process(es) the server left behind");
@@ -456,6 +567,23 @@ mod linux {
         });
         Ok((pid, writer))
     }
+}
+
+/// What a server's report about its sandbox (`step << 24 | errno`) means, with how to opt out.
+#[cfg(target_os = "linux")]
+fn refusal_text(value: i32) -> String {
+    let step = u8::try_from(value >> 24).unwrap_or(0);
+    let errno = value & 0x00ff_ffff;
+    let e = std::io::Error::from_raw_os_error(errno);
+    let hint = match (step, errno) {
+        (1 | 2, libc::EPERM | libc::EACCES | libc::ENOSPC | libc::EINVAL) => {
+            ": this system does not let unprivileged users make user namespaces \
+             (`kernel.unprivileged_userns_clone`, `user.max_user_namespaces`, or an AppArmor rule); \
+             `\"network\": true` keeps the rest of the sandbox"
+        }
+        _ => "",
+    };
+    format!("{} failed ({e}){hint}; {OPT_OUT}", crate::sandbox::confine::step_name(step))
 }
 
 /// Trees to end at shutdown, oldest first (finished ones are dropped as new ones come).

@@ -59,7 +59,15 @@ impl StderrTail {
 }
 
 /// Reads `pipe` to its end, line by line (lossy UTF-8), into `tail`.
-pub(super) async fn drain(server: String, pipe: ChildStderr, tail: std::sync::Arc<StderrTail>) {
+/// Each line also goes to `refusals` (a sandboxed server's permission errors are told).
+pub(super) async fn drain(
+    server: String,
+    pipe: ChildStderr,
+    tail: std::sync::Arc<StderrTail>,
+    refusals: Option<std::sync::Arc<crate::sandbox::Refusals>>,
+) {
+    let keep =
+        |server: &str, tail: &StderrTail, bytes: &[u8], cut: bool| keep(server, tail, bytes, cut, refusals.as_deref());
     let mut reader = BufReader::with_capacity(64 * 1024, pipe);
     let mut line: Vec<u8> = Vec::with_capacity(256);
     let mut cut = false;
@@ -90,13 +98,16 @@ pub(super) async fn drain(server: String, pipe: ChildStderr, tail: std::sync::Ar
     }
 }
 
-fn keep(server: &str, tail: &StderrTail, bytes: &[u8], cut: bool) {
+fn keep(server: &str, tail: &StderrTail, bytes: &[u8], cut: bool, refusals: Option<&crate::sandbox::Refusals>) {
     let text = String::from_utf8_lossy(bytes);
     let text = text.trim_end_matches(['\n', '\r']);
     tracing::debug!(target: "switchboard::stderr", server = %server, "{}", crate::text::for_terminal(text));
     let mut text = text.to_string();
     if cut && text.len() <= MAX_LINE {
         text.push('…');
+    }
+    if let Some(r) = refusals {
+        r.line(&text);
     }
     tail.push(text);
 }

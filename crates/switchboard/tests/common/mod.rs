@@ -21,7 +21,7 @@ pub struct TestEnv {
 impl TestEnv {
     pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::new(dir.path().join("user.json"), dir.path().join("data"));
+        let paths = Paths::new(dir.path().join("user.json"), switchboard_testkit::data_dir(dir.path()));
         TestEnv { dir, paths }
     }
 

@@ -32,6 +32,7 @@ mod walk;
 
 use std::os::fd::RawFd;
 
+use crate::sandbox::confine::{self, Confine};
 use memory::release_memory;
 use walk::{Walk, for_each_dirent, has_children_files, parse_int};
 
@@ -41,6 +42,11 @@ pub(super) const MSG_PID: u8 = b'p';
 pub(super) const MSG_EXIT: u8 = b'x';
 /// Supervisor → host: processes the server left behind were ended (their count).
 pub(super) const MSG_LEFTOVERS: u8 = b'l';
+/// Server → host: its sandbox could not be set up (`step << 24 | errno`); it exits with
+/// [`SANDBOX_EXIT`]. May come before or after [`MSG_PID`].
+pub(super) const MSG_SANDBOX: u8 = b's';
+/// The exit code of a server whose sandbox could not be set up.
+pub(super) const SANDBOX_EXIT: i32 = 126;
 /// Host → supervisor: run the ending sequence now (the server's stdin is already closed).
 pub(super) const CMD_END: u8 = b'e';
 
@@ -58,13 +64,13 @@ pub(super) struct Graces {
     pub leftovers: i64,
 }
 
-/// The `pre_exec` hook: turns the forked child into the supervisor, forks the server, and
-/// returns (only) in the server, which std then execs.
+/// The `pre_exec` hook: turns the forked child into the supervisor, forks the server (which
+/// enters its sandbox, `confine`), and returns (only) in the server, which std then execs.
 ///
 /// # Safety
 /// Runs between `fork` and `exec` in a child of a multi-threaded process: it may only make
 /// async-signal-safe calls, and does.
-pub(super) unsafe fn enter(ctl: RawFd, graces: Graces) -> std::io::Result<()> {
+pub(super) unsafe fn enter(ctl: RawFd, graces: Graces, confine: Confine) -> std::io::Result<()> {
     // SAFETY: every call below is a plain syscall wrapper on values on this stack.
     unsafe {
         let me = libc::getpid();
@@ -87,6 +93,17 @@ pub(super) unsafe fn enter(ctl: RawFd, graces: Graces) -> std::io::Result<()> {
             libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
             if libc::getppid() != me {
                 libc::_exit(127);
+            }
+            if let Err((step, errno)) = confine::apply(confine) {
+                send(ctl, MSG_SANDBOX, (i32::from(step) << 24) | (errno & 0x00ff_ffff));
+                libc::_exit(SANDBOX_EXIT);
+            }
+            if confine.own_network {
+                // A new user namespace may clear the parent-death signal: set it again.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                if libc::getppid() != me {
+                    libc::_exit(127);
+                }
             }
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut none);

@@ -1,0 +1,383 @@
+//! The sandbox of stdio servers: what a server may read, write and reach, decided in the host
+//! and enforced by the kernel on the server before it execs (on by default).
+//!
+//! - **Files** (Landlock, unprivileged, inherited by every descendant): read everywhere but
+//!   the person's secrets ([`DEFAULT_SECRETS`], switchboard's data folder and its config,
+//!   `denyRead`); write only the server's `cwd`, the workspace, temporary folders, the caches
+//!   that `npx`, `uvx`, `pip` and `npm` need, a state folder of its own and `allowWrite`.
+//!   Landlock only allows (rules grant whole subtrees), so "everything but `~/.ssh`" is built
+//!   by [`carve`]: the ancestors of a hidden path are granted entry by entry, never as a
+//!   whole. What that costs: such an ancestor (`/`, `/home`, `~`) cannot be listed, and an
+//!   entry made in it after the server started is out of reach.
+//! - **Network** `false`: a network namespace of its own (with a user namespace, so no
+//!   privilege is needed), where only its own loopback exists: no TCP, UDP or raw socket
+//!   reaches anything outside, the host's loopback included.
+//! - Signals and abstract Unix sockets are scoped (Landlock ABI 6): the server cannot signal
+//!   or connect to what is outside its sandbox; nor can it `ptrace` it (any ABI).
+//!
+//! A kernel that cannot enforce what is asked stops the server with
+//! [`crate::status::FailureKind::SandboxUnavailable`], saying why and how to opt out: never a
+//! silent run without it.
+
+mod carve;
+#[cfg(target_os = "linux")]
+pub(crate) mod confine;
+#[cfg(target_os = "linux")]
+pub(crate) mod landlock;
+pub mod proxy;
+mod refusals;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use carve::carve;
+pub use refusals::{Refusal, Refusals, RefusedKind};
+
+use crate::config::{NetworkSpec, SandboxSpec};
+
+/// Files under the home folder that hold secrets: never readable (nor writable) by a
+/// sandboxed server unless `allowRead` names them.
+pub const DEFAULT_SECRETS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".gnupg",
+    ".password-store",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".config/hub",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".gem/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    ".pgpass",
+    ".my.cnf",
+    ".config/op",
+    ".local/share/keyrings",
+    // Browser profiles (cookies, saved passwords).
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    ".config/vivaldi",
+    // Other agents' credentials and MCP configs (which hold servers' env secrets).
+    ".claude.json",
+    ".claude/.credentials.json",
+    ".codex",
+    ".cursor/mcp.json",
+    ".config/Code/User/mcp.json",
+    ".local/share/opencode/auth.json",
+    // Shell histories: tokens typed on command lines.
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".node_repl_history",
+];
+
+/// Folders under the home folder that package runners write (`npx`, `uvx`, `pip`, `npm`,
+/// `pnpm`, `yarn`, `bun`).
+pub const DEFAULT_CACHES: &[&str] =
+    &[".npm", ".cache", ".local/share/uv", ".local/share/pnpm", ".yarn", ".bun/install/cache"];
+
+/// Folders every sandboxed server may write (and the devices it may open for writing).
+const SYSTEM_WRITABLE: &[&str] = &[
+    "/tmp",
+    "/var/tmp",
+    "/dev/shm",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// Where a server runs, for resolving its sandbox's paths.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// The server's name.
+    pub server: &'a str,
+    /// The person's home folder (`HOME`), if known.
+    pub home: Option<&'a Path>,
+    /// The server's working directory.
+    pub cwd: &'a Path,
+    /// The workspace (project root).
+    pub workspace: &'a Path,
+    /// switchboard's data folder (tokens, trust records): hidden.
+    pub data_dir: Option<&'a Path>,
+    /// switchboard's user config file: hidden (its `env` values may be secrets).
+    pub config_file: Option<&'a Path>,
+    /// `TMPDIR` of the server, if set.
+    pub tmpdir: Option<&'a Path>,
+}
+
+impl<'a> Place<'a> {
+    /// Where `server` runs in `cwd`, for a host whose environment is `env` (`HOME`, `TMPDIR`)
+    /// and whose files are `data_dir` and `config_file`.
+    pub fn new(
+        server: &'a str,
+        cwd: &'a Path,
+        workspace: &'a Path,
+        env: &'a std::collections::HashMap<String, String>,
+        data_dir: Option<&'a Path>,
+        config_file: Option<&'a Path>,
+    ) -> Place<'a> {
+        let var = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(Path::new);
+        Place { server, home: var("HOME"), cwd, workspace, data_dir, config_file, tmpdir: var("TMPDIR") }
+    }
+}
+
+/// A server's effective rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Rules {
+    /// Readable (and executable) subtrees, less what `hidden` holds inside them.
+    pub read: Vec<PathBuf>,
+    /// Writable (and readable) subtrees, less what `hidden` holds inside them.
+    pub write: Vec<PathBuf>,
+    /// Neither readable nor writable (unless a root of `read` or `write` lies inside).
+    pub hidden: Vec<PathBuf>,
+    /// What it may reach.
+    pub network: Network,
+    /// Its own state folder (writable; `SWITCHBOARD_STATE_DIR` in its environment).
+    pub state_dir: Option<PathBuf>,
+}
+
+/// What a sandboxed server may reach over the network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "domains")]
+#[non_exhaustive]
+pub enum Network {
+    /// Everything.
+    Open,
+    /// Only its own loopback.
+    Off,
+    /// These names only, through switchboard's proxy.
+    Domains(Vec<String>),
+}
+
+impl std::fmt::Display for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Network::Open => f.write_str("open"),
+            Network::Off => f.write_str("off (its own loopback only)"),
+            Network::Domains(d) => write!(f, "only {} (through switchboard's proxy)", d.join(", ")),
+        }
+    }
+}
+
+/// Why a sandbox could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// The kernel lacks what the rules need.
+    #[error("{what} is not available on this kernel ({why})")]
+    Unavailable {
+        /// What was needed.
+        what: &'static str,
+        /// What the kernel said.
+        why: String,
+    },
+    /// Building the rules failed.
+    #[error("could not build the sandbox's rules: {0}")]
+    Rules(String),
+}
+
+/// `path` as written in a `sandbox` block, resolved: `~` from the home folder, relative paths
+/// from the server's `cwd`, `.` and `..` taken out.
+pub fn resolve(path: &str, place: &Place<'_>) -> PathBuf {
+    let raw = match (path.strip_prefix('~'), place.home) {
+        (Some(""), Some(home)) => home.to_path_buf(),
+        (Some(rest), Some(home)) if rest.starts_with('/') => home.join(rest.trim_start_matches('/')),
+        _ => place.cwd.join(path),
+    };
+    normalize(&raw)
+}
+
+/// Takes `.` and `..` out of an absolute path without touching the disk.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The effective rules of a server with `spec` (the default when `None`) running at `place`;
+/// `None` when its sandbox is off.
+pub fn rules(spec: Option<&SandboxSpec>, place: &Place<'_>) -> Option<Rules> {
+    let default = SandboxSpec::default();
+    let spec = spec.unwrap_or(&default);
+    if spec.off {
+        return None;
+    }
+    let in_home = |rel: &&str| place.home.map(|h| h.join(rel));
+    // The person's own first (shown first), then the defaults.
+    let mut hidden: Vec<PathBuf> = spec.deny_read.iter().map(|p| resolve(p, place)).collect();
+    hidden.extend(DEFAULT_SECRETS.iter().filter_map(in_home));
+    hidden.extend(place.data_dir.map(Path::to_path_buf));
+    hidden.extend(place.config_file.map(Path::to_path_buf));
+
+    let mut read = vec![PathBuf::from("/")];
+    read.extend(spec.allow_read.iter().map(|p| resolve(p, place)));
+
+    let state_dir = place.data_dir.map(|d| d.join("sandbox").join(place.server));
+    // The server's folders, unless one is `/` or the home folder (or above it): a host started
+    // there (a desktop app's `/`) must not hand out the whole disk; `allowWrite` can.
+    let too_wide = |p: &Path| p == Path::new("/") || place.home.is_some_and(|h| h.starts_with(p));
+    let mut write: Vec<PathBuf> =
+        [place.cwd, place.workspace].into_iter().filter(|p| !too_wide(p)).map(Path::to_path_buf).collect();
+    write.extend(SYSTEM_WRITABLE.iter().map(PathBuf::from));
+    write.extend(place.tmpdir.map(Path::to_path_buf));
+    write.extend(DEFAULT_CACHES.iter().filter_map(in_home));
+    write.extend(state_dir.clone());
+    write.extend(spec.allow_write.iter().map(|p| resolve(p, place)));
+    for list in [&mut hidden, &mut read, &mut write] {
+        let mut seen = std::collections::HashSet::new();
+        list.retain(|p| seen.insert(p.clone()));
+    }
+    let network = match &spec.network {
+        None | Some(NetworkSpec::Open) => Network::Open,
+        Some(NetworkSpec::Off) => Network::Off,
+        Some(NetworkSpec::Domains(d)) => Network::Domains(d.clone()),
+    };
+    Some(Rules { read, write, hidden, network, state_dir })
+}
+
+/// A server's sandbox as `list`, `get` and the API show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SandboxInfo {
+    /// Whether it runs in one (`false`: the person's `"sandbox": false`).
+    pub on: bool,
+    /// What it may reach, when on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
+    /// What it was refused, each with the config line that allows it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<Refusal>,
+}
+
+impl SandboxInfo {
+    /// The sandbox of a server with `spec`, and what it refused.
+    pub fn of(spec: Option<&SandboxSpec>, refusals: &Refusals) -> SandboxInfo {
+        let off = spec.is_some_and(|s| s.off);
+        let network = (!off).then(|| match spec.and_then(|s| s.network.as_ref()) {
+            None | Some(NetworkSpec::Open) => Network::Open,
+            Some(NetworkSpec::Off) => Network::Off,
+            Some(NetworkSpec::Domains(d)) => Network::Domains(d.clone()),
+        });
+        SandboxInfo { on: !off, network, refused: refusals.list() }
+    }
+}
+
+/// What this kernel can enforce.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Kernel {
+    /// The Landlock ABI version (0: none; 1 is enough for the file system rules, 6 scopes
+    /// signals and abstract Unix sockets).
+    pub landlock_abi: i32,
+    /// Whether a user and network namespace can be made without privilege (`network: false`).
+    pub network_namespace: Result<(), String>,
+}
+
+impl Kernel {
+    /// Asks this kernel (on Linux: a Landlock version query, and a throwaway process that
+    /// makes a user and network namespace).
+    pub fn probe() -> Kernel {
+        #[cfg(target_os = "linux")]
+        {
+            Kernel { landlock_abi: landlock::abi(), network_namespace: landlock::probe_namespaces() }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Kernel { landlock_abi: 0, network_namespace: Err("not Linux".into()) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place<'a>(home: &'a Path, cwd: &'a Path) -> Place<'a> {
+        Place {
+            server: "s",
+            home: Some(home),
+            cwd,
+            workspace: cwd,
+            data_dir: Some(Path::new("/data/sb")),
+            config_file: Some(Path::new("/conf/sb/config.json")),
+            tmpdir: None,
+        }
+    }
+
+    #[test]
+    fn paths_resolve_from_home_and_cwd() {
+        let p = place(Path::new("/home/a"), Path::new("/w/p"));
+        assert_eq!(resolve("~", &p), PathBuf::from("/home/a"));
+        assert_eq!(resolve("~/x/../y", &p), PathBuf::from("/home/a/y"));
+        assert_eq!(resolve("out", &p), PathBuf::from("/w/p/out"));
+        assert_eq!(resolve("/abs", &p), PathBuf::from("/abs"));
+        assert_eq!(resolve("~other", &p), PathBuf::from("/w/p/~other"));
+    }
+
+    #[test]
+    fn the_default_hides_secrets_and_writes_only_where_servers_work() {
+        let p = place(Path::new("/home/a"), Path::new("/w/p"));
+        let r = rules(None, &p).unwrap();
+        for secret in ["/home/a/.ssh", "/home/a/.aws", "/data/sb", "/conf/sb/config.json"] {
+            assert!(r.hidden.contains(&PathBuf::from(secret)), "{secret}");
+        }
+        assert_eq!(r.read, [PathBuf::from("/")]);
+        for w in ["/w/p", "/tmp", "/home/a/.npm", "/home/a/.cache", "/data/sb/sandbox/s"] {
+            assert!(r.write.contains(&PathBuf::from(w)), "{w}");
+        }
+        assert!(!r.write.iter().any(|w| w == Path::new("/home/a")));
+        assert_eq!(r.network, Network::Open);
+        // A host started in `/` or in the home folder does not hand either out.
+        for wide in ["/", "/home/a", "/home"] {
+            let r = rules(None, &place(Path::new("/home/a"), Path::new(wide))).unwrap();
+            assert!(!r.write.contains(&PathBuf::from(wide)), "{wide}");
+            assert!(r.write.contains(&PathBuf::from("/tmp")));
+        }
+    }
+
+    #[test]
+    fn a_spec_adds_and_can_turn_it_off() {
+        let p = place(Path::new("/home/a"), Path::new("/w/p"));
+        let spec = SandboxSpec {
+            allow_write: vec!["~/notes".into()],
+            allow_read: vec!["~/.kube".into()],
+            deny_read: vec!["secret".into()],
+            network: Some(NetworkSpec::Off),
+            ..SandboxSpec::default()
+        };
+        let r = rules(Some(&spec), &p).unwrap();
+        assert!(r.write.contains(&PathBuf::from("/home/a/notes")));
+        assert!(r.read.contains(&PathBuf::from("/home/a/.kube")));
+        assert!(r.hidden.contains(&PathBuf::from("/w/p/secret")));
+        assert_eq!(r.network, Network::Off);
+        let off = SandboxSpec { off: true, ..SandboxSpec::default() };
+        assert!(rules(Some(&off), &p).is_none());
+    }
+}

@@ -181,12 +181,9 @@ pub fn server_json(info: &ServerInfo) -> Value {
     json
 }
 
-/// A server's sandbox in a few words (`get`, `list`): `on (network open)`, `OFF (your
-/// \"sandbox\": false)`.
+/// A server's sandbox in a few words (`get`): `on (secrets hidden, …, network open)`, with
+/// its limits; `off: …` for the person's `"sandbox": false`.
 pub fn sandbox_word(sandbox: &Value) -> String {
-    if sandbox.get("on").and_then(Value::as_bool) == Some(false) {
-        return "off: it runs with all your rights (\"sandbox\": false in its entry)".into();
-    }
     let network = match sandbox.pointer("/network/kind").and_then(Value::as_str) {
         Some("off") => "no network".to_string(),
         Some("domains") => {
@@ -201,7 +198,24 @@ pub fn sandbox_word(sandbox: &Value) -> String {
         }
         _ => "network open".to_string(),
     };
-    format!("on (secrets hidden, writes to its folders only, {network})")
+    let mut limits = Vec::new();
+    if let Some(l) = sandbox.get("limits") {
+        if let Some(mb) = l.get("memory_mb").and_then(Value::as_u64) {
+            limits.push(format!("{mb} MiB"));
+        }
+        if let Some(n) = l.get("processes").and_then(Value::as_u64) {
+            limits.push(format!("{n} processes"));
+        }
+        if let Some(n) = l.get("open_files").and_then(Value::as_u64) {
+            limits.push(format!("{n} open files each"));
+        }
+    }
+    let limits = if limits.is_empty() { String::new() } else { format!("; limits {}", limits.join(", ")) };
+    let on = format!("on (secrets hidden, writes to its folders only, {network}){limits}");
+    if sandbox.get("on").and_then(Value::as_bool) == Some(false) {
+        return format!("off: it runs with all your rights (\"sandbox\": false in its entry){limits}");
+    }
+    on
 }
 
 /// After a list of servers: those running without a sandbox (the person's choice, said each

@@ -20,6 +20,7 @@ pub(crate) fn check(ctx: &Ctx, only: Option<&str>, json: bool) -> Result<u8> {
     let env = switchboard::config::host_env();
     let root = &ctx.loaded.project_root;
     let mut servers = Vec::new();
+    let mut limits = std::collections::HashMap::new();
     for (name, entry) in &ctx.loaded.servers {
         if only.is_some_and(|o| o != name) {
             continue;
@@ -35,6 +36,7 @@ pub(crate) fn check(ctx: &Ctx, only: Option<&str>, json: bool) -> Result<u8> {
         let place =
             Place::new(name, &cwd, root, &env, Some(&ctx.paths.data_dir), Some(ctx.paths.config_file.as_path()));
         let rules = rules(s.sandbox.as_ref(), &place);
+        limits.insert(name.clone(), s.sandbox.as_ref().map(|s| s.limits).unwrap_or_default());
         let granted = rules.as_ref().map(|r| {
             let read = carve(&r.read, &r.hidden).map(|v| v.len());
             let write = carve(&r.write, &r.hidden).map(|v| v.len());
@@ -47,7 +49,7 @@ pub(crate) fn check(ctx: &Ctx, only: Option<&str>, json: bool) -> Result<u8> {
         let list: Vec<_> = servers
             .iter()
             .map(|(name, rules, granted)| {
-                json!({"name": name, "on": rules.is_some(), "rules": rules,
+                json!({"name": name, "on": rules.is_some(), "rules": rules, "limits": limits.get(name.as_str()),
                        "granted": granted.as_ref().map(|(r, w)| json!({"read": r.as_ref().ok(), "write": w.as_ref().ok()}))})
             })
             .collect();
@@ -76,6 +78,9 @@ pub(crate) fn check(ctx: &Ctx, only: Option<&str>, json: bool) -> Result<u8> {
             continue;
         };
         out!("{}  sandbox on, network {}", safe(name), r.network);
+        if let Some(l) = limits.get(name.as_str()).filter(|l| **l != switchboard::config::Limits::default()) {
+            out!("  limits   {}", safe(&serde_json::to_string(l).unwrap_or_default()));
+        }
         out!("  reads    everything under {} but:", list(&r.read));
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let shown = |p: &std::path::Path| match home.as_deref().and_then(|h| p.strip_prefix(h).ok()) {

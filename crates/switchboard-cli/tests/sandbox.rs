@@ -265,3 +265,34 @@ fn real_servers_work_in_the_default_sandbox() {
     run(&["call", "fs/write_file", &json!({"path": note, "content": "written in the sandbox"}).to_string()]);
     assert_eq!(std::fs::read_to_string(files.join("note.txt")).unwrap(), "written in the sandbox");
 }
+
+/// A server past its limits is ended, the limit named: memory (the whole tree's resident
+/// memory, taken by a child here) and processes. Its neighbour is unaffected.
+#[test]
+fn a_server_past_its_limits_is_ended_with_the_limit_named() {
+    let home = Home::new();
+    let limits = json!({"limits": {"memoryMB": 64, "processes": 4}});
+    let config =
+        json!({"servers": {"m": hostile(Some(limits)), "plain": {"command": fixture().display().to_string()}}});
+    std::fs::write(home.path().join("user.json"), config.to_string()).unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let started = std::time::Instant::now();
+    let (out, err, code) = home.run(&[
+        "--no-attach",
+        "call",
+        "m/attempt",
+        &json!({"what": "memory", "target": "256", "child": true}).to_string(),
+    ]);
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("ended past its memory limit: more than 64 MiB resident"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(8), "ended as it went past, not when it was done");
+    let (out, err, code) =
+        home.run(&["--no-attach", "call", "m/attempt", &json!({"what": "processes", "target": "10"}).to_string()]);
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("ended past its process limit: more than 4 processes"), "{err}");
+    // Under its limits it works, as does its neighbour.
+    let said = home.run(&["--no-attach", "call", "m/attempt", &json!({"what": "memory", "target": "8"}).to_string()]);
+    assert!(said.0.contains("ok: held 8 MiB"), "{said:?}");
+    let (out, _, code) = home.run(&["--no-attach", "call", "plain/echo", "{\"text\": \"fine\"}"]);
+    assert!(code == 0 && out.contains("fine"), "{out}");
+}

@@ -12,10 +12,11 @@ use serde_json::{Value, json};
 pub(crate) fn tool() -> Value {
     json!({
         "name": "attempt",
-        "description": "Tries to read or write a file, or reach an address (tcp and udp: host:port; http: a URL, through HTTP_PROXY when set), \
+        "description": "Tries to read or write a file, or reach an address (tcp and udp: host:port; http: a URL, through HTTP_PROXY when set), or takes memory (MiB) \
+                        or processes (a count), \
                         itself or from a child process (`child`), and says `ok: …` or `refused: …`.",
         "inputSchema": {"type": "object", "required": ["what", "target"], "properties": {
-            "what": {"type": "string", "enum": ["read", "write", "tcp", "udp", "http"]},
+            "what": {"type": "string", "enum": ["read", "write", "tcp", "udp", "http", "memory", "processes"]},
             "target": {"type": "string"},
             "child": {"type": "boolean"},
         }},
@@ -67,6 +68,30 @@ fn http(url: &str) -> std::io::Result<String> {
     }
 }
 
+/// Takes `mib` MiB of memory (written, so resident) and holds it for ten seconds.
+fn memory(mib: &str) -> std::io::Result<String> {
+    let mib: usize = mib.parse().map_err(std::io::Error::other)?;
+    let mut held = vec![0u8; mib * 1024 * 1024];
+    for i in (0..held.len()).step_by(4096) {
+        held[i] = 1;
+    }
+    std::thread::sleep(Duration::from_secs(10));
+    Ok(format!("held {} MiB", held.len() / (1024 * 1024)))
+}
+
+/// Starts `n` children that sleep, and waits for them (ten seconds).
+fn processes(n: &str) -> std::io::Result<String> {
+    let n: usize = n.parse().map_err(std::io::Error::other)?;
+    let mut children = Vec::new();
+    for _ in 0..n {
+        children.push(std::process::Command::new("sleep").arg("10").spawn()?);
+    }
+    for c in &mut children {
+        c.wait()?;
+    }
+    Ok(format!("{n} children ran"))
+}
+
 /// One attempt: `ok: …` or `refused: …` (and the refusal on stderr).
 pub(crate) fn attempt(what: &str, target: &str) -> String {
     let outcome = match what {
@@ -81,6 +106,8 @@ pub(crate) fn attempt(what: &str, target: &str) -> String {
             .and_then(|s| s.send_to(b"fixture", target))
             .map(|n| format!("sent {n} bytes")),
         "http" => http(target),
+        "memory" => memory(target),
+        "processes" => processes(target),
         other => Err(std::io::Error::other(format!("unknown attempt {other}"))),
     };
     match outcome {

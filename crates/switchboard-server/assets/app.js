@@ -312,6 +312,17 @@ function renderDetail() {
     children.push(h("section", { class: "findings", "data-testid": "findings" }, h("h3", { text: `Findings (${server.findings.length})` }),
       h("ul", {}, ...server.findings.map((f) => h("li", { class: "notes", text: `${f.severity}: ${where(f)}: ${f.why}` })))));
   }
+  const sandbox = server.sandbox;
+  if (sandbox && sandbox.on === false) {
+    children.push(h("p", { class: "notes", "data-testid": "sandbox-off", text: "No sandbox (\"sandbox\": false in its entry): it runs with all your rights." }));
+  }
+  if (sandbox && sandbox.refused && sandbox.refused.length) {
+    // What its sandbox refused, each with the line that allows it and a button that writes it.
+    children.push(h("section", { class: "refused", "data-testid": "sandbox-refused" }, h("h3", { text: `Refused by its sandbox (${sandbox.refused.length})` }),
+      h("ul", {}, ...sandbox.refused.map((r) => h("li", { class: "notes" },
+        h("span", { text: `${r.kind} ${r.target} (${r.count}×): ` }), h("code", { text: r.allow }), " ",
+        button("Allow", () => allowRefused(name, r)))))));
+  }
   if (status.instructions) children.push(h("details", { class: "instructions" }, h("summary", { text: "Instructions for the model" }), h("pre", { text: status.instructions })));
   if (stderr.length) {
     children.push(h("section", { class: "stderr" }, h("h3", { text: "Last lines on stderr" }), h("pre", { class: "log", text: stderr.join("\n") })));
@@ -422,6 +433,18 @@ async function act(name, action) {
     activity("action", `${name}: ${action} → ${stateLabel(state.servers.get(name))}`);
   } catch (e) {
     if (e.status !== 401) activity("error", `${name}: ${action} failed: ${e.message}`);
+  }
+  await loadDetail(name);
+  renderList();
+  renderDetail();
+}
+
+async function allowRefused(name, refusal) {
+  try {
+    const done = await api("POST", `/api/servers/${enc(name)}/sandbox/allow`, { kind: refusal.kind, target: refusal.target });
+    activity("action", `${name}: allowed ${refusal.kind} ${refusal.target} in ${done.file}; it starts again under the new rules`);
+  } catch (e) {
+    if (e.status !== 401) activity("error", `${name}: could not allow ${refusal.target}: ${e.message}`);
   }
   await loadDetail(name);
   renderList();

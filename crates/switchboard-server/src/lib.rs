@@ -20,6 +20,7 @@ mod questions;
 mod queue;
 mod running;
 mod sampling;
+mod sandbox;
 mod security;
 mod state;
 mod tools;
@@ -162,6 +163,7 @@ fn api(state: state::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::list_servers, manage::add))
         .routes(routes!(api::get_server, manage::remove))
         .routes(routes!(manage::trust))
+        .routes(routes!(sandbox::allow))
         .routes(routes!(api::connect))
         .routes(routes!(api::disconnect))
         .routes(routes!(api::revalidate))

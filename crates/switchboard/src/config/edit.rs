@@ -58,6 +58,16 @@ pub enum EditError {
     /// The server name is not allowed.
     #[error("{0}")]
     BadName(String),
+    /// The change does not fit the entry as it is.
+    #[error("{path}: server `{name}`: {why}")]
+    Unfit {
+        /// The file.
+        path: PathBuf,
+        /// The server.
+        name: String,
+        /// Why.
+        why: String,
+    },
 }
 
 /// A server to add, in the native shape.
@@ -252,6 +262,53 @@ pub fn disable_server(path: &Path, name: &str, override_if_missing: bool) -> Res
     write(path, &root)
 }
 
+/// Adds `target` to the `sandbox` block of `name`'s entry in `path`, where `kind` says
+/// (`filesystem.allowRead`, `filesystem.allowWrite`, `network.allowedDomains`): the line a
+/// refusal names. Comments and the rest of the file are kept; a target already there is not
+/// added twice.
+pub fn allow_in_sandbox(
+    path: &Path,
+    name: &str,
+    kind: crate::sandbox::RefusedKind,
+    target: &str,
+) -> Result<(), EditError> {
+    use crate::sandbox::RefusedKind;
+    super::entry::validate_name(name).map_err(EditError::BadName)?;
+    let not_found = || EditError::NotFound { path: path.into(), name: name.into() };
+    let unfit = |why: &str| EditError::Unfit { path: path.into(), name: name.into(), why: why.into() };
+    let _held = lock(path, false)?.ok_or_else(not_found)?;
+    let (root, value) = read(path)?;
+    let entry = server_maps(&root, &value)
+        .into_iter()
+        .find_map(|m| m.get(name).and_then(|p| p.object_value()))
+        .ok_or_else(not_found)?;
+    let said = |ptr: &str| {
+        ["servers", "mcpServers", "mcp", "mcp/servers"]
+            .iter()
+            .find_map(|m| value.pointer(&format!("/{m}/{}{ptr}", name.replace('~', "~0").replace('/', "~1"))))
+            .cloned()
+    };
+    if said("/sandbox") == Some(Value::Bool(false)) {
+        return Err(unfit("its sandbox is off (`\"sandbox\": false`): nothing to allow"));
+    }
+    let (section, key) = match kind {
+        RefusedKind::Read => ("filesystem", "allowRead"),
+        RefusedKind::Write => ("filesystem", "allowWrite"),
+        RefusedKind::Domain => ("network", "allowedDomains"),
+    };
+    if kind == RefusedKind::Domain && !said("/sandbox/network").is_some_and(|n| n.is_object()) {
+        return Err(unfit("its network is not limited to `allowedDomains`: nothing to allow"));
+    }
+    let list = entry.object_value_or_set("sandbox").object_value_or_set(section).array_value_or_set(key);
+    let present = said(&format!("/sandbox/{section}/{key}"))
+        .and_then(|v| v.as_array().cloned())
+        .is_some_and(|items| items.iter().any(|i| i.as_str() == Some(target)));
+    if !present {
+        list.append(CstInputValue::String(target.to_string()));
+    }
+    write(path, &root)
+}
+
 /// Enables a server in `path` by taking away what disables it there (`"enabled": false`,
 /// `"enable": false`, `"disabled": true`); an entry left with nothing (an override) goes.
 /// Returns whether the file disabled it (and was changed); a file that has no entry for it is
@@ -347,6 +404,37 @@ mod tests {
         let bad = add_policy_rule(&dir.path().join("c.json"), "ask", "[bad");
         assert!(matches!(bad, Err(EditError::BadName(m)) if m.contains("bad glob")));
         assert!(!dir.path().join("c.json").exists(), "nothing written for a bad glob");
+    }
+
+    #[test]
+    fn a_refusal_is_allowed_in_the_servers_own_entry_once_comments_kept() {
+        use crate::sandbox::RefusedKind;
+        let text = "{\n  // mine\n  \"servers\": {\"h\": {\"command\": \"x\"}}\n}\n";
+        let out = edit_text(text, |p| allow_in_sandbox(p, "h", RefusedKind::Read, "~/.kube"));
+        let again = edit_text(&out, |p| allow_in_sandbox(p, "h", RefusedKind::Read, "~/.kube"));
+        assert_eq!(again, out, "not added twice");
+        let out = edit_text(&out, |p| allow_in_sandbox(p, "h", RefusedKind::Write, "/srv/out"));
+        assert!(out.contains("// mine"), "{out}");
+        let v: Value = serde_json::from_str(&jsonc::strip(&out)).unwrap_or_default();
+        assert_eq!(
+            v["servers"]["h"]["sandbox"]["filesystem"],
+            serde_json::json!({"allowRead": ["~/.kube"], "allowWrite": ["/srv/out"]})
+        );
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("c.json");
+        std::fs::write(&path, r#"{"servers": {"off": {"command": "x", "sandbox": false}, "open": {"command": "x"}}}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let e =
+            allow_in_sandbox(&path, "off", RefusedKind::Read, "/x").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("its sandbox is off"), "{e}");
+        let e = allow_in_sandbox(&path, "open", RefusedKind::Domain, "a.com")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("not limited to `allowedDomains`"), "{e}");
+        let e =
+            allow_in_sandbox(&path, "nope", RefusedKind::Read, "/x").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("no server named `nope`"), "{e}");
     }
 
     fn edit_text(text: &str, f: impl FnOnce(&Path) -> Result<(), EditError>) -> String {

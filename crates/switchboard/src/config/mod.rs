@@ -29,14 +29,15 @@ use serde::Serialize;
 
 pub use discover::{FileLook, LoadOptions, load, managed_file};
 pub use edit::{
-    EditError, NewServer, PolicyEdit, add_policy_rule, disable_server, enable_server, remove_server, write_server,
+    EditError, NewServer, PolicyEdit, add_policy_rule, allow_in_sandbox, disable_server, enable_server, remove_server,
+    write_server,
 };
 pub use foreign::{KnownFile, Note, SourceScope, Tool, known_files};
 pub use import::{Action, Found, FoundServer, Planned, RenameReason, apply_import, plan_import, scan};
 pub use inputs::{InputDecl, InputStore, InputsError, MissingInput};
 pub use oauth::{AssertionSource, DEFAULT_CALLBACK_PORT, DpopMode, EnterpriseConfig, OAuthConfig, OAuthGrant};
 pub use policy::{AuditConfig, DefaultRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules};
-pub use sandbox::{NetworkSpec, SandboxSpec};
+pub use sandbox::{Limits, NetworkSpec, SandboxSpec};
 
 /// Reads one server entry as it would stand in a file (`source`, of `scope`), expanding
 /// `${VAR}` from `env`: for servers added at run time. Returns the entry (invalid ones keep

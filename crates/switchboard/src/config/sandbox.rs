@@ -35,6 +35,37 @@ pub struct SandboxSpec {
     pub deny_read: Vec<String>,
     /// `network`, when said.
     pub network: Option<NetworkSpec>,
+    /// `limits`: what the server's whole tree may take (they hold with the sandbox off too).
+    pub limits: Limits,
+}
+
+/// Limits on a server's tree (`"limits": {"memoryMB": 512, "processes": 64, "openFiles": 1024}`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The resident memory of all its processes together, in MiB (past it: ended).
+    pub memory_mb: Option<u64>,
+    /// How many processes its tree may have at once (past it: ended).
+    pub processes: Option<u32>,
+    /// Open files per process (`RLIMIT_NOFILE`: past it, opening fails with `EMFILE`).
+    pub open_files: Option<u32>,
+}
+
+impl Limits {
+    /// The tighter of two: a layer may lower a limit, not lift it.
+    fn tighter(self, other: Limits) -> Limits {
+        fn min<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        }
+        Limits {
+            memory_mb: min(self.memory_mb, other.memory_mb),
+            processes: min(self.processes, other.processes),
+            open_files: min(self.open_files, other.open_files),
+        }
+    }
 }
 
 /// What a server may reach over the network.
@@ -62,6 +93,7 @@ impl SandboxSpec {
             allow_read: join(&self.allow_read, &nearer.allow_read),
             deny_read: join(&self.deny_read, &nearer.deny_read),
             network: nearer.network.clone().or_else(|| self.network.clone()),
+            limits: self.limits.tighter(nearer.limits),
         }
     }
 }
@@ -180,10 +212,35 @@ pub(super) fn parse(
             }
         });
     }
+    if let Some((f, limits)) = take(&mut obj, &["limits"])? {
+        spec.limits = parse_limits(&format!("{field}.{f}"), limits)?;
+    }
     if let Some(unknown) = obj.keys().next() {
-        return err(&format!("{field}.{unknown}"), "unknown key: use filesystem or network");
+        return err(&format!("{field}.{unknown}"), "unknown key: use filesystem, network or limits");
     }
     Ok(Parsed { spec, ignored })
+}
+
+fn parse_limits(field: &str, value: Value) -> Result<Limits, FieldError> {
+    let Value::Object(mut m) = value else {
+        return err(field, format!("must be an object, found {}", kind(&value)));
+    };
+    let mut number = |names: &[&str], max: u64| -> Result<Option<u64>, FieldError> {
+        match take(&mut m, names)? {
+            Some((name, v)) => match v.as_u64() {
+                Some(n) if n >= 1 && n <= max => Ok(Some(n)),
+                _ => err(&format!("{field}.{name}"), format!("must be a whole number from 1 to {max}")),
+            },
+            None => Ok(None),
+        }
+    };
+    let memory_mb = number(&["memoryMB", "memory_mb"], 1 << 30)?;
+    let processes = number(&["processes"], 1 << 20)?.and_then(|n| u32::try_from(n).ok());
+    let open_files = number(&["openFiles", "open_files"], 1 << 20)?.and_then(|n| u32::try_from(n).ok());
+    if let Some(unknown) = m.keys().next() {
+        return err(&format!("{field}.{unknown}"), "unknown key: use memoryMB, processes or openFiles");
+    }
+    Ok(Limits { memory_mb, processes, open_files })
 }
 
 /// A name `allowedDomains` takes: `example.com`, `*.example.com`, `localhost`, or an IP.
@@ -250,6 +307,22 @@ mod tests {
         assert_eq!(e.0.as_deref(), Some("sandbox.network.allowedDomains[0]"));
         let e = read(json!("off"), Scope::User).err().unwrap();
         assert!(e.1.contains("must be false or an object"), "{e:?}");
+    }
+
+    #[test]
+    fn limits_are_read_and_a_layer_only_lowers_them() {
+        let p = read(json!({"limits": {"memoryMB": 512, "processes": 64, "openFiles": 256}}), Scope::Project).unwrap();
+        assert_eq!(p.spec.limits, Limits { memory_mb: Some(512), processes: Some(64), open_files: Some(256) });
+        let e = read(json!({"limits": {"memoryMB": 0}}), Scope::User).err().unwrap();
+        assert_eq!(e.0.as_deref(), Some("sandbox.limits.memoryMB"));
+        let e = read(json!({"limits": {"cpu": 1}}), Scope::User).err().unwrap();
+        assert_eq!(e.0.as_deref(), Some("sandbox.limits.cpu"));
+        let all = SandboxSpec { limits: Limits { memory_mb: Some(256), ..Limits::default() }, ..Default::default() };
+        let own = SandboxSpec {
+            limits: Limits { memory_mb: Some(1024), processes: Some(8), open_files: None },
+            ..Default::default()
+        };
+        assert_eq!(all.layered(&own).limits, Limits { memory_mb: Some(256), processes: Some(8), open_files: None });
     }
 
     #[test]

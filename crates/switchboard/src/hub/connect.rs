@@ -178,7 +178,8 @@ pub(super) fn spawn_watchers(
                 exit_code: exit.and_then(|e| e.code),
                 signal: exit.and_then(|e| e.signal),
                 stderr_tail: tail,
-                reason: None,
+                // Ended past a limit: the status names it.
+                reason: exit.and_then(|e| e.limit).map(|l| l.to_string()),
                 retry: None,
             };
             lost(&inner2, &slot2, status);

@@ -18,6 +18,8 @@
 
 mod env;
 #[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
 mod reap;
 pub mod record;
 #[cfg(target_os = "linux")]
@@ -56,22 +58,61 @@ pub struct ExitInfo {
     pub code: Option<i32>,
     /// Signal number, if it was killed by one.
     pub signal: Option<i32>,
+    /// The limit its tree went past, when that is why it was ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<LimitHit>,
+}
+
+/// A limit a server's tree went past (it was ended for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "limit")]
+#[non_exhaustive]
+pub enum LimitHit {
+    /// The resident memory of all its processes (`limits.memoryMB`).
+    Memory {
+        /// The limit, in MiB.
+        mb: u64,
+    },
+    /// Its processes at once (`limits.processes`).
+    Processes {
+        /// The limit.
+        max: u64,
+    },
+}
+
+impl std::fmt::Display for LimitHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitHit::Memory { mb } => {
+                write!(
+                    f,
+                    "ended past its memory limit: more than {mb} MiB resident in its processes together (`limits.memoryMB`)"
+                )
+            }
+            LimitHit::Processes { max } => {
+                write!(f, "ended past its process limit: more than {max} processes (`limits.processes`)")
+            }
+        }
+    }
 }
 
 impl ExitInfo {
     fn from_wait_status(st: i32) -> ExitInfo {
         if libc::WIFEXITED(st) {
-            ExitInfo { code: Some(libc::WEXITSTATUS(st)), signal: None }
+            ExitInfo { code: Some(libc::WEXITSTATUS(st)), signal: None, limit: None }
         } else if libc::WIFSIGNALED(st) {
-            ExitInfo { code: None, signal: Some(libc::WTERMSIG(st)) }
+            ExitInfo { code: None, signal: Some(libc::WTERMSIG(st)), limit: None }
         } else {
-            ExitInfo { code: None, signal: None }
+            ExitInfo { code: None, signal: None, limit: None }
         }
     }
 }
 
 impl std::fmt::Display for ExitInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(limit) = self.limit {
+            return write!(f, "{limit}");
+        }
         match (self.code, self.signal) {
             (Some(c), _) => write!(f, "exit code {c}"),
             (None, Some(s)) => write!(f, "killed by signal {s}"),
@@ -240,6 +281,7 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
         crate::sandbox::Place::new(ctx.server, &cwd, ctx.default_cwd, ctx.host_env, ctx.data_dir, ctx.config_file);
     let home = place.home;
     let rules = crate::sandbox::rules(config.sandbox.as_ref(), &place);
+    let limits = config.sandbox.as_ref().map(|s| s.limits).unwrap_or_default();
     if let Some(r) = ctx.refusals {
         r.set_rules(rules.clone(), home);
     }
@@ -290,18 +332,26 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
             term: ms(TERM_GRACE),
             leftovers: ms(LEFTOVER_GRACE),
         };
-        let confine = match &prepared {
+        let mut confine = match &prepared {
             Some(p) => crate::sandbox::confine::Confine {
                 ruleset: p.ruleset.as_raw_fd(),
                 own_network: p.own_network,
                 proxy: proxy_pair.as_ref().map_or(-1, |(_, child)| child.as_raw_fd()),
                 proxy_port: crate::sandbox::proxy::PORT,
+                open_files: 0,
             },
             None => crate::sandbox::confine::Confine::NONE,
         };
+        confine.open_files = limits.open_files.map_or(0, u64::from);
+        // SAFETY: sysconf has no preconditions.
+        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+        let watch = shim::Watch {
+            memory_pages: limits.memory_mb.map_or(0, |mb| mb.saturating_mul(1024 * 1024) / page),
+            processes: limits.processes.map_or(0, u64::from),
+        };
         // SAFETY: `enter` makes only async-signal-safe calls (see `shim`).
         unsafe {
-            cmd.pre_exec(move || shim::enter(fd, graces, confine));
+            cmd.pre_exec(move || shim::enter(fd, graces, confine, watch));
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -339,8 +389,14 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
         };
         let serving = finished_rx.clone();
         let refusal = Arc::new(std::sync::OnceLock::new());
-        let (pid, control) =
-            linux::handshake(host_end, child, ctx, supervisor, exit_tx, finished_tx, refusal.clone()).map_err(io)?;
+        let (pid, control) = linux::handshake(
+            host_end,
+            child,
+            ctx,
+            supervisor,
+            linux::Told { exit: exit_tx, finished: finished_tx, refusal: refusal.clone(), limits },
+        )
+        .map_err(io)?;
         if let Some((domains, from)) = proxy {
             // None when the server's process failed before making it (its refusal says why).
             if let Ok(listener) = crate::sandbox::landlock::receive_listener(&from) {
@@ -376,9 +432,9 @@ pub fn spawn(config: &StdioConfig, ctx: SpawnCtx<'_>) -> Result<Spawned, SpawnEr
             let info = match child.wait().await {
                 Ok(status) => {
                     use std::os::unix::process::ExitStatusExt;
-                    ExitInfo { code: status.code(), signal: status.signal() }
+                    ExitInfo { code: status.code(), signal: status.signal(), limit: None }
                 }
-                Err(_) => ExitInfo { code: None, signal: None },
+                Err(_) => ExitInfo { code: None, signal: None, limit: None },
             };
             let _ = exit_tx.send(Some(info));
             let _ = finished_tx.send(true);
@@ -479,111 +535,6 @@ impl ProcessTree {
             let _ = tokio::time::timeout(Duration::from_millis(300), self.finished()).await;
         }
     }
-}
-
-#[cfg(target_os = "linux")]
-mod linux {
-    //! The host's side of the supervisor's socket.
-
-    use std::io::Read;
-    use std::sync::{Arc, OnceLock};
-
-    use tokio::io::AsyncReadExt;
-    use tokio::process::Child;
-    use tokio::sync::watch;
-
-    use super::{ExitInfo, SpawnCtx, record, refusal_text, shim};
-
-    /// Reads the server's pid, records the supervisor, and starts the task that follows it.
-    pub(super) fn handshake(
-        host_end: std::os::unix::net::UnixStream,
-        mut child: Child,
-        ctx: SpawnCtx<'_>,
-        supervisor: i32,
-        exit_tx: watch::Sender<Option<ExitInfo>>,
-        finished_tx: watch::Sender<bool>,
-        refusal: Arc<OnceLock<String>>,
-    ) -> std::io::Result<(i32, tokio::net::unix::OwnedWriteHalf)> {
-        let mut first = [0u8; 5];
-        host_end.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
-        let mut read = (&host_end).read_exact(&mut first);
-        // The server's word about its sandbox may come before the supervisor's.
-        if read.is_ok() && first[0] == shim::MSG_SANDBOX {
-            let _ = refusal.set(refusal_text(i32::from_ne_bytes([first[1], first[2], first[3], first[4]])));
-            read = (&host_end).read_exact(&mut first);
-        }
-        if read.is_err() || first[0] != shim::MSG_PID {
-            let _ = child.start_kill();
-            return Err(std::io::Error::other("the supervisor did not report the server's pid"));
-        }
-        let pid = i32::from_ne_bytes([first[1], first[2], first[3], first[4]]);
-        host_end.set_nonblocking(true)?;
-        let stream = tokio::net::UnixStream::from_std(host_end)?;
-        let (mut reader, writer) = stream.into_split();
-        let entry = record::Entry::new(ctx.server, supervisor, pid, ctx.marker);
-        let record = ctx.record.cloned();
-        if let (Some(r), Some(e)) = (&record, &entry) {
-            r.add(e.clone());
-        }
-        let server = ctx.server.to_string();
-        tokio::spawn(async move {
-            let mut told = false;
-            let mut msg = [0u8; 5];
-            while reader.read_exact(&mut msg).await.is_ok() {
-                let value = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
-                match msg[0] {
-                    shim::MSG_EXIT => {
-                        told = true;
-                        let _ = exit_tx.send(Some(ExitInfo::from_wait_status(value)));
-                    }
-                    shim::MSG_SANDBOX => {
-                        let _ = refusal.set(refusal_text(value));
-                    }
-                    shim::MSG_LEFTOVERS => {
-                        tracing::info!(server = %server, "ended {value} process(es) the server left behind");
-                    }
-                    _ => {}
-                }
-            }
-            let status = child.wait().await;
-            if !told {
-                // The supervisor died before the server did (it was killed): the server died
-                // with it; sweep what the server had started.
-                use std::os::unix::process::ExitStatusExt;
-                let signal = status.ok().and_then(|s| s.signal());
-                tracing::warn!(server = %server, "the supervisor of this server was killed (signal {signal:?}); ending what is left");
-                if let Some(e) = &entry {
-                    let ended = e.sweep();
-                    if ended > 0 {
-                        tracing::warn!(server = %server, "ended {ended} process(es) left by the server");
-                    }
-                }
-                let _ = exit_tx.send(Some(ExitInfo { code: None, signal: Some(signal.unwrap_or(libc::SIGKILL)) }));
-            }
-            if let (Some(r), Some(e)) = (&record, &entry) {
-                r.remove(e);
-            }
-            let _ = finished_tx.send(true);
-        });
-        Ok((pid, writer))
-    }
-}
-
-/// What a server's report about its sandbox (`step << 24 | errno`) means, with how to opt out.
-#[cfg(target_os = "linux")]
-fn refusal_text(value: i32) -> String {
-    let step = u8::try_from(value >> 24).unwrap_or(0);
-    let errno = value & 0x00ff_ffff;
-    let e = std::io::Error::from_raw_os_error(errno);
-    let hint = match (step, errno) {
-        (1 | 2, libc::EPERM | libc::EACCES | libc::ENOSPC | libc::EINVAL) => {
-            ": this system does not let unprivileged users make user namespaces \
-             (`kernel.unprivileged_userns_clone`, `user.max_user_namespaces`, or an AppArmor rule); \
-             `\"network\": true` keeps the rest of the sandbox"
-        }
-        _ => "",
-    };
-    format!("{} failed ({e}){hint}; {OPT_OUT}", crate::sandbox::confine::step_name(step))
 }
 
 /// Trees to end at shutdown, oldest first (finished ones are dropped as new ones come).

@@ -15,11 +15,14 @@ pub(crate) struct Confine {
     pub proxy: RawFd,
     /// The proxy's port there.
     pub proxy_port: u16,
+    /// Open files per process (`RLIMIT_NOFILE`; 0: as inherited).
+    pub open_files: u64,
 }
 
 impl Confine {
     /// No sandbox.
-    pub(crate) const NONE: Confine = Confine { ruleset: -1, own_network: false, proxy: -1, proxy_port: 0 };
+    pub(crate) const NONE: Confine =
+        Confine { ruleset: -1, own_network: false, proxy: -1, proxy_port: 0, open_files: 0 };
 }
 
 /// The steps, as the failure report names them.
@@ -29,6 +32,7 @@ const STEP_LOOPBACK: u8 = 3;
 const STEP_NO_NEW_PRIVS: u8 = 4;
 const STEP_LANDLOCK: u8 = 5;
 const STEP_PROXY: u8 = 6;
+const STEP_LIMITS: u8 = 7;
 
 /// What a step was, for the person.
 pub(crate) fn step_name(step: u8) -> &'static str {
@@ -39,6 +43,7 @@ pub(crate) fn step_name(step: u8) -> &'static str {
         STEP_NO_NEW_PRIVS => "setting no_new_privs",
         STEP_LANDLOCK => "applying the Landlock ruleset",
         STEP_PROXY => "opening the proxy's socket in the namespace (for `network.allowedDomains`)",
+        STEP_LIMITS => "setting `limits.openFiles`",
         _ => "setting up the sandbox",
     }
 }
@@ -50,6 +55,12 @@ pub(crate) fn step_name(step: u8) -> &'static str {
 pub(crate) unsafe fn apply(c: Confine) -> Result<(), (u8, i32)> {
     // SAFETY: plain syscalls on values on this stack.
     unsafe {
+        if c.open_files > 0 {
+            let limit = libc::rlimit { rlim_cur: c.open_files, rlim_max: c.open_files };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err((STEP_LIMITS, errno()));
+            }
+        }
         if c.own_network {
             own_network()?;
         }

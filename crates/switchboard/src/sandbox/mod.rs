@@ -274,6 +274,9 @@ pub struct SandboxInfo {
     /// What it was refused, each with the config line that allows it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<Refusal>,
+    /// Its limits, when it has any (`memory_mb`, `processes`, `open_files`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::config::Limits>,
 }
 
 impl SandboxInfo {
@@ -285,7 +288,8 @@ impl SandboxInfo {
             Some(NetworkSpec::Off) => Network::Off,
             Some(NetworkSpec::Domains(d)) => Network::Domains(d.clone()),
         });
-        SandboxInfo { on: !off, network, refused: refusals.list() }
+        let limits = spec.map(|s| s.limits).filter(|l| *l != crate::config::Limits::default());
+        SandboxInfo { on: !off, network, refused: refusals.list(), limits }
     }
 }
 

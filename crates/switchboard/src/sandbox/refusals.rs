@@ -12,7 +12,7 @@ use super::{Rules, carve};
 const KEPT: usize = 32;
 
 /// What was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RefusedKind {
@@ -103,17 +103,23 @@ fn add(kept: &mut Vec<Refusal>, kind: RefusedKind, target: String, allow: String
     }
 }
 
-/// Whether `rules` keep `path` from the server: hidden (read), or outside every writable
-/// folder (write). `None`: the sandbox allows it (the error was the system's own).
+/// Whether `rules` keep `path` from the server: unreadable (a hidden path no root names on
+/// purpose), or readable but outside every writable folder. `None`: the sandbox allows it (the
+/// error was the system's own). A root grants a path as `carve` does: unless a hidden path
+/// lying strictly inside the root holds it.
 fn judge(rules: &Rules, path: &Path) -> Option<RefusedKind> {
-    let real = carve::real(path);
-    let explicit = |roots: &[PathBuf]| roots.iter().any(|r| real.starts_with(carve::real(r)) && r != Path::new("/"));
-    let hidden = rules.hidden.iter().any(|h| real.starts_with(carve::real(h)));
-    if hidden && !explicit(&rules.read) && !explicit(&rules.write) {
+    let p = carve::real(path);
+    let hidden: Vec<PathBuf> = rules.hidden.iter().map(|h| carve::real(h)).collect();
+    let grants = |roots: &[PathBuf]| {
+        roots.iter().any(|r| {
+            let r = carve::real(r);
+            p.starts_with(&r) && !hidden.iter().any(|h| h.starts_with(&r) && *h != r && p.starts_with(h))
+        })
+    };
+    if !grants(&rules.read) && !grants(&rules.write) {
         return Some(RefusedKind::Read);
     }
-    let writable = rules.write.iter().any(|w| real.starts_with(carve::real(w)));
-    (!writable).then_some(RefusedKind::Write)
+    (!grants(&rules.write)).then_some(RefusedKind::Write)
 }
 
 /// Absolute paths (and `~/…`) a line names: runs of path characters starting with `/` or
@@ -153,7 +159,7 @@ mod tests {
         Rules {
             read: vec!["/".into()],
             write: vec!["/w".into(), "/tmp".into()],
-            hidden: vec!["/h/.ssh".into()],
+            hidden: vec!["/h/.ssh".into(), "/tmp/secret".into()],
             network: Network::Open,
             state_dir: None,
         }
@@ -168,8 +174,14 @@ mod tests {
         r.line("EACCES: permission denied, open '/h/.ssh/id_rsa'");
         r.line("ENOENT: no such file, open '/h/.ssh/other'");
         r.line("EACCES: permission denied, open '/w/mine.txt'");
+        r.line("EACCES: permission denied, open '/tmp/secret'");
         let got = r.list();
-        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(
+            (got[2].kind, got[2].target.as_str()),
+            (RefusedKind::Read, "/tmp/secret"),
+            "hidden inside a writable folder"
+        );
         assert_eq!((got[0].kind, got[0].target.as_str(), got[0].count), (RefusedKind::Read, "~/.ssh/id_rsa", 2));
         assert_eq!(got[0].allow, r#""sandbox": {"filesystem": {"allowRead": ["~/.ssh/id_rsa"]}}"#);
         assert_eq!((got[1].kind, got[1].target.as_str()), (RefusedKind::Write, "/etc/out.txt"));

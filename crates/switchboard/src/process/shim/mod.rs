@@ -47,6 +47,13 @@ pub(super) const MSG_LEFTOVERS: u8 = b'l';
 pub(super) const MSG_SANDBOX: u8 = b's';
 /// The exit code of a server whose sandbox could not be set up.
 pub(super) const SANDBOX_EXIT: i32 = 126;
+/// Supervisor → host: the tree went past a limit (`LIMIT_MEMORY`, `LIMIT_PROCESSES`) and is
+/// being ended (sent before the exit).
+pub(super) const MSG_LIMIT: u8 = b'm';
+/// Which limit: the tree's resident memory.
+pub(super) const LIMIT_MEMORY: i32 = 1;
+/// Which limit: its number of processes.
+pub(super) const LIMIT_PROCESSES: i32 = 2;
 /// Host → supervisor: run the ending sequence now (the server's stdin is already closed).
 pub(super) const CMD_END: u8 = b'e';
 
@@ -64,13 +71,26 @@ pub(super) struct Graces {
     pub leftovers: i64,
 }
 
+/// What the supervisor watches while the server runs (0: no limit).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+pub(super) struct Watch {
+    /// The tree's resident memory, in pages.
+    pub memory_pages: u64,
+    /// Its processes at once.
+    pub processes: u64,
+}
+
+/// How often the limits are checked.
+const WATCH_MS: i32 = 200;
+
 /// The `pre_exec` hook: turns the forked child into the supervisor, forks the server (which
 /// enters its sandbox, `confine`), and returns (only) in the server, which std then execs.
 ///
 /// # Safety
 /// Runs between `fork` and `exec` in a child of a multi-threaded process: it may only make
 /// async-signal-safe calls, and does.
-pub(super) unsafe fn enter(ctl: RawFd, graces: Graces, confine: Confine) -> std::io::Result<()> {
+pub(super) unsafe fn enter(ctl: RawFd, graces: Graces, confine: Confine, watch: Watch) -> std::io::Result<()> {
     // SAFETY: every call below is a plain syscall wrapper on values on this stack.
     unsafe {
         let me = libc::getpid();
@@ -110,7 +130,7 @@ pub(super) unsafe fn enter(ctl: RawFd, graces: Graces, confine: Confine) -> std:
             libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             return Ok(());
         }
-        supervise(ctl, server, graces)
+        supervise(ctl, server, graces, watch)
     }
 }
 
@@ -125,7 +145,7 @@ enum Phase {
     Killing,
 }
 
-unsafe fn supervise(ctl: RawFd, server: libc::pid_t, graces: Graces) -> ! {
+unsafe fn supervise(ctl: RawFd, server: libc::pid_t, graces: Graces, watch: Watch) -> ! {
     // SAFETY: syscalls on our own fds and stack buffers.
     unsafe {
         // Everything this process uses from here on must live on its own stack: the heap is
@@ -133,6 +153,8 @@ unsafe fn supervise(ctl: RawFd, server: libc::pid_t, graces: Graces) -> ! {
         // optimising build passes it by reference), so it is read into a local first, and the
         // read cannot be put off past `release_memory`.
         let g: Graces = std::ptr::read_volatile(&graces);
+        let limits: Watch = std::ptr::read_volatile(&watch);
+        let watching = limits.memory_pages > 0 || limits.processes > 0;
         let (ctl, server) = (std::ptr::read_volatile(&ctl), std::ptr::read_volatile(&server));
         send(ctl, MSG_PID, server);
         let ctl = keep_only(ctl);
@@ -186,6 +208,7 @@ unsafe fn supervise(ctl: RawFd, server: libc::pid_t, graces: Graces) -> ! {
             // (after that the number may be reused).
             let group = if status.is_none() { Some(server) } else { None };
             let timeout = match phase {
+                Phase::Watching if watching && status.is_none() => WATCH_MS,
                 Phase::Watching => -1,
                 Phase::Ending { deadline, .. } => (deadline - now_ms()).clamp(0, i32::MAX as i64) as libc::c_int,
                 Phase::Killing => 20,
@@ -214,6 +237,22 @@ unsafe fn supervise(ctl: RawFd, server: libc::pid_t, graces: Graces) -> ! {
             if sfd < 0 && phase == Phase::Watching {
                 // No signalfd (should not happen): poll for exits instead.
                 libc::usleep(50_000);
+            }
+            if watching && phase == Phase::Watching && status.is_none() {
+                let (count, pages) = walk.usage();
+                let past = if limits.memory_pages > 0 && pages > limits.memory_pages {
+                    LIMIT_MEMORY
+                } else if limits.processes > 0 && count as u64 > limits.processes {
+                    LIMIT_PROCESSES
+                } else {
+                    0
+                };
+                if past != 0 {
+                    if host_open {
+                        send(ctl, MSG_LIMIT, past);
+                    }
+                    phase = Phase::Killing;
+                }
             }
             match phase {
                 Phase::Ending { step, deadline } if now_ms() >= deadline => {

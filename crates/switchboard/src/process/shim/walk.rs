@@ -46,6 +46,38 @@ impl Walk {
         }
     }
 
+    /// How many processes are under the supervisor, and their resident memory in pages
+    /// (`/proc/<pid>/statm`; a process gone meanwhile counts for nothing).
+    pub(super) fn usage(self) -> (usize, u64) {
+        let mut tree = [0 as libc::pid_t; 2048];
+        // SAFETY: getpid has no preconditions.
+        let n = self.collect(unsafe { libc::getpid() }, &mut tree);
+        let mut pages: u64 = 0;
+        for &pid in tree.iter().take(n) {
+            let mut p = PathBuf::new();
+            p.push(b"/proc/");
+            p.push_int(i64::from(pid));
+            p.push(b"/statm");
+            // SAFETY: a NUL-terminated path; reads into a stack buffer.
+            unsafe {
+                let fd = libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    continue;
+                }
+                let mut buf = [0u8; 128];
+                let got = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+                libc::close(fd);
+                if got <= 0 {
+                    continue;
+                }
+                // "size resident shared ...": the second field.
+                let resident = buf[..got as usize].split(|&b| b == b' ').nth(1).and_then(parse_int);
+                pages = pages.saturating_add(resident.map_or(0, |r| r.max(0) as u64));
+            }
+        }
+        (n, pages)
+    }
+
     /// Every descendant of `root`, breadth first, into `out` (as many as fit); returns the count.
     pub(super) fn collect(self, root: libc::pid_t, out: &mut [libc::pid_t]) -> usize {
         let mut n = 0;

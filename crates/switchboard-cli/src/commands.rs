@@ -296,6 +296,14 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             let only = tool.as_deref().and_then(|t| servers_for_tool(t, &ctx.loaded));
             with_hub(ctx, only, |hub, _| async move { crate::policy::show(ctx, &hub, tool.as_deref(), json) }).await
         }
+        Command::Scan { ref server, json } => {
+            if let Some(name) = server
+                && !ctx.loaded.servers.contains_key(name)
+            {
+                return Err(crate::ctx::no_server(&ctx.loaded, name));
+            }
+            with_hub(ctx, None, |hub, _| async move { crate::scan::show(&hub, server.as_deref(), json) }).await
+        }
         Command::Allow { ref glob } => crate::policy::edit(ctx, "allow", glob, "user").await,
         Command::Ask { ref glob, ref scope } => crate::policy::edit(ctx, "ask", glob, scope).await,
         Command::Deny { ref glob, ref scope } => crate::policy::edit(ctx, "deny", glob, scope).await,

@@ -175,6 +175,9 @@ impl Server {
                 safe(&str_of_value(f, "field")),
                 safe(&str_of_value(f, "why"))
             );
+            if let Some(evidence) = f.get("evidence").and_then(Value::as_str) {
+                out!("      \"{}\"", safe(&short(evidence, 160)));
+            }
         }
         if let Some(sandbox) = self.info.get("sandbox") {
             out!("  sandbox  {}", render::sandbox_word(sandbox));

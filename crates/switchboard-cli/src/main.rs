@@ -23,6 +23,7 @@ mod policy;
 mod remote;
 mod render;
 mod sandbox;
+mod scan;
 mod serve;
 mod signals;
 mod terminal;
@@ -347,6 +348,16 @@ pub enum Command {
         /// Print the link; do not open a browser.
         #[arg(long)]
         print_url: bool,
+    },
+    /// Checks every server's definitions (or one's), locally and offline: instructions aimed at
+    /// the model, reads of secrets, exfiltration, shadowing other servers' tools, hidden
+    /// characters. Exits 1 when something is found at `medium` or above.
+    Scan {
+        /// Only this server's findings (every server is started: shadowing needs them all).
+        server: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
     },
     /// The tool-call policy's decision for every tool (or one), and the rule of which file made it.
     Policy {

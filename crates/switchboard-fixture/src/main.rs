@@ -71,6 +71,9 @@ struct Options {
     poisoned: bool,
     /// List `attempt`: reads, writes and connections a sandbox must stop.
     hostile: bool,
+    /// List the tools of a definitions file too (`{"definitions": [{"tool": {...}}]}`, the
+    /// scanner's poisoned corpus); calling one answers `called <name>`.
+    definitions: Vec<Value>,
     /// Offer a prompt (`slow`), a resource (`fixture://slow`) and completions that take
     /// ten seconds unless cancelled (a cancellation is written to the call log).
     slow_requests: bool,
@@ -108,6 +111,13 @@ fn parse_args() -> Result<Options, String> {
             "--ask-later" => opts.ask_later = true,
             "--poisoned" => opts.poisoned = true,
             "--hostile" => opts.hostile = true,
+            "--definitions" => {
+                let file = value("--definitions")?;
+                let text = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
+                let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{file}: {e}"))?;
+                let items = doc["definitions"].as_array().cloned().unwrap_or_default();
+                opts.definitions.extend(items.into_iter().filter_map(|d| d.get("tool").cloned()));
+            }
             "--slow-requests" => opts.slow_requests = true,
             "--sleep-forever" => sleep_forever(),
             other => return Err(format!("unknown flag {other}")),

@@ -104,6 +104,7 @@ impl Fixture {
         if self.opts.hostile {
             tools.push(crate::hostile::tool());
         }
+        tools.extend(self.opts.definitions.iter().cloned());
         for i in 0..self.opts.tools {
             tools.push(tool(
                 &format!("tool_{i}"),
@@ -320,6 +321,7 @@ pub(crate) async fn call(
         {
             text(format!("called {name}"))
         }
+        other if fixture.opts.definitions.iter().any(|d| d["name"] == other) => text(format!("called {other}")),
         other => Err(ErrorData::invalid_params(format!("no tool named {other}"), None)),
     }
 }

@@ -390,3 +390,35 @@ fn a_poisoned_upstream_reaches_the_typescript_client_without_its_hidden_characte
     assert!(servers.contains("\"findings\""), "{servers}");
     assert!(!servers.contains("id_rsa"), "the decoded hidden text reached the model: {servers}");
 }
+
+/// The scanner's poisoned corpus (`switchboard/tests/scan/poisoned.json`) served by the
+/// upstream, with `policy.findings: deny` at `high`: the TypeScript client is given none of the
+/// tools with a high finding and a call to one is refused naming the rule; the clean ones
+/// work, and `switchboard://servers` tells the model there are findings, never their text.
+#[test]
+fn tools_with_a_denied_finding_never_reach_the_typescript_client() {
+    let corpus = switchboard_testkit::workspace().join("crates/switchboard/tests/scan/poisoned.json");
+    let home = Home::with(
+        false,
+        json!({"fixture_args": ["--definitions", corpus.display().to_string()],
+               "policy": {"findings": {"action": "deny", "at": "high"}}}),
+    );
+    let mut c = Command::new("node");
+    c.arg(script("screen_client.mjs")).arg(node_peers()).arg("clean").args(&stdio(&home)[1..]);
+    env(&mut c, &home);
+    let v = report(c);
+    let tools: Vec<&str> = v["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    for poisoned in ["fx__summarize", "fx__add", "fx__deploy", "fx__backup", "fx__calc", "fx__daily_fact"] {
+        assert!(!tools.contains(&poisoned), "{poisoned} was listed: {tools:?}");
+    }
+    assert!(
+        tools.contains(&"fx__echo") && tools.contains(&"fx__init_session"),
+        "clean and medium ones stay: {tools:?}"
+    );
+    assert_eq!(v["result"], "clean", "{v}");
+    assert_eq!(v["summarize"]["isError"], true, "{v}");
+    let said = v["summarize"]["text"].as_str().unwrap_or_default();
+    assert!(said.contains("findings: deny") && said.contains("instructions_to_model"), "{said}");
+    let servers = v["servers"].as_str().unwrap_or_default();
+    assert!(servers.contains("instructions_to_model") && !servers.contains("Ignore all previous"), "{servers}");
+}

@@ -1,7 +1,8 @@
 // The TypeScript SDK's client (1.x) through `switchboard gateway` on stdio, against a poisoned
 // upstream: prints one JSON line with what a model would be given (the `fx__weather`
-// definition, the gateway's instructions, an echo call's result), so the test can check that
-// no hidden character reached it.
+// definition, the tools' names, the gateway's instructions, an echo call's result, and what
+// calling `fx__summarize` gives), so the test can check that no hidden character reached it and
+// that a tool with a denied finding is neither listed nor called.
 //
 //   node screen_client.mjs <sdk folder> <text to echo> <switchboard> <args...>
 import { pathToFileURL } from "node:url";
@@ -16,12 +17,16 @@ const client = new Client({ name: "screen-test", version: "1.0.0" }, { capabilit
 const out = {};
 try {
   await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" }));
-  let weather;
+  let tools = [];
   for (const started = Date.now(); Date.now() - started < 20000; await new Promise((r) => setTimeout(r, 200))) {
-    weather = (await client.listTools()).tools.find((t) => t.name === "fx__weather");
-    if (weather) break;
+    tools = (await client.listTools()).tools;
+    if (tools.some((t) => t.name === "fx__echo")) break;
   }
-  out.weather = weather ?? null;
+  out.weather = tools.find((t) => t.name === "fx__weather") ?? null;
+  out.tools = tools.map((t) => t.name);
+  // A tool of the poisoned corpus (when the fixture lists it): what calling it gives.
+  const summarize = await client.callTool({ name: "fx__summarize", arguments: {} }).catch((e) => ({ error: String(e) }));
+  out.summarize = summarize.content ? { isError: summarize.isError ?? false, text: summarize.content.map((c) => c.text).join("") } : summarize;
   out.instructions = client.getInstructions() ?? null;
   const result = await client.callTool({ name: "fx__echo", arguments: { text } });
   out.result = result.content.map((c) => c.text).join("");

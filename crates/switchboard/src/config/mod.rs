@@ -36,7 +36,9 @@ pub use foreign::{KnownFile, Note, SourceScope, Tool, known_files};
 pub use import::{Action, Found, FoundServer, Planned, RenameReason, apply_import, plan_import, scan};
 pub use inputs::{InputDecl, InputStore, InputsError, MissingInput};
 pub use oauth::{AssertionSource, DEFAULT_CALLBACK_PORT, DpopMode, EnterpriseConfig, OAuthConfig, OAuthGrant};
-pub use policy::{AuditConfig, DefaultRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules};
+pub use policy::{
+    AuditConfig, DefaultRule, FindingsRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules,
+};
 pub use sandbox::{Limits, NetworkSpec, SandboxSpec};
 
 /// Reads one server entry as it would stand in a file (`source`, of `scope`), expanding

@@ -99,6 +99,20 @@ pub struct PolicyRules {
     pub deny: Vec<String>,
     /// For tools no glob matches.
     pub default: Option<DefaultRule>,
+    /// For tools whose server's definitions raised a finding (`findings`).
+    pub findings: Option<FindingsRule>,
+}
+
+/// `policy.findings`: what a call gets when the tool's definition (or its server's
+/// instructions) raised a finding at `at` or above: `"deny"`, or `{"action": "ask", "at":
+/// "high"}` (`at` defaults to `medium`). Without it, findings only warn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct FindingsRule {
+    /// `ask` or `deny` (`warn`: shown, nothing more).
+    pub action: crate::policy::Verdict,
+    /// The least severity it takes.
+    pub at: crate::screen::Severity,
 }
 
 /// One file's rules, with where they came from.
@@ -273,7 +287,7 @@ pub(crate) fn parse_policy(value: &Value, source: RuleSource, ctx: &mut FileCtx<
             Severity::Error,
             None,
             Some("policy"),
-            "`policy` must be an object with `allow`, `ask`, `deny` and/or `default`".into(),
+            "`policy` must be an object with `allow`, `ask`, `deny`, `default` and/or `findings`".into(),
         );
         return None;
     };
@@ -290,6 +304,10 @@ pub(crate) fn parse_policy(value: &Value, source: RuleSource, ctx: &mut FileCtx<
             "allow" => rules.allow = strings(ctx, &field, v),
             "ask" => rules.ask = strings(ctx, &field, v),
             "deny" => rules.deny = strings(ctx, &field, v),
+            "findings" => match findings_rule(v) {
+                Ok(rule) => rules.findings = rule,
+                Err(message) => ctx.diag(Severity::Error, None, Some(&field), message),
+            },
             "default" => {
                 let parsed = v.as_str().and_then(|s| match s {
                     "allow" => Some(DefaultRule::Allow),
@@ -313,11 +331,44 @@ pub(crate) fn parse_policy(value: &Value, source: RuleSource, ctx: &mut FileCtx<
                 Severity::Warning,
                 None,
                 Some(&field),
-                format!("unknown field `{}` ignored: use `allow`, `ask`, `deny` and `default`", crate::text::excerpt(other, 60)),
+                format!("unknown field `{}` ignored: use `allow`, `ask`, `deny`, `default` and `findings`", crate::text::excerpt(other, 60)),
             ),
         }
     }
     Some(rules)
+}
+
+/// Reads `policy.findings` (`None`: `warn`).
+fn findings_rule(v: &Value) -> Result<Option<FindingsRule>, String> {
+    use crate::policy::Verdict;
+    use crate::screen::Severity as S;
+    let action = |s: &str| match s {
+        "warn" => Ok(None),
+        "ask" => Ok(Some(Verdict::Ask)),
+        "deny" => Ok(Some(Verdict::Deny)),
+        _ => Err(format!("`{}` is not an action: use \"warn\", \"ask\" or \"deny\"", crate::text::excerpt(s, 40))),
+    };
+    let (act, at) = match v {
+        Value::String(s) => (action(s)?, S::Medium),
+        Value::Object(m) => {
+            if let Some(k) = m.keys().find(|k| !matches!(k.as_str(), "action" | "at")) {
+                return Err(format!("unknown key `{}`: use `action` and `at`", crate::text::excerpt(k, 40)));
+            }
+            let act = action(
+                m.get("action").and_then(Value::as_str).ok_or("needs `action`: \"warn\", \"ask\" or \"deny\"")?,
+            )?;
+            let at = match m.get("at").map(|a| a.as_str()) {
+                None => S::Medium,
+                Some(Some("low")) => S::Low,
+                Some(Some("medium")) => S::Medium,
+                Some(Some("high")) => S::High,
+                Some(_) => return Err("`at` must be \"low\", \"medium\" or \"high\"".into()),
+            };
+            (act, at)
+        }
+        _ => return Err("must be \"warn\", \"ask\", \"deny\" or {\"action\", \"at\"}".into()),
+    };
+    Ok(act.map(|action| FindingsRule { action, at }))
 }
 
 /// Reads an `audit` section.

@@ -32,7 +32,39 @@ impl Hub {
         let trusted = self.inner.slot(&entry.server).is_ok_and(|s| is_trusted(self, &s));
         let tool = ToolRef::new(&entry.name, &entry.server, &entry.tool.name)
             .annotated(entry.tool.annotations.as_ref(), trusted);
-        self.inner.gate.policy().decide(tool)
+        let policy = self.inner.gate.policy();
+        let decision = policy.decide(tool);
+        // `findings`: a tool whose definition (or its server's instructions) raised one is
+        // asked about or denied, unless a rule already says more.
+        match self.worst_finding(entry).and_then(|(worst, found)| policy.findings(worst, &found)) {
+            Some(by_findings) if by_findings.verdict > decision.verdict => by_findings,
+            _ => decision,
+        }
+    }
+
+    /// The worst finding about a tool (its definition, or its server's instructions), with
+    /// its rules as the person reads them (`high: instructions_to_model, secret_access`).
+    fn worst_finding(&self, entry: &ToolEntry) -> Option<(crate::screen::Severity, String)> {
+        use crate::screen::Target;
+        let slot = self.inner.slot(&entry.server).ok()?;
+        let st = slot.state();
+        let about: Vec<&crate::screen::Finding> = st
+            .findings
+            .iter()
+            .filter(|f| {
+                matches!(&f.target, Target::Instructions) || f.target == Target::Tool(entry.tool.name.to_string())
+            })
+            .collect();
+        let worst = about.iter().map(|f| f.severity).max()?;
+        let mut rules: Vec<String> = about
+            .iter()
+            .filter(|f| f.severity == worst)
+            .filter_map(|f| serde_json::to_value(f.rule).ok()?.as_str().map(String::from))
+            .collect();
+        rules.sort();
+        rules.dedup();
+        let word = serde_json::to_value(worst).ok()?.as_str().map(String::from).unwrap_or_default();
+        Some((worst, format!("a {word} finding: {}", rules.join(", "))))
     }
 
     /// The decision for a tool of the catalog and its rule as text, made once per tool per

@@ -23,6 +23,7 @@ mod pipeline;
 mod reload;
 mod request;
 mod retry;
+mod scan;
 mod slot;
 mod subscriptions;
 mod view;
@@ -119,6 +120,8 @@ pub(crate) struct Inner {
     spill_dir: Arc<std::path::Path>,
     /// Policy, approvals and the audit log.
     gate: crate::policy::gate::Gate,
+    /// The text checks of servers' definitions ([`crate::screen::Scanner`]).
+    scanner: crate::screen::Scanner,
     /// The chain this hub passes on to its servers (see [`crate::chain`]).
     chain: String,
     /// Its config's id in chains ([`crate::workspace::config_key`]).
@@ -190,6 +193,7 @@ impl Hub {
             chain,
             config_id,
             gate,
+            scanner: crate::screen::Scanner::new(),
             spill_dir,
             host_env: Arc::new(options.host_env.clone()),
             options,

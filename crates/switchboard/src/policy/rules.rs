@@ -77,6 +77,13 @@ pub enum RuleKind {
     NoPolicy,
     /// Rules exist, none matches this tool, and no file sets a `default`: allowed.
     NoMatch,
+    /// `findings`: the tool's definition (or its server's instructions) raised a finding.
+    Findings {
+        /// The least severity the rule takes.
+        at: crate::screen::Severity,
+        /// What was found: the worst severity and its rules (`high: instructions_to_model`).
+        found: String,
+    },
     /// The managed file could not be read: every call is refused until it is fixed.
     ManagedUnreadable {
         /// What is wrong with it.
@@ -110,6 +117,9 @@ impl fmt::Display for Rule {
                 return f.write_str("no rule matches this tool, and no file sets a `default` (allowed)");
             }
             RuleKind::ManagedUnreadable { message } => write!(f, "the managed policy is unreadable ({message})")?,
+            RuleKind::Findings { found, .. } => {
+                write!(f, "`findings: {}` (its definition raised {found}; `switchboard scan` says what)", self.verdict)?
+            }
         }
         if let Some(file) = &self.file {
             write!(f, " of {}", file.display())?;
@@ -202,6 +212,7 @@ struct Compiled {
     file: PathBuf,
     lists: [(Verdict, Globs); 3],
     default: Option<DefaultRule>,
+    findings: Option<crate::config::FindingsRule>,
 }
 
 /// Every file's rules, compiled.
@@ -244,6 +255,7 @@ impl Policy {
                     .rules
                     .default
                     .filter(|d| l.source != RuleSource::Project || matches!(d, DefaultRule::Ask | DefaultRule::Deny)),
+                findings: l.rules.findings,
             })
             .collect();
         Policy { layers, managed_error }
@@ -252,6 +264,27 @@ impl Policy {
     /// Whether any file has a `policy` (without one every call is allowed).
     pub fn is_active(&self) -> bool {
         !self.layers.is_empty() || self.managed_error.is_some()
+    }
+
+    /// What `findings` says of a tool whose worst finding is `worst` (`found`: it and its
+    /// rules, for the message): the strictest file's verdict, `None` when no file's rule takes
+    /// that severity.
+    pub fn findings(&self, worst: crate::screen::Severity, found: &str) -> Option<Decision> {
+        let (layer, rule) = self
+            .layers
+            .iter()
+            .filter_map(|l| l.findings.filter(|r| worst >= r.at).map(|r| (l, r)))
+            .max_by_key(|(_, r)| r.action)?;
+        Some(Decision {
+            verdict: rule.action,
+            rule: Rule {
+                verdict: rule.action,
+                kind: RuleKind::Findings { at: rule.at, found: found.to_string() },
+                file: Some(layer.file.clone()),
+                source: Some(layer.source),
+            },
+            managed: layer.source == RuleSource::Managed,
+        })
     }
 
     /// The decision for `tool`.

@@ -10,6 +10,7 @@
 //! characters is a finding, and the catalog's names keep only `[A-Za-z0-9_-]` anyway.
 
 pub mod hidden;
+mod scan;
 
 use std::borrow::Cow;
 
@@ -18,11 +19,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use hidden::{Hidden, HiddenKind, strip};
+pub use scan::Scanner;
 
 use crate::catalog::ServerLists;
 
 /// How much a finding matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Severity {
@@ -41,6 +43,15 @@ pub enum Severity {
 pub enum Rule {
     /// Characters a person does not see but a model reads (removed).
     HiddenCharacters,
+    /// Words aimed at the model rather than the person: set aside earlier instructions, keep
+    /// something from the person, call this first.
+    InstructionsToModel,
+    /// Asks for the person's secrets or credentials to be read.
+    SecretAccess,
+    /// Tells the model to send data away (to an address, into a parameter).
+    Exfiltration,
+    /// Names another server's tools, or rules for them.
+    Shadowing,
 }
 
 /// Where in a server's definitions a finding is.
@@ -79,6 +90,9 @@ pub struct Finding {
     /// What was removed, decoded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hidden: Option<Hidden>,
+    /// The words that raised it, with some around them (a text check's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
 }
 
 impl Finding {
@@ -91,6 +105,7 @@ impl Finding {
             why: hidden.summary(),
             field,
             hidden: Some(hidden),
+            evidence: None,
         }
     }
 }

@@ -104,3 +104,42 @@ fn policy_findings_deny_refuses_calls_to_tools_with_a_finding() {
 fn home_with(action: &str) -> tempfile::TempDir {
     home(json!({"findings": action}))
 }
+
+/// Secrets leaving through results: a server that answers with a private key it read and with
+/// the token switchboard gave it. Redacted by default (the audit record says what kinds, never
+/// the values), withheld under `policy.secrets: block`, passed under `off`.
+#[test]
+fn secrets_in_results_are_redacted_withheld_or_let_through_and_audited() {
+    let token = "s3cr3t-value-123";
+    let pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE\n-----END OPENSSH PRIVATE KEY-----\n";
+    let run_with = |secrets: Option<&str>| {
+        let home = tempfile::tempdir().unwrap();
+        let mut config = json!({
+            "servers": {"h": {"command": fixture().display().to_string(), "args": ["--hostile"], "env": {"API_TOKEN": token}}},
+            "audit": {"arguments": true},
+        });
+        if let Some(s) = secrets {
+            config["policy"] = json!({"secrets": s});
+        }
+        std::fs::write(home.path().join("user.json"), config.to_string()).unwrap();
+        let env = run(home.path(), &["call", "h/attempt", &json!({"what": "env", "target": "API_TOKEN"}).to_string()]);
+        let key = run(home.path(), &["call", "h/echo", &json!({"text": format!("here it is: {pem}")}).to_string()]);
+        (home, env, key)
+    };
+    let (home, env, key) = run_with(None);
+    assert!(env.0.contains("ok: [redacted: secret given to the server]") && !env.0.contains(token), "{env:?}");
+    assert!(key.0.contains("here it is: [redacted: private key]") && !key.0.contains("b3BlbnNz"), "{key:?}");
+    let (out, _, _) = run(home.path(), &["audit", "--json"]);
+    let audit: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(audit["calls"][0]["secrets"], json!([{"kind": "server_secret", "count": 1}]), "{audit}");
+    assert_eq!(audit["calls"][1]["secrets"], json!([{"kind": "private_key", "count": 1}]), "{audit}");
+    let day_files = std::fs::read_dir(switchboard_testkit::data_dir(home.path()).join("audit")).unwrap();
+    for f in day_files.flatten() {
+        let text = std::fs::read_to_string(f.path()).unwrap();
+        assert!(!text.contains(token), "the value never reaches the log");
+    }
+    let (_, env, _) = run_with(Some("block"));
+    assert!(env.1.contains("switchboard withheld this result: it carried secret given to the server (1)"), "{env:?}");
+    let (_, env, _) = run_with(Some("off"));
+    assert!(env.0.contains(&format!("ok: {token}")), "{env:?}");
+}

@@ -16,7 +16,7 @@ pub(crate) fn tool() -> Value {
                         or processes (a count), \
                         itself or from a child process (`child`), and says `ok: …` or `refused: …`.",
         "inputSchema": {"type": "object", "required": ["what", "target"], "properties": {
-            "what": {"type": "string", "enum": ["read", "write", "tcp", "udp", "http", "memory", "processes"]},
+            "what": {"type": "string", "enum": ["read", "write", "tcp", "udp", "http", "memory", "processes", "env"]},
             "target": {"type": "string"},
             "child": {"type": "boolean"},
         }},
@@ -107,6 +107,8 @@ pub(crate) fn attempt(what: &str, target: &str) -> String {
             .map(|n| format!("sent {n} bytes")),
         "http" => http(target),
         "memory" => memory(target),
+        // What a careless server does with the secrets it was given.
+        "env" => std::env::var(target).map_err(std::io::Error::other),
         "processes" => processes(target),
         other => Err(std::io::Error::other(format!("unknown attempt {other}"))),
     };

@@ -101,6 +101,8 @@ pub struct PolicyRules {
     pub default: Option<DefaultRule>,
     /// For tools whose server's definitions raised a finding (`findings`).
     pub findings: Option<FindingsRule>,
+    /// What becomes of secrets in results (`secrets`).
+    pub secrets: Option<crate::screen::secrets::SecretsMode>,
 }
 
 /// `policy.findings`: what a call gets when the tool's definition (or its server's
@@ -304,6 +306,21 @@ pub(crate) fn parse_policy(value: &Value, source: RuleSource, ctx: &mut FileCtx<
             "allow" => rules.allow = strings(ctx, &field, v),
             "ask" => rules.ask = strings(ctx, &field, v),
             "deny" => rules.deny = strings(ctx, &field, v),
+            "secrets" => {
+                use crate::screen::secrets::SecretsMode;
+                match v.as_str() {
+                    Some("off") if source == RuleSource::Project => ctx.diag(
+                        Severity::Error,
+                        None,
+                        Some(&field),
+                        "a project file may only tighten: `secrets: off` ignored".into(),
+                    ),
+                    Some("off") => rules.secrets = Some(SecretsMode::Off),
+                    Some("redact") => rules.secrets = Some(SecretsMode::Redact),
+                    Some("block") => rules.secrets = Some(SecretsMode::Block),
+                    _ => ctx.diag(Severity::Error, None, Some(&field), "`secrets` must be \"redact\", \"block\" or \"off\"".into()),
+                }
+            }
             "findings" => match findings_rule(v) {
                 Ok(rule) => rules.findings = rule,
                 Err(message) => ctx.diag(Severity::Error, None, Some(&field), message),

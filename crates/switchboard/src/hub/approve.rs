@@ -178,6 +178,7 @@ impl Hub {
             arguments_sha256: digest,
             arguments: kept,
             hidden: result.as_ref().ok().and_then(|o| o.hidden.as_deref().cloned()),
+            secrets: result.as_ref().ok().and_then(|o| o.secrets.as_deref().cloned()).unwrap_or_default(),
         };
         if watched {
             self.inner.events.send(crate::events::Event::ToolCalled(Box::new(record.clone())));

@@ -127,6 +127,9 @@ pub struct ToolOutput {
     /// What was removed from it, decoded, for the person (never given to a model).
     /// Boxed: rare, and a call's future carries the output.
     pub hidden: Option<Box<crate::screen::Hidden>>,
+    /// Secrets taken out of it (`policy.secrets`): kinds and counts. Boxed: rare, and a
+    /// call's future carries the output.
+    pub secrets: Option<Box<Vec<crate::screen::secrets::Redaction>>>,
     /// How to make the model's form, unless the call was `raw_only`.
     format: Option<Format>,
     model: std::sync::OnceLock<Box<ModelResult>>,
@@ -207,7 +210,7 @@ impl ToolOutput {
         spill_dir: &std::path::Path,
     ) -> ToolOutput {
         let format = Some(Format { budget, spill_dir: Arc::from(spill_dir) });
-        ToolOutput { name, server, tool, raw, hidden: None, format, model: std::sync::OnceLock::new() }
+        ToolOutput { name, server, tool, raw, hidden: None, secrets: None, format, model: std::sync::OnceLock::new() }
     }
 }
 
@@ -290,15 +293,43 @@ impl Hub {
         if let Some(h) = &hidden {
             tracing::warn!(server = %entry.server, "the result of `{}` had hidden characters, removed: {}", entry.name, h.summary());
         }
+        let secrets = Some(self.take_secrets(slot, &entry.name, &mut raw)).filter(|s| !s.is_empty()).map(Box::new);
         Ok(ToolOutput {
             name: entry.name.clone(),
             server: entry.server.clone(),
             tool: entry.tool.name.to_string(),
             raw,
             hidden,
+            secrets,
             format,
             model: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Takes secrets out of a result as `policy.secrets` says (a result that carried one is
+    /// withheld under `block`); what was taken.
+    fn take_secrets(
+        &self,
+        slot: &Slot,
+        name: &str,
+        raw: &mut CallToolResult,
+    ) -> Vec<crate::screen::secrets::Redaction> {
+        use crate::screen::secrets::{SecretsMode, withheld};
+        let mode = self.inner.gate.policy().secrets();
+        if mode == SecretsMode::Off {
+            return Vec::new();
+        }
+        let known = slot.config().map(|c| server_secrets(&c, &self.inner.host_env)).unwrap_or_default();
+        let found = self.inner.secret_finder.redact(raw, &known);
+        if !found.is_empty() {
+            let kinds: Vec<String> = found.iter().map(|r| format!("{:?} ×{}", r.kind, r.count)).collect();
+            tracing::warn!(server = %slot.name, "the result of `{name}` carried secrets ({}): {}", kinds.join(", "),
+                if mode == SecretsMode::Block { "withheld" } else { "redacted" });
+            if mode == SecretsMode::Block {
+                *raw = withheld(&found);
+            }
+        }
+        found
     }
 
     /// Reads a resource from a server.
@@ -422,5 +453,21 @@ impl Hub {
             st.subscribed.remove(uri);
         }
         Ok(())
+    }
+}
+
+/// The secret values switchboard gives a server: its env values, its header values, the token
+/// its `bearer_token_env_var` names.
+fn server_secrets(
+    config: &crate::config::ServerConfig,
+    host_env: &std::collections::HashMap<String, String>,
+) -> Vec<String> {
+    match &config.transport {
+        crate::config::TransportConfig::Stdio(s) => s.env.values().filter(|v| v.len() >= 8).cloned().collect(),
+        crate::config::TransportConfig::Http(h) => {
+            let mut v: Vec<String> = h.headers.values().cloned().collect();
+            v.extend(h.bearer_token_env_var.as_ref().and_then(|k| host_env.get(k)).cloned());
+            v
+        }
     }
 }

@@ -122,6 +122,8 @@ pub(crate) struct Inner {
     gate: crate::policy::gate::Gate,
     /// The text checks of servers' definitions ([`crate::screen::Scanner`]).
     scanner: crate::screen::Scanner,
+    /// The secret patterns results are searched for ([`crate::screen::secrets`]).
+    secret_finder: crate::screen::secrets::SecretFinder,
     /// The chain this hub passes on to its servers (see [`crate::chain`]).
     chain: String,
     /// Its config's id in chains ([`crate::workspace::config_key`]).
@@ -194,6 +196,7 @@ impl Hub {
             config_id,
             gate,
             scanner: crate::screen::Scanner::new(),
+            secret_finder: crate::screen::secrets::SecretFinder::new(),
             spill_dir,
             host_env: Arc::new(options.host_env.clone()),
             options,

@@ -213,6 +213,7 @@ struct Compiled {
     lists: [(Verdict, Globs); 3],
     default: Option<DefaultRule>,
     findings: Option<crate::config::FindingsRule>,
+    secrets: Option<crate::screen::secrets::SecretsMode>,
 }
 
 /// Every file's rules, compiled.
@@ -256,6 +257,7 @@ impl Policy {
                     .default
                     .filter(|d| l.source != RuleSource::Project || matches!(d, DefaultRule::Ask | DefaultRule::Deny)),
                 findings: l.rules.findings,
+                secrets: l.rules.secrets,
             })
             .collect();
         Policy { layers, managed_error }
@@ -285,6 +287,12 @@ impl Policy {
             },
             managed: layer.source == RuleSource::Managed,
         })
+    }
+
+    /// What becomes of secrets in results: the strictest file's `secrets` (`redact` when
+    /// none says).
+    pub fn secrets(&self) -> crate::screen::secrets::SecretsMode {
+        self.layers.iter().filter_map(|l| l.secrets).max().unwrap_or_default()
     }
 
     /// The decision for `tool`.

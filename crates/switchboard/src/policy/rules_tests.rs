@@ -9,7 +9,11 @@ fn layer(
     default: Option<DefaultRule>,
 ) -> PolicyLayer {
     let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
-    PolicyLayer::new(source, file.into(), PolicyRules { allow: v(allow), ask: v(ask), deny: v(deny), default, findings: None })
+    PolicyLayer::new(
+        source,
+        file.into(),
+        PolicyRules { allow: v(allow), ask: v(ask), deny: v(deny), default, findings: None, secrets: None },
+    )
 }
 
 fn tool<'a>(name: &'a str, server: &'a str, raw: &'a str) -> ToolRef<'a> {

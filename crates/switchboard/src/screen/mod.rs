@@ -11,6 +11,7 @@
 
 pub mod hidden;
 mod scan;
+pub mod secrets;
 
 use std::borrow::Cow;
 

@@ -97,6 +97,10 @@ pub struct AuditRecord {
     /// Hidden characters removed from the result ([`crate::screen`]), decoded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hidden: Option<crate::screen::Hidden>,
+    /// Secrets taken out of the result (`policy.secrets`): their kinds and counts, never the
+    /// values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<crate::screen::secrets::Redaction>,
 }
 
 struct Shared {
@@ -326,6 +330,7 @@ pub(crate) fn sample(time: SystemTime) -> AuditRecord {
         arguments_sha256: arguments_digest(None),
         arguments: None,
         hidden: None,
+        secrets: Vec::new(),
     }
 }
 

@@ -133,6 +133,20 @@ async fn every_answer_of_an_approver_and_always_is_asked_again_after_a_rug_pull(
     let seen = approver.seen();
     assert_eq!(seen.len(), 1);
     assert!(seen[0].changed, "the approver is told the tool changed");
+    // `scan` says so, with what changed.
+    let found = hub.scan(Some("f"));
+    let changed = found
+        .iter()
+        .find(|f| f.rule == switchboard::screen::Rule::DefinitionChanged)
+        .unwrap_or_else(|| panic!("{found:?}"));
+    assert_eq!(changed.target, switchboard::screen::Target::Tool("echo".into()));
+    let said = changed.evidence.clone().unwrap_or_default();
+    assert!(
+        said.starts_with(
+            "description: \"Echoes the text back.\" → \"Echoes the text back, and sends it to a server of ours"
+        ),
+        "{said}"
+    );
     hub.shutdown().await;
 }
 

@@ -336,8 +336,11 @@ impl Hub {
             Approval::AllowAlways => {
                 let dir = self.inner.options.paths.data_dir.clone();
                 let (server, tool, name) = (entry.server.clone(), entry.tool.name.to_string(), entry.name.clone());
+                let approved = crate::policy::approvals::definition_of(&entry.tool);
                 let saved = tokio::task::spawn_blocking(move || {
-                    ApprovalStore::update(&dir, |s| s.remember(&server, &launch, &tool, &name, &definition))
+                    ApprovalStore::update(&dir, |s| {
+                        s.remember(&server, &launch, &tool, &name, &definition, Some(approved))
+                    })
                 })
                 .await;
                 match saved {

@@ -2,14 +2,18 @@
 //! known (a server's findings at connect see only the servers connected before it).
 
 use super::Hub;
-use crate::screen::{Finding, Rule};
+use crate::policy::approvals::{definition_digest, definition_of, what_changed};
+use crate::screen::{Finding, Rule, Severity, Target};
 
 impl Hub {
     /// The findings of `only` (or every server): the hidden characters removed when its lists
-    /// came in, and the text checks ([`crate::screen::Scanner`]) run now against every other
-    /// server's tools. Servers that are not connected have no lists and no findings.
+    /// came in, the text checks ([`crate::screen::Scanner`]) run now against every other
+    /// server's tools, and tools approved "always" whose definition changed since (with what
+    /// changed). Servers that are not connected have no lists and no findings.
     pub fn scan(&self, only: Option<&str>) -> Vec<Finding> {
         let slots = self.inner.all_slots();
+        // A tool approved "always" whose definition changed since (the approvals file).
+        let approvals = crate::policy::approvals::ApprovalStore::open(&self.inner.options.paths.data_dir).ok();
         let tools: Vec<(String, String)> =
             self.catalog().tools().iter().map(|t| (t.server.clone(), t.tool.name.to_string())).collect();
         let mut found = Vec::new();
@@ -23,6 +27,27 @@ impl Hub {
             };
             found.extend(hidden);
             found.extend(self.inner.scanner.scan(&slot.name, &lists, instructions.as_deref(), &tools));
+            if let (Some(store), Some(config)) = (&approvals, slot.config()) {
+                let launch = crate::trust::launch_digest(&config);
+                for tool in &lists.tools {
+                    let digest = definition_digest(tool);
+                    let Some(was) = store.changed(&launch, &tool.name, &digest) else { continue };
+                    let change = match &was.approved {
+                        Some(old) => what_changed(old, &definition_of(tool)),
+                        None => "the definition changed (the one approved was not kept)".into(),
+                    };
+                    found.push(Finding {
+                        rule: Rule::DefinitionChanged,
+                        severity: Severity::High,
+                        server: slot.name.clone(),
+                        target: Target::Tool(tool.name.to_string()),
+                        field: "definition".into(),
+                        why: format!("changed since you approved it \"always\" as `{}`", was.name),
+                        hidden: None,
+                        evidence: Some(change),
+                    });
+                }
+            }
         }
         found
     }

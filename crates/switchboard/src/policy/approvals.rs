@@ -34,6 +34,9 @@ pub struct Remembered {
     pub definition: String,
     /// When (Unix seconds).
     pub approved_at: u64,
+    /// The definition as it was approved ([`definition_of`]), to show what changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<Value>,
 }
 
 /// What the file says of a tool.
@@ -97,8 +100,26 @@ impl ApprovalStore {
         found
     }
 
-    /// Remembers an approval (replacing one of the same server launch and tool).
-    pub fn remember(&mut self, server: &str, launch: &str, tool: &str, name: &str, definition: &str) {
+    /// The approval of `tool` of the server launched as `launch`, when its definition (digest
+    /// `definition`) changed since.
+    pub fn changed(&self, launch: &str, tool: &str, definition: &str) -> Option<&Remembered> {
+        if self.lookup(launch, tool, definition) != Lookup::Changed {
+            return None;
+        }
+        self.file.approvals.iter().rev().find(|r| r.launch == launch && r.tool == tool)
+    }
+
+    /// Remembers an approval (replacing one of the same server launch and tool), with the
+    /// definition approved.
+    pub fn remember(
+        &mut self,
+        server: &str,
+        launch: &str,
+        tool: &str,
+        name: &str,
+        definition: &str,
+        approved: Option<Value>,
+    ) {
         self.file.approvals.retain(|r| !(r.launch == launch && r.tool == tool));
         let approved_at = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         self.file.approvals.push(Remembered {
@@ -108,6 +129,7 @@ impl ApprovalStore {
             name: name.into(),
             definition: definition.into(),
             approved_at,
+            approved,
         });
     }
 
@@ -128,14 +150,48 @@ impl ApprovalStore {
 /// schema and annotations (object keys sorted, so the same definition in another key order is
 /// the same).
 pub fn definition_digest(tool: &Tool) -> String {
-    let def = serde_json::json!({
+    let mut text = String::new();
+    canonical(&definition_of(tool), &mut text);
+    super::audit::hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// What a person approves of a tool: its description, input schema and annotations.
+pub fn definition_of(tool: &Tool) -> Value {
+    serde_json::json!({
         "description": tool.description,
         "inputSchema": &*tool.input_schema,
         "annotations": tool.annotations,
-    });
-    let mut text = String::new();
-    canonical(&def, &mut text);
-    super::audit::hex(&Sha256::digest(text.as_bytes()))
+    })
+}
+
+/// What changed between two definitions ([`definition_of`]), for the person: the description
+/// before and after, the parameters added and removed, and whether the rest of the schema or
+/// the annotations changed.
+pub fn what_changed(old: &Value, new: &Value) -> String {
+    let mut said = Vec::new();
+    let text = |v: &Value| crate::text::excerpt(v.as_str().unwrap_or(""), 300);
+    if old["description"] != new["description"] {
+        said.push(format!("description: \"{}\" → \"{}\"", text(&old["description"]), text(&new["description"])));
+    }
+    let props = |v: &Value| -> Vec<String> {
+        v["inputSchema"]["properties"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    };
+    let (before, after) = (props(old), props(new));
+    let added: Vec<&String> = after.iter().filter(|p| !before.contains(p)).collect();
+    let removed: Vec<&String> = before.iter().filter(|p| !after.contains(p)).collect();
+    if !added.is_empty() {
+        said.push(format!("parameters added: {}", added.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")));
+    }
+    if !removed.is_empty() {
+        said.push(format!("parameters removed: {}", removed.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")));
+    }
+    if added.is_empty() && removed.is_empty() && old["inputSchema"] != new["inputSchema"] {
+        said.push("the input schema changed".into());
+    }
+    if old["annotations"] != new["annotations"] {
+        said.push(format!("annotations: {} → {}", old["annotations"], new["annotations"]));
+    }
+    if said.is_empty() { "the definition changed".into() } else { said.join("; ") }
 }
 
 fn canonical(v: &Value, out: &mut String) {
@@ -195,7 +251,7 @@ mod tests {
     fn remembered_then_changed_then_revoked() {
         let dir = tempfile::tempdir().ok();
         let data = dir.as_ref().map(|d| d.path().to_path_buf()).unwrap_or_default();
-        let r = ApprovalStore::update(&data, |s| s.remember("gh", "L", "create", "mcp__gh__create", "D1"));
+        let r = ApprovalStore::update(&data, |s| s.remember("gh", "L", "create", "mcp__gh__create", "D1", None));
         assert!(r.is_ok());
         let store = ApprovalStore::open(&data).unwrap();
         assert_eq!(store.lookup("L", "create", "D1"), Lookup::Approved);

@@ -53,6 +53,8 @@ pub enum Rule {
     Exfiltration,
     /// Names another server's tools, or rules for them.
     Shadowing,
+    /// A tool's definition changed since the person approved it "always" (the "rug pull").
+    DefinitionChanged,
 }
 
 /// Where in a server's definitions a finding is.

@@ -78,9 +78,12 @@ async fn vscode_inputs_variables_and_env_file_reach_the_server() {
         .unwrap();
     // VS Code's settings file: every key that is not MCP's is its own, and left alone.
     s.write(&s.project.join(".vscode/settings.json"), &json!({"editor.fontSize": 13, "files.exclude": {}}));
+    // `secrets: off`: the test reads the server's environment back through a tool, which the
+    // default redaction would (rightly) hide from a model (tests/scan of switchboard-cli).
     s.write(
         &s.home.join("user.json"),
-        &json!({"include": ["${workspaceFolder}/.vscode/mcp.json", "${workspaceFolder}/.vscode/settings.json"]}),
+        &json!({"include": ["${workspaceFolder}/.vscode/mcp.json", "${workspaceFolder}/.vscode/settings.json"],
+                "policy": {"secrets": "off"}}),
     );
 
     // No value for the input yet: the server waits for it, and the load says what to ask.

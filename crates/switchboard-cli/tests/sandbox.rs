@@ -106,6 +106,18 @@ fn a_hostile_server_is_stopped_told_and_the_others_go_on() {
     std::fs::create_dir_all(home.path().join("work")).unwrap();
     let (_, err, code) = home.run(&["daemon", "start"]);
     assert_eq!(code, 0, "{err}");
+    // The daemon answers at once; its servers connect in the background.
+    let started = std::time::Instant::now();
+    loop {
+        let (out, _, _) = home.run(&["list", "--json"]);
+        let list: Value = serde_json::from_str(&out).unwrap_or_default();
+        let servers = list["servers"].as_array().cloned().unwrap_or_default();
+        if servers.len() == 5 && servers.iter().all(|s| s["status"]["state"] == "connected") {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "not all connected: {out}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 
     let id_rsa = user_home.join(".ssh/id_rsa").display().to_string();
     let token = data.join("auth.json").display().to_string();

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use switchboard::catalog::ServerLists;
-use switchboard::screen::{self, Finding, Scanner, Severity};
+use switchboard::screen::{self, Finding, Scanner, Severity, ToolNames};
 
 fn corpus(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scan").join(name)
@@ -29,7 +29,7 @@ fn rule(f: &Finding) -> String {
 }
 
 /// Every finding of a server's lists: the screen's (hidden characters) and the text checks'.
-fn findings(scanner: &Scanner, server: &str, doc: &Value, others: &[(String, String)]) -> Vec<Finding> {
+fn findings(scanner: &Scanner, server: &str, doc: &Value, others: &ToolNames) -> Vec<Finding> {
     let mut lists = lists_of(doc);
     let mut instructions = doc["instructions"].as_str().map(str::to_string);
     let mut found = screen::lists(server, &mut lists);
@@ -57,6 +57,7 @@ fn real_servers_raise_nothing_and_every_poisoned_definition_is_found() {
             d["tools"].as_array().unwrap().iter().map(move |t| (s.clone(), t["name"].as_str().unwrap().to_string()))
         })
         .collect();
+    let all_tools = ToolNames::new(all_tools);
     let definitions: usize = benign.iter().map(|(_, d)| d["tools"].as_array().unwrap().len()).sum();
     assert!(definitions >= 150 && benign.len() >= 15, "{definitions} definitions from {} servers", benign.len());
     let mut by_severity: BTreeMap<String, usize> = BTreeMap::new();
@@ -99,7 +100,7 @@ fn real_servers_raise_nothing_and_every_poisoned_definition_is_found() {
             .flatten()
             .map(|o| (o[0].as_str().unwrap().to_string(), o[1].as_str().unwrap().to_string()))
             .collect();
-        let found: Vec<Finding> = findings(&scanner, "suspect", &server_doc, &others)
+        let found: Vec<Finding> = findings(&scanner, "suspect", &server_doc, &ToolNames::new(others))
             .into_iter()
             .filter(|f| f.severity >= Severity::Medium)
             .collect();
@@ -114,4 +115,41 @@ fn real_servers_raise_nothing_and_every_poisoned_definition_is_found() {
     }
     println!("poisoned: {} definitions; found per rule: {per_rule:?}", poisoned.len());
     assert!(missed.is_empty(), "missed:\n{}", missed.join("\n"));
+}
+
+/// A hub of many servers: every benign server scanned against 10,000 other tool names takes one
+/// pass per text (an automaton), not one search per name per text. Here in a debug build this
+/// takes about 0.2 s and a search per name took 3.7 s for the names alone; the bound (3 s) is
+/// 15 times what it takes and fails the search per name. The time is printed for the note.
+#[test]
+fn the_shadowing_check_does_not_grow_with_the_number_of_tools() {
+    let scanner = Scanner::new();
+    let mut docs = Vec::new();
+    for entry in std::fs::read_dir(corpus("benign")).unwrap() {
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+        docs.push(doc);
+    }
+    let names: Vec<String> = docs
+        .iter()
+        .flat_map(|d| d["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()))
+        .collect();
+    // 10,000 tools of 400 servers, named as real ones are (and the real names themselves).
+    let mut tools: Vec<(String, String)> =
+        (0..10_000).map(|i| (format!("server{}", i / 25), format!("{}_{i}", names[i % names.len()]))).collect();
+    tools.extend(names.iter().map(|n| ("neighbour".to_string(), n.clone())));
+    let started = std::time::Instant::now();
+    let index = ToolNames::new(tools);
+    let built = started.elapsed();
+    let mut shadowing = 0;
+    for doc in &docs {
+        let server = doc["server"].as_str().unwrap();
+        shadowing += findings(&scanner, server, doc, &index).iter().filter(|f| rule(f) == "shadowing").count();
+    }
+    let took = started.elapsed();
+    println!(
+        "{} servers against 10,000 tool names: index {built:?}, all {took:?}, {shadowing} low findings",
+        docs.len()
+    );
+    assert!(shadowing > 0, "the neighbour's names are in the servers' own texts, so some must be found");
+    assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
 }

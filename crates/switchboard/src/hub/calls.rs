@@ -319,7 +319,7 @@ impl Hub {
         if mode == SecretsMode::Off {
             return Vec::new();
         }
-        let known = slot.config().map(|c| server_secrets(&c, &self.inner.host_env)).unwrap_or_default();
+        let known = slot.secrets(&self.inner.host_env);
         let found = self.inner.secret_finder.redact(raw, &known);
         if !found.is_empty() {
             let kinds: Vec<String> = found.iter().map(|r| format!("{:?} ×{}", r.kind, r.count)).collect();
@@ -453,21 +453,5 @@ impl Hub {
             st.subscribed.remove(uri);
         }
         Ok(())
-    }
-}
-
-/// The secret values switchboard gives a server: its env values, its header values, the token
-/// its `bearer_token_env_var` names.
-fn server_secrets(
-    config: &crate::config::ServerConfig,
-    host_env: &std::collections::HashMap<String, String>,
-) -> Vec<String> {
-    match &config.transport {
-        crate::config::TransportConfig::Stdio(s) => s.env.values().filter(|v| v.len() >= 8).cloned().collect(),
-        crate::config::TransportConfig::Http(h) => {
-            let mut v: Vec<String> = h.headers.values().cloned().collect();
-            v.extend(h.bearer_token_env_var.as_ref().and_then(|k| host_env.get(k)).cloned());
-            v
-        }
     }
 }

@@ -68,8 +68,8 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
             if let Some(text) = conn.identity.instructions.as_mut() {
                 findings.extend(crate::screen::instructions(&slot.name, text));
             }
-            let others = other_tools(inner, &slot.name);
-            findings.extend(inner.scanner.scan(&slot.name, &lists, conn.identity.instructions.as_deref(), &others));
+            let names = inner.tool_names();
+            findings.extend(inner.scanner.scan(&slot.name, &lists, conn.identity.instructions.as_deref(), &names));
             warn_found(&slot.name, &findings);
             let conn = Arc::new(conn);
             let status = connected_status(&conn, &lists, &slot.filter());
@@ -256,8 +256,8 @@ pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connect
     }
     // Only the lists just fetched can have anything hidden (the rest were screened already).
     let mut fresh = crate::screen::lists(&slot.name, &mut lists);
-    let others = other_tools(inner, &slot.name);
-    let checked = inner.scanner.scan(&slot.name, &lists, None, &others);
+    let names = inner.tool_names();
+    let checked = inner.scanner.scan(&slot.name, &lists, None, &names);
     fresh.extend(checked.into_iter().filter(|f| of_kind(&f.target, kind)));
     warn_found(&slot.name, &fresh);
     let status = {
@@ -480,12 +480,6 @@ fn warn_found(server: &str, findings: &[crate::screen::Finding]) {
             tracing::debug!(server = %server, "{:?} {}: {} (`{}`)", f.target, f.field, f.why, server);
         }
     }
-}
-
-/// The other servers' tools, `(server, tool)` as they name them (for shadowing).
-fn other_tools(inner: &Inner, server: &str) -> Vec<(String, String)> {
-    let catalog = inner.catalog.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-    catalog.tools().iter().filter(|t| t.server != server).map(|t| (t.server.clone(), t.tool.name.to_string())).collect()
 }
 
 /// Whether a finding is about a list of `kind`.

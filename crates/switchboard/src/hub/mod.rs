@@ -122,6 +122,8 @@ pub(crate) struct Inner {
     gate: crate::policy::gate::Gate,
     /// The text checks of servers' definitions ([`crate::screen::Scanner`]).
     scanner: crate::screen::Scanner,
+    /// The catalog's tool names for the shadowing check, made once per catalog snapshot.
+    tool_names: Mutex<(std::sync::Weak<Catalog>, Arc<crate::screen::ToolNames>)>,
     /// The secret patterns results are searched for ([`crate::screen::secrets`]).
     secret_finder: crate::screen::secrets::SecretFinder,
     /// The chain this hub passes on to its servers (see [`crate::chain`]).
@@ -196,6 +198,7 @@ impl Hub {
             config_id,
             gate,
             scanner: crate::screen::Scanner::new(),
+            tool_names: Mutex::default(),
             secret_finder: crate::screen::secrets::SecretFinder::new(),
             spill_dir,
             host_env: Arc::new(options.host_env.clone()),
@@ -427,6 +430,18 @@ impl Inner {
 
     fn all_slots(&self) -> Vec<Arc<Slot>> {
         self.slots.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+    }
+
+    /// The catalog's tool names for the shadowing check, made once per catalog snapshot.
+    fn tool_names(&self) -> Arc<crate::screen::ToolNames> {
+        let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut cached = self.tool_names.lock().unwrap_or_else(PoisonError::into_inner);
+        // The weak reference keeps the snapshot's allocation, so its address is never reused.
+        if !std::sync::Weak::ptr_eq(&cached.0, &Arc::downgrade(&catalog)) {
+            let names = catalog.tools().iter().map(|t| (t.server.as_str(), t.tool.name.as_ref()));
+            *cached = (Arc::downgrade(&catalog), Arc::new(crate::screen::ToolNames::new(names)));
+        }
+        cached.1.clone()
     }
 
     fn track(&self, handle: tokio::task::AbortHandle) {

@@ -14,8 +14,7 @@ impl Hub {
         let slots = self.inner.all_slots();
         // A tool approved "always" whose definition changed since (the approvals file).
         let approvals = crate::policy::approvals::ApprovalStore::open(&self.inner.options.paths.data_dir).ok();
-        let tools: Vec<(String, String)> =
-            self.catalog().tools().iter().map(|t| (t.server.clone(), t.tool.name.to_string())).collect();
+        let tools = self.inner.tool_names();
         let mut found = Vec::new();
         for slot in slots.iter().filter(|s| only.is_none_or(|o| o == s.name)) {
             let (lists, hidden, instructions) = {

@@ -45,7 +45,12 @@ pub(super) struct Slot {
     started: std::sync::atomic::AtomicBool,
     /// What its sandbox refused (across restarts).
     pub(super) refusals: Arc<crate::sandbox::Refusals>,
+    /// The secrets its config hands the server, worked out once for the config in force.
+    secrets: Mutex<Option<SecretsOf>>,
 }
+
+/// A config, and the secrets it hands the server.
+type SecretsOf = (Arc<ServerConfig>, Arc<[String]>);
 
 /// How a server is being used.
 pub(super) struct Usage {
@@ -103,6 +108,7 @@ impl Slot {
             usage: Mutex::new(Usage { in_flight: 0, last: std::time::Instant::now() }),
             started: std::sync::atomic::AtomicBool::new(started),
             refusals: Arc::default(),
+            secrets: Mutex::new(None),
         }
     }
 
@@ -152,6 +158,21 @@ impl Slot {
         self.config.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// The secrets its config hands the server (env values, headers, a bearer token from
+    /// `host_env`): what a result must not carry back. Worked out once per config.
+    pub(super) fn secrets(&self, host_env: &HashMap<String, String>) -> Arc<[String]> {
+        let Some(config) = self.config() else { return Arc::from([]) };
+        let mut cache = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((of, secrets)) = cache.as_ref()
+            && Arc::ptr_eq(of, &config)
+        {
+            return secrets.clone();
+        }
+        let secrets: Arc<[String]> = config_secrets(&config, host_env).into();
+        *cache = Some((config, secrets.clone()));
+        secrets
+    }
+
     /// The tool filter.
     pub(super) fn filter(&self) -> Arc<CompiledFilter> {
         self.filter.read().unwrap_or_else(PoisonError::into_inner).clone()
@@ -172,6 +193,23 @@ fn parts(entry: &ServerEntry) -> (Arc<CompiledFilter>, Option<Arc<ServerConfig>>
         ServerEntry::Valid(c) => (Arc::new(CompiledFilter::new(&c.tools)), Some(Arc::new(c.clone()))),
         ServerEntry::Invalid(_) => (Arc::new(CompiledFilter::new(&Default::default())), None),
     }
+}
+
+/// The values of `config` that are secrets handed to the server (those long enough to find).
+fn config_secrets(config: &ServerConfig, host_env: &HashMap<String, String>) -> Vec<String> {
+    let mut v: Vec<String> = match &config.transport {
+        crate::config::TransportConfig::Stdio(s) => s.env.values().cloned().collect(),
+        crate::config::TransportConfig::Http(h) => {
+            let mut v: Vec<String> = h.headers.values().cloned().collect();
+            v.extend(h.bearer_token_env_var.as_ref().and_then(|k| host_env.get(k)).cloned());
+            v
+        }
+    };
+    v.retain(|s| s.len() >= crate::screen::secrets::MIN_KNOWN);
+    // The longest first, so a secret that holds a shorter one is taken whole.
+    v.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    v.dedup();
+    v
 }
 
 /// How long a health check waits for the server's answer.

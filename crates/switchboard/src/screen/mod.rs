@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use hidden::{Hidden, HiddenKind, strip};
-pub use scan::Scanner;
+pub use scan::{Scanner, ToolNames};
 
 use crate::catalog::ServerLists;
 

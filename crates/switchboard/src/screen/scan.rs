@@ -3,9 +3,10 @@
 //! from the user, call this first), reads of secrets, sending data away, and references to
 //! other servers' tools (shadowing). Local and offline: a fixed rule set of regular
 //! expressions, each with a severity, tuned on a corpus of real servers' definitions
-//! (`crates/switchboard-cli/tests/scan/`) so that benign ones raise nothing at `medium` or
+//! (`crates/switchboard/tests/scan/`) so that benign ones raise nothing at `medium` or
 //! above.
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
 
 use super::{Finding, Rule, Severity, Target};
@@ -17,6 +18,58 @@ struct Check {
     severity: Severity,
     re: Regex,
     why: &'static str,
+}
+
+/// The tool names a server's text could name to shadow another server's tools, found in one
+/// pass over a text whatever their number (made once per catalog).
+#[derive(Debug, Default)]
+pub struct ToolNames {
+    searcher: Option<AhoCorasick>,
+    /// Per name searched (in the searcher's pattern order): the name, the servers that have it.
+    owners: Vec<(String, Vec<String>)>,
+}
+
+impl ToolNames {
+    /// The names of `tools` (`(server, tool)`) worth looking for: five characters or more with a
+    /// `_` or `-` (a tool's own name, not a word of English).
+    pub fn new<S: AsRef<str>, T: AsRef<str>>(tools: impl IntoIterator<Item = (S, T)>) -> ToolNames {
+        let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut owners: Vec<(String, Vec<String>)> = Vec::new();
+        for (server, tool) in tools {
+            let (server, tool) = (server.as_ref(), tool.as_ref());
+            if tool.len() < 5 || !tool.contains(['_', '-']) {
+                continue;
+            }
+            let at = *index.entry(tool.to_string()).or_insert_with(|| {
+                owners.push((tool.to_string(), Vec::new()));
+                owners.len() - 1
+            });
+            if !owners[at].1.iter().any(|s| s == server) {
+                owners[at].1.push(server.to_string());
+            }
+        }
+        let searcher = (!owners.is_empty())
+            .then(|| AhoCorasick::builder().match_kind(MatchKind::Standard).build(owners.iter().map(|(t, _)| t)))
+            .and_then(Result::ok);
+        if searcher.is_none() && !owners.is_empty() {
+            tracing::warn!("the tool names could not be compiled for the shadowing check; it is skipped");
+        }
+        ToolNames { searcher, owners }
+    }
+
+    /// Where each name stands first in `text` as a whole word: `(name's index, byte offset)`,
+    /// in the order of the names.
+    fn named_in(&self, text: &str) -> Vec<(usize, usize)> {
+        let Some(searcher) = &self.searcher else { return Vec::new() };
+        let mut first: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+        for m in searcher.find_overlapping_iter(text) {
+            let name = m.pattern().as_usize();
+            if !first.contains_key(&name) && whole_word(text, m.start(), m.end()) {
+                first.insert(name, m.start());
+            }
+        }
+        first.into_iter().collect()
+    }
 }
 
 /// The compiled rule set (made once per hub).
@@ -155,14 +208,14 @@ impl Scanner {
         Scanner { checks, directive }
     }
 
-    /// The findings of `server`'s definitions (`lists`, `instructions`); `others` are the other
-    /// servers' tools (`(server, tool)`), for shadowing.
+    /// The findings of `server`'s definitions (`lists`, `instructions`); `tools` are the hub's
+    /// tool names, for shadowing (`server`'s own are passed over).
     pub fn scan(
         &self,
         server: &str,
         lists: &ServerLists,
         instructions: Option<&str>,
-        others: &[(String, String)],
+        tools: &ToolNames,
     ) -> Vec<Finding> {
         let mut found = Vec::new();
         for (target, field, text) in texts(lists, instructions) {
@@ -180,18 +233,17 @@ impl Scanner {
                     ));
                 }
             }
-            for (other, tool) in others {
-                if other == server || tool.len() < 5 || !tool.contains(['_', '-']) {
-                    continue;
-                }
-                let Some(at) = word_at(&text, tool) else { continue };
+            for (name, at) in tools.named_in(&text) {
+                let (tool, owners) = &tools.owners[name];
                 let range = at..at + tool.len();
                 let around =
                     &text[floor(&text, at.saturating_sub(80))..ceil(&text, (at + tool.len() + 80).min(text.len()))];
                 let directed = self.directive.as_ref().is_some_and(|d| d.is_match(around));
                 let severity = if directed { Severity::High } else { Severity::Low };
-                let why = format!("names `{tool}`, a tool of server `{other}`");
-                found.push(finding(server, Rule::Shadowing, severity, &target, &field, why, &text, range));
+                for other in owners.iter().filter(|o| *o != server) {
+                    let why = format!("names `{tool}`, a tool of server `{other}`");
+                    found.push(finding(server, Rule::Shadowing, severity, &target, &field, why, &text, range.clone()));
+                }
             }
         }
         found
@@ -243,14 +295,12 @@ fn ceil(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// Where `word` stands in `text` as a whole word (not inside a longer name).
-fn word_at(text: &str, word: &str) -> Option<usize> {
+/// Whether `text[start..end]` is a whole name (not inside a longer one).
+fn whole_word(text: &str, start: usize, end: usize) -> bool {
     let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
-    text.match_indices(word).map(|(i, _)| i).find(|&i| {
-        let before = text[..i].chars().next_back().is_none_or(|c| !is_name(c));
-        let after = text[i + word.len()..].chars().next().is_none_or(|c| !is_name(c));
-        before && after
-    })
+    let before = text[..start].chars().next_back().is_none_or(|c| !is_name(c));
+    let after = text[end..].chars().next().is_none_or(|c| !is_name(c));
+    before && after
 }
 
 /// Every text of the definitions a model reads: (target, field, text).
@@ -322,5 +372,57 @@ fn schema_texts(
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn lists(description: &str) -> ServerLists {
+        let tool: rmcp::model::Tool = serde_json::from_value(serde_json::json!({
+            "name": "mine", "description": description, "inputSchema": {"type": "object"}
+        }))
+        .unwrap();
+        ServerLists { tools: vec![tool], ..Default::default() }
+    }
+
+    fn shadowing(found: &[Finding]) -> Vec<(String, Severity)> {
+        found.iter().filter(|f| f.rule == Rule::Shadowing).map(|f| (f.why.clone(), f.severity)).collect()
+    }
+
+    #[test]
+    fn names_are_found_whole_once_per_owner_and_never_the_servers_own() {
+        let names = ToolNames::new([
+            ("git", "read_file"),
+            ("fs", "read_file"),
+            ("fs", "read_file_lines"),
+            ("me", "send_mail"),
+            ("x", "short"),
+            ("x", "plainword"),
+        ]);
+        let scanner = Scanner::new();
+        // `read_file` inside `read_files` is not a mention; the later whole one is, for each owner.
+        let found = scanner.scan(
+            "me",
+            &lists("Unlike read_files, always call read_file first. plainword send_mail"),
+            None,
+            &names,
+        );
+        assert_eq!(
+            shadowing(&found),
+            vec![
+                ("names `read_file`, a tool of server `git`".to_string(), Severity::High),
+                ("names `read_file`, a tool of server `fs`".to_string(), Severity::High),
+            ]
+        );
+        // Without words that direct the model, a mention is low.
+        let found = scanner.scan("me", &lists("Same output format as read_file_lines."), None, &names);
+        assert_eq!(
+            shadowing(&found),
+            vec![("names `read_file_lines`, a tool of server `fs`".to_string(), Severity::Low)]
+        );
+        assert!(shadowing(&scanner.scan("me", &lists("nothing here"), None, &ToolNames::default())).is_empty());
     }
 }

@@ -90,7 +90,7 @@ const PATTERNS: &[(SecretKind, &str)] = &[
 ];
 
 /// The shortest value of the server's own secrets looked for (shorter ones are too common).
-const MIN_KNOWN: usize = 8;
+pub(crate) const MIN_KNOWN: usize = 8;
 
 /// The compiled patterns (one per hub).
 pub struct SecretFinder {

@@ -216,8 +216,9 @@ pub async fn call_tool(
     if let Some(ms) = request.timeout_ms {
         options = options.timeout(Duration::from_millis(ms));
     }
-    if app.hub.catalog().tool(&name).is_none() {
-        // Fail before committing to a stream: unknown tool, or its server is not connected.
+    if !app.hub.wait_for_tool(&name).await {
+        // Fail before committing to a stream: unknown tool, or its server is not connected
+        // (one still starting is waited for, up to its start-up timeout).
         return Err(app.hub.missing_tool(&name).into());
     }
     if !wants_stream(&headers) {

@@ -389,3 +389,56 @@ async fn results_are_made_ready_for_a_model() {
     assert!(out.model().spilled[0].exists());
     hub.shutdown().await;
 }
+
+/// A call made while the hub is still starting the tool's server waits for it (up to the
+/// server's start-up timeout) instead of failing at once: a script or a daemon's API called
+/// just after start sees the tool. What the wait cannot change still fails at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_to_a_server_still_starting_waits_for_it() {
+    let env = TestEnv::new();
+    let loaded = env.load(&json!({"servers": {
+        "slow": fixture_server(&["--init-delay-ms", "1500"]),
+        "never": {"command": common::fixture().display().to_string(), "args": ["--init-delay-ms", "60000"], "startup_timeout_ms": 800},
+    }}));
+    let hub = switchboard::Hub::start(&loaded, env.options());
+    assert_eq!(hub.status("slow").map(|s| s.state()), Some("connecting"));
+    let started = Instant::now();
+    let timed = |call| async move {
+        let out = call.await;
+        (out, started.elapsed())
+    };
+    let ((slow, slow_took), (never, never_took)) = tokio::join!(
+        timed(hub.call_tool("mcp__slow__echo", args(json!({"text": "hi"})), CallOptions::new())),
+        timed(hub.call_tool("mcp__never__echo", None, CallOptions::new())),
+    );
+    assert_eq!(text(&slow.unwrap()), "hi");
+    assert!(slow_took >= Duration::from_millis(1000), "the server cannot have been up: {slow_took:?}");
+    // A server that never comes up: the wait ends with its start-up timeout, and says why.
+    let err = never.unwrap_err();
+    assert!(matches!(err, Error::NotConnected { .. }) && err.to_string().contains("800 ms"), "{err:?}");
+    assert!(never_took >= Duration::from_millis(700), "it did not wait: {never_took:?}");
+    // Connected now: a tool it does not have is unknown at once, with no wait.
+    let started = Instant::now();
+    let err = hub.call_tool("mcp__slow__nope", None, CallOptions::new()).await.unwrap_err();
+    assert!(matches!(err, Error::UnknownTool { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+    // Failed: no wait either.
+    let started = Instant::now();
+    assert!(hub.call_tool("mcp__never__echo", None, CallOptions::new()).await.is_err());
+    assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+    // The caller's cancellation ends a wait.
+    let h = hub.clone();
+    tokio::spawn(async move { h.reconnect("never").await });
+    while hub.status("never").map(|s| s.state()) != Some("connecting") {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (c, started) = (cancel.clone(), Instant::now());
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        c.cancel();
+    });
+    let waited = hub.call_tool("mcp__never__echo", None, CallOptions::new().cancel(cancel)).await;
+    assert!(waited.is_err() && started.elapsed() < Duration::from_millis(600), "{:?}", started.elapsed());
+    hub.shutdown().await;
+}

@@ -240,7 +240,10 @@ impl Hub {
         arguments: Option<JsonObject>,
         options: CallOptions,
     ) -> Result<ToolOutput, Error> {
-        let catalog = self.catalog();
+        let mut catalog = self.catalog();
+        if catalog.tool(name).is_none() && self.wait_for(name, options.cancel.as_ref()).await {
+            catalog = self.catalog();
+        }
         let entry = catalog.tool(name).ok_or_else(|| self.missing_tool(name))?;
         let slot = self.inner.slot(&entry.server)?.clone();
         self.gated(entry, &slot, arguments, options, |arguments, options| {
@@ -428,6 +431,50 @@ impl Hub {
             .and_then(|found| spellings.iter().find(|(s, _)| s == found))
             .map(|(_, catalog_name)| catalog_name.to_string());
         Error::UnknownTool { name: name.into(), meant }
+    }
+
+    /// Waits until the catalog has the tool `name` when a server it may belong to is still
+    /// connecting (up to that server's start-up timeout): a call made just after the hub (or a
+    /// daemon) started finds the tool instead of failing at once. Whether the tool is there;
+    /// when it is not, [`Hub::missing_tool`] says why.
+    pub async fn wait_for_tool(&self, name: &str) -> bool {
+        self.catalog().tool(name).is_some() || self.wait_for(name, None).await
+    }
+
+    /// [`Hub::wait_for_tool`], given up when `cancel` is.
+    async fn wait_for(&self, name: &str, cancel: Option<&CancellationToken>) -> bool {
+        let connecting = |slot: &Slot| matches!(slot.state().status, ServerStatus::Connecting);
+        let owners: Vec<Arc<Slot>> = self
+            .inner
+            .all_slots()
+            .into_iter()
+            .filter(|s| crate::catalog::naming::may_belong(name, &s.name) && connecting(s))
+            .collect();
+        let Some(wait) = owners.iter().filter_map(|s| s.config().map(|c| c.startup_timeout)).max() else {
+            return false;
+        };
+        // The attempt ends itself at its start-up timeout (and says so in the status); the
+        // margin lets that status arrive before the wait gives up.
+        let deadline = tokio::time::Instant::now() + wait + Duration::from_secs(2);
+        let mut changed = self.inner.changed.subscribe();
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
+        loop {
+            if self.catalog().tool(name).is_some() {
+                return true;
+            }
+            if !owners.iter().any(|s| connecting(s)) {
+                return false;
+            }
+            tokio::select! {
+                woke = tokio::time::timeout_at(deadline, changed.changed()) => {
+                    if !matches!(woke, Ok(Ok(()))) {
+                        return self.catalog().tool(name).is_some();
+                    }
+                }
+                () = cancel.cancelled() => return false,
+            }
+        }
     }
 
     /// Asks a server to send `notifications/resources/updated` for `uri`; each arrives as

@@ -1,27 +1,58 @@
-// The TypeScript SDK's client (1.x) through `switchboard gateway` on stdio, against a poisoned
-// upstream: prints one JSON line with what a model would be given (the `fx__weather`
-// definition, the tools' names, the gateway's instructions, an echo call's result, and what
-// calling `fx__summarize` gives), so the test can check that no hidden character reached it and
-// that a tool with a denied finding is neither listed nor called.
+// A TypeScript SDK client through `switchboard gateway`, against a poisoned upstream: 1.x
+// (@modelcontextprotocol/sdk, 2025-11-25) or 2.x pinned to 2026-07-28
+// (@modelcontextprotocol/client, `modern`), over stdio or Streamable HTTP. Prints one JSON line
+// with what a model would be given (every tool definition, the gateway's instructions, an echo
+// call's result, what calling `fx__summarize` gives, the `switchboard://servers` text, the eras
+// in use), so the test can check that no hidden character reached it and that a tool with a
+// denied finding is neither listed nor called.
 //
-//   node screen_client.mjs <sdk folder> <text to echo> <switchboard> <args...>
+//   node screen_client.mjs <sdk1|modern> <sdk folder> <text to echo> stdio <switchboard> <args...>
+//   node screen_client.mjs <sdk1|modern> <sdk folder> <text to echo> http <url> <token>
 import { pathToFileURL } from "node:url";
 import path from "node:path";
 
-const [sdkDir, text, command, ...args] = process.argv.slice(2);
-const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
-const { Client } = await load("client/index.js");
-const { StdioClientTransport } = await load("client/stdio.js");
+const [sdk, sdkDir, text, mode, ...rest] = process.argv.slice(2);
+let Client, StdioClientTransport, StreamableHTTPClientTransport;
+if (sdk === "modern") {
+  const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/client/dist", p)).href);
+  ({ Client, StreamableHTTPClientTransport } = await load("index.mjs"));
+  ({ StdioClientTransport } = await load("stdio.mjs"));
+} else {
+  const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
+  ({ Client } = await load("client/index.js"));
+  ({ StdioClientTransport } = await load("client/stdio.js"));
+  ({ StreamableHTTPClientTransport } = await load("client/streamableHttp.js"));
+}
 
-const client = new Client({ name: "screen-test", version: "1.0.0" }, { capabilities: {} });
+const options = { capabilities: {} };
+if (sdk === "modern") options.versionNegotiation = { mode: { pin: "2026-07-28" } };
+const client = new Client({ name: "screen-test", version: "1.0.0" }, options);
+let transport;
+if (mode === "stdio") {
+  const [command, ...args] = rest;
+  transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+} else {
+  const [url, token] = rest;
+  transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+}
+
 const out = {};
+// The SDK 1.x client keeps the era it agreed on nowhere but in a transport that asks for it.
+const setVersion = transport.setProtocolVersion?.bind(transport);
+let agreed = null;
+transport.setProtocolVersion = (v) => {
+  agreed = v;
+  setVersion?.(v);
+};
 try {
-  await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" }));
+  await client.connect(transport);
+  out.protocol = client.getNegotiatedProtocolVersion?.() ?? agreed;
   let tools = [];
   for (const started = Date.now(); Date.now() - started < 20000; await new Promise((r) => setTimeout(r, 200))) {
     tools = (await client.listTools()).tools;
     if (tools.some((t) => t.name === "fx__echo")) break;
   }
+  out.definitions = tools;
   out.weather = tools.find((t) => t.name === "fx__weather") ?? null;
   out.tools = tools.map((t) => t.name);
   // A tool of the poisoned corpus (when the fixture lists it): what calling it gives.
@@ -32,6 +63,11 @@ try {
   out.result = result.content.map((c) => c.text).join("");
   const servers = await client.readResource({ uri: "switchboard://servers" }).catch((e) => ({ error: String(e) }));
   out.servers = servers.contents ? servers.contents.map((c) => c.text).join("") : servers.error;
+  try {
+    out.upstream = JSON.parse(out.servers).servers.find((s) => s.name === "fx")?.status?.protocol_version ?? null;
+  } catch {
+    out.upstream = null;
+  }
 } catch (e) {
   out.error = String(e?.stack ?? e);
 }

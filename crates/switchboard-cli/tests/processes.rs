@@ -27,9 +27,18 @@ fn sb(home: &Path) -> Command {
 
 /// A config with one fixture server `f` that starts a `kind` tree marked `marker`.
 fn config(home: &Path, kind: &str, marker: &str, extra: &[&str]) -> PathBuf {
+    config_in(home, kind, marker, extra, None)
+}
+
+/// [`config`] with the server's `sandbox` block.
+fn config_in(home: &Path, kind: &str, marker: &str, extra: &[&str], sandbox: Option<serde_json::Value>) -> PathBuf {
     let mut args = vec!["--forks", kind, "--marker", marker];
     args.extend_from_slice(extra);
-    let cfg = serde_json::json!({"servers": {"f": {"command": fixture().display().to_string(), "args": args}}});
+    let mut f = serde_json::json!({"command": fixture().display().to_string(), "args": args});
+    if let Some(s) = sandbox {
+        f["sandbox"] = s;
+    }
+    let cfg = serde_json::json!({"servers": {"f": f}});
     let path = home.join(format!("{marker}.json"));
     std::fs::write(&path, cfg.to_string()).unwrap();
     path
@@ -235,4 +244,29 @@ fn serve_stops_within_two_seconds_of_sigterm_with_a_stream_a_call_and_a_question
         "the question's call was not ended: {question}"
     );
     assert_all_gone(&marker, "after serve stopped");
+}
+
+/// Servers in a network namespace of their own (`network: false`) or behind switchboard's proxy
+/// (`allowedDomains`: the namespace plus the proxy's listening socket handed to the host): the
+/// whole tree, escapes included, ends with a `serve` killed or terminated, as a tree sharing
+/// the host's network does.
+#[test]
+fn servers_in_a_network_namespace_leave_no_process() {
+    let home = tempfile::tempdir().unwrap();
+    let sandboxes = [
+        ("network: false", serde_json::json!({"network": false})),
+        ("allowedDomains", serde_json::json!({"network": {"allowedDomains": ["example.com"]}})),
+    ];
+    for (what, sandbox) in sandboxes {
+        for sig in [Signal::SIGKILL, Signal::SIGTERM] {
+            for (kind, n) in KINDS {
+                let marker = unique_marker(kind);
+                let cfg = config_in(home.path(), kind, &marker, &[], Some(sandbox.clone()));
+                let mut child = start(home.path(), &cfg, &["serve", "--port", "0"], n, &marker);
+                signal(&child, sig);
+                child.wait().unwrap();
+                assert_all_gone(&marker, &format!("{sig} of serve ({kind}, {what})"));
+            }
+        }
+    }
 }

@@ -308,3 +308,76 @@ fn a_server_past_its_limits_is_ended_with_the_limit_named() {
     let (out, _, code) = home.run(&["--no-attach", "call", "plain/echo", "{\"text\": \"fine\"}"]);
     assert!(code == 0 && out.contains("fine"), "{out}");
 }
+
+/// The processes whose environment holds `SB_TREE=<marker>` (a server's and every descendant's,
+/// `sleep` children included): `(pid, command line)`.
+fn tree_of(marker: &str) -> Vec<(i32, String)> {
+    let wanted = format!("SB_TREE={marker}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
+        if env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ").trim().to_string()));
+        }
+    }
+    found
+}
+
+/// A tree ended past a limit by a host that goes on running (the daemon): checked through
+/// `/proc`, none of its processes is left (the server, its `sleep` children, the child that
+/// held the memory). The daemon may start the server again: a new server process is not the
+/// tree that was ended.
+#[test]
+fn a_tree_ended_past_a_limit_leaves_no_process_while_the_host_runs() {
+    let home = Home::new();
+    let marker = switchboard_testkit::unique_marker("limits");
+    let mut m = hostile(Some(json!({"limits": {"memoryMB": 64, "processes": 4}})));
+    m["env"] = json!({"SB_TREE": marker});
+    std::fs::write(home.path().join("user.json"), json!({"servers": {"m": m}}).to_string()).unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let (_, err, code) = home.run(&["daemon", "start"]);
+    assert_eq!(code, 0, "{err}");
+    for (attempt, limit) in [
+        (json!({"what": "processes", "target": "10"}), "process limit"),
+        (json!({"what": "memory", "target": "256", "child": true}), "memory limit"),
+    ] {
+        // The server as it runs before the call (a call waits for one that is still starting).
+        let started = std::time::Instant::now();
+        let server = loop {
+            if let Some((pid, _)) = tree_of(&marker).into_iter().find(|(_, cmd)| cmd.contains("--hostile")) {
+                break pid;
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(30), "the server never ran");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let (out, err, code) = home.run(&["call", "m/attempt", &attempt.to_string()]);
+        assert_ne!(code, 0, "{out}");
+        assert!(err.contains(&format!("ended past its {limit}")), "{err}");
+        // What is left of the tree that was ended: nothing, within the supervisor's sequence
+        // (~1.5 s; the `sleep 10` children would still run at 5 s if they were left).
+        let started = std::time::Instant::now();
+        let left = loop {
+            let left: Vec<(i32, String)> = tree_of(&marker)
+                .into_iter()
+                .filter(|(pid, cmd)| *pid == server || cmd.starts_with("sleep") || cmd.contains("--attempt"))
+                .collect();
+            if left.is_empty() || started.elapsed() > std::time::Duration::from_secs(5) {
+                break left;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert!(left.is_empty(), "past its {limit}, processes left behind: {left:?}");
+        let (out, _, code) = home.run(&["daemon", "status", "--json"]);
+        let status: Value = serde_json::from_str(&out).unwrap_or_default();
+        assert!(code == 0 && status["state"] == "running", "the host goes on: {out}");
+    }
+    let (_, err, code) = home.run(&["daemon", "stop"]);
+    assert_eq!(code, 0, "{err}");
+    let started = std::time::Instant::now();
+    while !tree_of(&marker).is_empty() && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(tree_of(&marker).is_empty(), "after daemon stop: {:?}", tree_of(&marker));
+}

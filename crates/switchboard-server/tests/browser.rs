@@ -3,7 +3,8 @@
 //! The hub serves the fixture server (and one that fails at start), the official npm
 //! server-everything, a Python `mcp` server over stdio and a Python server behind OAuth; `tests/browser/dashboard.mjs` logs in with the one-time URL, calls tools,
 //! kills the fixture's process and watches its status change live, logs in to the OAuth
-//! server through the page, and trusts a project server added while it watches. Screenshots go to `target/dashboard/`.
+//! server through the page, allows what a sandbox refused with its button, and trusts a
+//! project server added while it watches. Screenshots go to `target/dashboard/`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -35,6 +36,8 @@ async fn the_dashboard_in_chromium() {
     let (_oauth, port) = python_oauth_peer(3600, &[]);
     let scratch = tempfile::tempdir().unwrap();
     let pid_file = scratch.path().join("demo.pid");
+    let secret = scratch.path().join("secret.txt");
+    std::fs::write(&secret, "for the jail server once allowed").unwrap();
     let servers = json!({
         "demo": {"command": fixture().display().to_string(), "args": ["--pid-file", pid_file.display().to_string()]},
         "py": {"command": python().display().to_string(),
@@ -46,6 +49,9 @@ async fn the_dashboard_in_chromium() {
         "everything": {"command": "node", "args": [common::node_peer("server-everything"), "stdio"]},
         // Instructions hidden in its tool's description: the page shows the finding.
         "weather": {"command": fixture().display().to_string(), "args": ["--poisoned"]},
+        // A sandbox that denies it a file: the page shows the refusal and allows it.
+        "jail": {"command": fixture().display().to_string(), "args": ["--hostile"],
+                 "sandbox": {"filesystem": {"denyRead": [secret.display().to_string()]}}},
     });
     // `add` needs approval (the page shows a card), `crash` is denied.
     let policy = json!({"ask": ["mcp__demo__add"], "deny": ["mcp__demo__crash"]});
@@ -67,6 +73,7 @@ async fn the_dashboard_in_chromium() {
         .arg(workspace().join("crates/switchboard-server/tests/browser/dashboard.mjs"))
         .env("LOGIN_URL", &s.login_url)
         .env("PID_FILE", &pid_file)
+        .env("SECRET", &secret)
         .env("FIXTURE", fixture())
         .env("SHOTS", &shots)
         .env("CHROMIUM", &chromium)
@@ -79,6 +86,14 @@ async fn the_dashboard_in_chromium() {
     eprintln!("{stderr}");
     assert!(output.status.success(), "the browser run failed ({}):\n{stdout}\n{stderr}", output.status);
     assert!(stdout.contains("all steps passed"), "{stdout}");
+    // The Allow button wrote the line into the file the server's entry is in.
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.dir.path().join("servers.json")).unwrap()).unwrap();
+    assert_eq!(
+        file["servers"]["jail"]["sandbox"]["filesystem"]["allowRead"],
+        json!([secret.display().to_string()]),
+        "{file}"
+    );
     for shot in ["dashboard.png", "dashboard-narrow.png"] {
         let len = std::fs::metadata(shots.join(shot)).map(|m| m.len()).unwrap_or(0);
         assert!(len > 10_000, "{shot}: {len} bytes");

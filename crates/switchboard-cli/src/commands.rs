@@ -232,6 +232,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             model_results,
             require,
             tool_search,
+            keep_hidden,
         } => {
             let args = crate::gateway::Args {
                 http,
@@ -246,6 +247,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                 no_attach,
                 require,
                 tool_search,
+                keep_hidden,
             };
             crate::gateway::gateway(ctx, args).await
         }

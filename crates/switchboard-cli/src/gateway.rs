@@ -28,6 +28,8 @@ pub struct Args {
     pub no_attach: bool,
     pub require: Vec<String>,
     pub tool_search: String,
+    /// Hidden characters found and told but passed on (`--keep-hidden`, with `--names bare`).
+    pub keep_hidden: bool,
 }
 
 /// `[ADDR:]PORT`: the address defaults to 127.0.0.1.
@@ -59,6 +61,11 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         "short" => Names::Short(usize::from(args.name_limit)),
         word => Names::parse(word).ok_or_else(|| anyhow!("`--names {word}`: use short, prefixed or bare"))?,
     };
+    if args.keep_hidden && names != Names::Bare {
+        bail!(
+            "`--keep-hidden` passes servers' text on as they sent it: only with `--names bare` (a transparent gateway)"
+        );
+    }
     let profile = match &args.profile {
         Some(name) => Some(ctx.loaded.profiles.get(name).cloned().ok_or_else(|| {
             let known: Vec<&str> = ctx.loaded.profiles.keys().map(String::as_str).collect();
@@ -75,9 +82,11 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         }
     }
     let listen = args.http.as_deref().map(parse_listen).transpose()?;
-    // A stdio gateway of a workspace whose hub runs (with this config) uses its servers.
+    // A stdio gateway of a workspace whose hub runs (with this config) uses its servers (not
+    // with `--keep-hidden`: that hub removed what this gateway is asked to pass on).
     if listen.is_none()
         && !args.no_attach
+        && !args.keep_hidden
         && args.only.is_empty()
         && let Some(record) = crate::daemon::attachable(ctx)
         && (args.require.is_empty() || record.kind != "gateway")
@@ -105,6 +114,9 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
         .sampler(relay.clone())
         .roots_source(relay.clone())
         .approver(std::sync::Arc::new(approver));
+    if args.keep_hidden {
+        options = options.screening(switchboard::screen::Screening::Keep);
+    }
     // Start only what any client can see.
     let mut only: BTreeSet<String> = args.only.iter().cloned().collect();
     if only.is_empty()

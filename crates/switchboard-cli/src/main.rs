@@ -331,6 +331,11 @@ pub enum Command {
         /// with `"always_load": true` are listed in full anyway.
         #[arg(long, value_name = "MODE", default_value = "off")]
         tool_search: String,
+        /// With `--names bare`: pass what servers say on as they sent it, hidden characters
+        /// included (they are still found and shown to you: `switchboard scan`, the log, the
+        /// audit records; `policy.findings` still applies). Runs servers of its own.
+        #[arg(long)]
+        keep_hidden: bool,
     },
     /// The workspace's background hub (`switchboard serve` on a free loopback port): the gateways
     /// and commands of this project, with the same config, share its servers.

@@ -249,3 +249,38 @@ pub async fn wait_seen(rx: &mut mpsc::UnboundedReceiver<Seen>, limit: Duration, 
         }
     }
 }
+
+/// A client script of `tests/peers/`.
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers").join(name)
+}
+
+/// A client script's environment: the home's config and data folder, no `RUST_LOG`.
+pub fn env(c: &mut std::process::Command, home: &Home) {
+    c.env("SWITCHBOARD_CONFIG", &home.config)
+        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
+        .env_remove("RUST_LOG");
+}
+
+/// Runs a client script; its last stdout line is its JSON report.
+pub fn report(mut c: std::process::Command) -> serde_json::Value {
+    let out = c.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(line)
+        .unwrap_or_else(|_| panic!("no report: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success() && v.get("error").is_none(), "{v}\n{}", String::from_utf8_lossy(&out.stderr));
+    v
+}
+
+/// The stdio form, as in an agent's config: SDK clients start servers with a minimal
+/// environment, so the config goes on the command line.
+pub fn stdio(home: &Home) -> Vec<String> {
+    vec![
+        "stdio".into(),
+        switchboard_testkit::cli().display().to_string(),
+        "--config".into(),
+        home.config.display().to_string(),
+        "gateway".into(),
+    ]
+}

@@ -55,6 +55,8 @@ pub(crate) struct Handler {
     pub(crate) protocol_version: Option<ProtocolVersion>,
     /// Progress, log and resource-update notifications beyond the rate are dropped.
     pub(crate) flood: Arc<Mutex<crate::transport::flood::Flood>>,
+    /// Whether hidden characters in what it asks are removed or only told.
+    pub(crate) screening: crate::screen::Screening,
 }
 
 impl Handler {
@@ -137,19 +139,23 @@ impl Handler {
             return ElicitResult::new(ElicitationAction::Decline);
         };
         let asked = match request {
-            ElicitRequestParams::FormElicitationParams { mut message, requested_schema, .. } => {
-                let mut schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-                if let Some(h) = crate::screen::question(&mut message, &mut schema) {
-                    tracing::warn!(server = %self.server, "a question had hidden characters, removed: {}", h.summary());
+            ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
+                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                let mut asked = (message, schema);
+                if let Some(h) = self.screening.apply(&mut asked, |(m, s)| crate::screen::question(m, s)) {
+                    tracing::warn!(server = %self.server, "a question had hidden characters ({:?}): {}", self.screening, h.summary());
                 }
+                let (message, schema) = asked;
                 ElicitationRequest::new(self.server.clone(), message, schema)
             }
             // Only a web address is ever put to the person (not `javascript:`, `file:`...).
             ElicitRequestParams::UrlElicitationParams { mut message, url, elicitation_id, .. }
                 if elicitor.takes_urls() && (url.starts_with("https://") || url.starts_with("http://")) =>
             {
-                if let Some(h) = crate::screen::question(&mut message, &mut serde_json::Value::Null) {
-                    tracing::warn!(server = %self.server, "a question had hidden characters, removed: {}", h.summary());
+                let found =
+                    self.screening.apply(&mut message, |m| crate::screen::question(m, &mut serde_json::Value::Null));
+                if let Some(h) = found {
+                    tracing::warn!(server = %self.server, "a question had hidden characters ({:?}): {}", self.screening, h.summary());
                 }
                 ElicitationRequest::url(self.server.clone(), message, url, elicitation_id)
             }
@@ -177,8 +183,8 @@ impl Handler {
         let Some(sampler) = &self.sampler else {
             return Err(ErrorData::method_not_found::<rmcp::model::CreateMessageRequestMethod>());
         };
-        if let Some(h) = crate::screen::sampling(&mut params) {
-            tracing::warn!(server = %self.server, "a request for a completion had hidden characters, removed: {}", h.summary());
+        if let Some(h) = self.screening.apply(&mut params, crate::screen::sampling) {
+            tracing::warn!(server = %self.server, "a request for a completion had hidden characters ({:?}): {}", self.screening, h.summary());
         }
         sampler
             .create_message(SamplingRequest::new(self.server.clone(), params).with_input_key(key))

@@ -128,6 +128,8 @@ pub(crate) struct ConnectCtx {
     pub notification_rate: u32,
     /// The configs the connection passed through ([`crate::chain`]), for the server.
     pub chain: String,
+    /// Whether hidden characters in its questions and requests for a completion are removed.
+    pub screening: crate::screen::Screening,
 }
 
 /// What the server said about itself.
@@ -209,6 +211,7 @@ impl Connection {
             sampler: ctx.sampler.clone(),
             roots: ctx.roots.clone(),
             roots_source: ctx.roots_source.clone(),
+            screening: ctx.screening,
             protocol_version: config
                 .protocol_version
                 .as_ref()

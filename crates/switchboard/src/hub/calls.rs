@@ -292,9 +292,10 @@ impl Hub {
                 });
             }
         };
-        let hidden = crate::screen::result(&mut raw).map(Box::new);
+        let screening = self.inner.options.screening;
+        let hidden = screening.apply(&mut raw, crate::screen::result).map(Box::new);
         if let Some(h) = &hidden {
-            tracing::warn!(server = %entry.server, "the result of `{}` had hidden characters, removed: {}", entry.name, h.summary());
+            tracing::warn!(server = %entry.server, "the result of `{}` had hidden characters ({screening:?}): {}", entry.name, h.summary());
         }
         let secrets = Some(self.take_secrets(slot, &entry.name, &mut raw)).filter(|s| !s.is_empty()).map(Box::new);
         Ok(ToolOutput {
@@ -353,8 +354,9 @@ impl Hub {
         let request = Request::new(&slot, body, format!("resources/read {uri}"), options);
         match self.exchange(&slot, request).await? {
             ServerResult::ReadResourceResult(mut r) => {
-                if let Some(h) = crate::screen::read(&mut r) {
-                    tracing::warn!(server = %slot.name, "a read of {uri} had hidden characters, removed: {}", h.summary());
+                let screening = self.inner.options.screening;
+                if let Some(h) = screening.apply(&mut r, crate::screen::read) {
+                    tracing::warn!(server = %slot.name, "a read of {uri} had hidden characters ({screening:?}): {}", h.summary());
                 }
                 Ok(r)
             }
@@ -390,8 +392,9 @@ impl Hub {
         let request = Request::new(&slot, body, format!("prompts/get {name}"), options);
         match self.exchange(&slot, request).await? {
             ServerResult::GetPromptResult(mut r) => {
-                if let Some(h) = crate::screen::prompt(&mut r) {
-                    tracing::warn!(server = %slot.name, "the prompt `{name}` had hidden characters, removed: {}", h.summary());
+                let screening = self.inner.options.screening;
+                if let Some(h) = screening.apply(&mut r, crate::screen::prompt) {
+                    tracing::warn!(server = %slot.name, "the prompt `{name}` had hidden characters ({screening:?}): {}", h.summary());
                 }
                 Ok(r)
             }

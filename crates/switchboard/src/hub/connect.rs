@@ -60,16 +60,25 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),
         roots_source: inner.options.roots_source.clone(),
         chain: inner.chain.clone(),
+        screening: inner.options.screening,
     };
     match Connection::start(&config, &ctx).await {
         Ok((mut conn, changes, mut lists)) => {
             // What the server says is screened once, here, before any front sees it.
-            let mut findings = crate::screen::lists(&slot.name, &mut lists);
-            if let Some(text) = conn.identity.instructions.as_mut() {
+            // With `Screening::Keep` they are screened as a copy: found and told, passed on as sent.
+            let keep = inner.options.screening == crate::screen::Screening::Keep;
+            let mut copy = keep.then(|| lists.clone());
+            let screened = copy.as_mut().unwrap_or(&mut lists);
+            let mut findings = crate::screen::lists(&slot.name, screened);
+            let mut instructions = conn.identity.instructions.clone();
+            if let Some(text) = instructions.as_mut() {
                 findings.extend(crate::screen::instructions(&slot.name, text));
             }
             let names = inner.tool_names();
-            findings.extend(inner.scanner.scan(&slot.name, &lists, conn.identity.instructions.as_deref(), &names));
+            findings.extend(inner.scanner.scan(&slot.name, screened, instructions.as_deref(), &names));
+            if !keep {
+                conn.identity.instructions = instructions;
+            }
             warn_found(&slot.name, &findings);
             let conn = Arc::new(conn);
             let status = connected_status(&conn, &lists, &slot.filter());
@@ -255,9 +264,11 @@ pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connect
         return;
     }
     // Only the lists just fetched can have anything hidden (the rest were screened already).
-    let mut fresh = crate::screen::lists(&slot.name, &mut lists);
+    let mut copy = (inner.options.screening == crate::screen::Screening::Keep).then(|| lists.clone());
+    let screened = copy.as_mut().unwrap_or(&mut lists);
+    let mut fresh = crate::screen::lists(&slot.name, screened);
     let names = inner.tool_names();
-    let checked = inner.scanner.scan(&slot.name, &lists, None, &names);
+    let checked = inner.scanner.scan(&slot.name, screened, None, &names);
     fresh.extend(checked.into_iter().filter(|f| of_kind(&f.target, kind)));
     warn_found(&slot.name, &fresh);
     let status = {

@@ -295,11 +295,29 @@ impl Hub {
         conn.tree.as_ref().map(|t| t.pid())
     }
 
-    /// What a connected server said about itself (its `initialize` result or discovery), as
-    /// it sent it: protocol version, capabilities, implementation, instructions.
+    /// What a connected server said about itself (its `initialize` result or discovery):
+    /// protocol version, capabilities, implementation, instructions, screened as the hub's
+    /// [`Screening`](crate::screen::Screening) says (the instructions as screened when it
+    /// connected; the implementation's name, title, version and description here).
     pub fn server_peer_info(&self, name: &str) -> Option<rmcp::model::ServerPeerInfo> {
         let conn = self.inner.slot(name).ok().and_then(|s| s.state().conn.clone())?;
-        conn.peer.peer_info().map(|i| (*i).clone())
+        let mut info = conn.peer.peer_info().map(|i| (*i).clone())?;
+        info.instructions = conn.identity.instructions.clone();
+        if self.inner.options.screening == crate::screen::Screening::Remove
+            && let Some(implementation) = info.server_info.as_mut()
+        {
+            let words = [Some(&mut implementation.name), Some(&mut implementation.version)]
+                .into_iter()
+                .chain([implementation.title.as_mut(), implementation.description.as_mut()]);
+            for text in words.flatten() {
+                let clean = match crate::screen::strip(text) {
+                    (clean, Some(_)) => clean.into_owned(),
+                    (_, None) => continue,
+                };
+                *text = clean;
+            }
+        }
+        Some(info)
     }
 
     /// The current catalog snapshot.

@@ -49,6 +49,9 @@ pub struct HubOptions {
     /// `list_changed` always): beyond it, after a burst of twice as many, they are dropped and
     /// said (`Event::Dropped`). Default 1000; 0 takes every one.
     pub notification_rate: u32,
+    /// Whether hidden characters are removed from what servers say or only found
+    /// (default: removed; see [`Screening`](crate::screen::Screening)).
+    pub screening: crate::screen::Screening,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -63,6 +66,7 @@ impl std::fmt::Debug for HubOptions {
             .field("approver", &self.approver.is_some())
             .field("roots", &self.roots)
             .field("reconnect", &self.reconnect)
+            .field("screening", &self.screening)
             .finish_non_exhaustive()
     }
 }
@@ -85,6 +89,7 @@ impl HubOptions {
             results_keep: Duration::from_secs(7 * 24 * 3600),
             results_max_bytes: 500 * 1000 * 1000,
             notification_rate: crate::transport::flood::DEFAULT_RATE,
+            screening: crate::screen::Screening::Remove,
         }
     }
 
@@ -123,6 +128,13 @@ impl HubOptions {
         self.roots_source = Some(source);
         self
     }
+    /// With hidden characters removed from what servers say, or only found and told
+    /// ([`Screening::Keep`](crate::screen::Screening::Keep)).
+    pub fn screening(mut self, screening: crate::screen::Screening) -> Self {
+        self.screening = screening;
+        self
+    }
+
     /// With these folders offered as roots instead of the project root.
     pub fn roots(mut self, roots: Vec<PathBuf>) -> Self {
         self.roots = Some(roots);

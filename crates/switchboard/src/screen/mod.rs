@@ -24,6 +24,30 @@ pub use scan::{Scanner, ToolNames};
 
 use crate::catalog::ServerLists;
 
+/// What the hub does with the hidden characters of what servers say ([`HubOptions::screening`](crate::HubOptions::screening)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Screening {
+    /// Removed on the way in, so no front can pass them on (the default).
+    #[default]
+    Remove,
+    /// Found and shown to the person (findings, `switchboard scan`, the audit log, the
+    /// dashboard) but left in what is passed on: for a transparent gateway whose person asked
+    /// for servers' text as they sent it. The text checks and `policy.findings` still apply.
+    Keep,
+}
+
+impl Screening {
+    /// Screens `value` with `screen`: in place when hidden characters are removed, else a
+    /// copy (what was found is told either way).
+    pub fn apply<T: Clone>(self, value: &mut T, screen: impl FnOnce(&mut T) -> Option<Hidden>) -> Option<Hidden> {
+        match self {
+            Screening::Remove => screen(value),
+            Screening::Keep => screen(&mut value.clone()),
+        }
+    }
+}
+
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

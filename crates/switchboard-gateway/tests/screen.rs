@@ -96,18 +96,7 @@ fn a_poisoned_upstream_is_screened_in_every_cell() {
         }
         // The daemon, the HTTP gateway and the client's stdio gateway: one user file, one
         // folder, so they are the same workspace's.
-        let sb = |args: &[&str]| {
-            let mut c = Command::new(switchboard_testkit::cli());
-            c.env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-                .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
-                .env_remove("RUST_LOG")
-                .current_dir(home.path())
-                .arg("--config")
-                .arg(&home.config)
-                .args(args)
-                .stdin(std::process::Stdio::null());
-            c.output().unwrap()
-        };
+        let sb = |args: &[&str]| home.switchboard(args).stdin(std::process::Stdio::null()).output().unwrap();
         let daemon_fx = attached.then(|| {
             let out = sb(&["daemon", "start"]);
             assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));

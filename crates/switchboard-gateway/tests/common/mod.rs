@@ -149,14 +149,21 @@ impl Home {
 
     /// `switchboard --config <config> gateway <args>` with this home.
     pub fn gateway(&self, args: &[&str]) -> tokio::process::Command {
-        let mut c = tokio::process::Command::new(switchboard_testkit::cli());
+        let mut c = tokio::process::Command::from(self.switchboard(&["gateway"]));
+        c.args(args);
+        c
+    }
+
+    /// `switchboard --config <config> <args>` with this home (its user file, data folder and
+    /// folder: the same workspace as its gateways).
+    pub fn switchboard(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(switchboard_testkit::cli());
         c.env("SWITCHBOARD_CONFIG", self.path().join("user.json"))
             .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(self.path()))
             .env_remove("RUST_LOG")
             .current_dir(self.path())
             .arg("--config")
             .arg(&self.config)
-            .arg("gateway")
             .args(args);
         c
     }
@@ -213,18 +220,8 @@ impl std::ops::DerefMut for Killed {
 /// Starts `switchboard gateway --http 127.0.0.1:0 <args>` and returns it with its `/mcp` URL.
 pub fn http_gateway(home: &Home, args: &[&str]) -> (Killed, String) {
     use std::io::{BufRead, BufReader};
-    let mut c = std::process::Command::new(switchboard_testkit::cli());
-    c.env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
-        .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
-        .env_remove("RUST_LOG")
-        .current_dir(home.path())
-        .arg("--config")
-        .arg(&home.config)
-        .args(["gateway", "--http", "127.0.0.1:0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    let mut c = home.switchboard(&["gateway", "--http", "127.0.0.1:0"]);
+    c.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
     let mut child = c.spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let url = loop {

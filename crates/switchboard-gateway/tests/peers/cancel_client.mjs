@@ -7,33 +7,16 @@
 //
 //   node cancel_client.mjs <sdk1|modern> <sdk folder> stdio <switchboard> <args...>
 //   node cancel_client.mjs <sdk1|modern> <sdk folder> http <url> <token>
-import { pathToFileURL } from "node:url";
-import path from "node:path";
+import { loadSdk, transportFor } from "./sdk.mjs";
 
 const [sdk, sdkDir, mode, ...rest] = process.argv.slice(2);
-let Client, StdioClientTransport, StreamableHTTPClientTransport;
-if (sdk === "modern") {
-  const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/client/dist", p)).href);
-  ({ Client, StreamableHTTPClientTransport } = await load("index.mjs"));
-  ({ StdioClientTransport } = await load("stdio.mjs"));
-} else {
-  const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
-  ({ Client } = await load("client/index.js"));
-  ({ StdioClientTransport } = await load("client/stdio.js"));
-  ({ StreamableHTTPClientTransport } = await load("client/streamableHttp.js"));
-}
+const classes = await loadSdk(sdk === "modern" ? "sdk2" : "sdk1", sdkDir);
+const { Client } = classes;
 
 const options = { capabilities: {} };
 if (sdk === "modern") options.versionNegotiation = { mode: { pin: "2026-07-28" } };
 const client = new Client({ name: "cancel-test", version: "1.0.0" }, options);
-let transport;
-if (mode === "stdio") {
-  const [command, ...args] = rest;
-  transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
-} else {
-  const [url, token] = rest;
-  transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
-}
+const transport = transportFor(classes, mode, rest);
 
 // Starts `request(signal)`, aborts it after 400 ms; what the client saw, and how long it took.
 async function abandon(request) {

@@ -5,15 +5,11 @@ Streamable HTTP. Prints one JSON line of what it saw; exits non-zero on error.
     python py_client.py http <url> <token>
 """
 
-import json
-import os
 import sys
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from gateway_client import report
+from mcp import ClientSession, types
 
 seen = {"logs": [], "progress": [], "tools_changed": 0}
 
@@ -73,24 +69,4 @@ async def run(read, write, out):
         out["seen"] = seen
 
 
-async def main():
-    mode, rest = sys.argv[1], sys.argv[2:]
-    out = {}
-    try:
-        if mode == "stdio":
-            params = StdioServerParameters(command=rest[0], args=rest[1:], env=dict(os.environ))
-            async with stdio_client(params) as (read, write):
-                await run(read, write, out)
-        else:
-            url, token = rest
-            client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-            async with client, streamable_http_client(url, http_client=client) as streams:
-                await run(streams[0], streams[1], out)
-    except BaseException as e:  # noqa: BLE001 - the test reads what failed
-        out["error"] = repr(e)
-        print(json.dumps(out, default=str))
-        sys.exit(1)
-    print(json.dumps(out, default=str))
-
-
-anyio.run(main)
+report(sys.argv[1], sys.argv[2:], run)

@@ -8,14 +8,11 @@ a tool with a denied finding is neither listed nor called. Exits non-zero on err
 """
 
 import json
-import os
 import sys
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from gateway_client import report
+from mcp import ClientSession
 
 
 def texts(result):
@@ -52,24 +49,4 @@ async def run(read, write, text, out):
             out["upstream"] = None
 
 
-async def main():
-    text, mode, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
-    out = {}
-    try:
-        if mode == "stdio":
-            params = StdioServerParameters(command=rest[0], args=rest[1:], env=dict(os.environ))
-            async with stdio_client(params) as (read, write):
-                await run(read, write, text, out)
-        else:
-            url, token = rest
-            client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-            async with client, streamable_http_client(url, http_client=client) as streams:
-                await run(streams[0], streams[1], text, out)
-    except BaseException as e:  # noqa: BLE001 - the test reads what failed
-        out["error"] = repr(e)
-        print(json.dumps(out, default=str))
-        sys.exit(1)
-    print(json.dumps(out, default=str))
-
-
-anyio.run(main)
+report(sys.argv[2], sys.argv[3:], lambda read, write, out: run(read, write, sys.argv[1], out))

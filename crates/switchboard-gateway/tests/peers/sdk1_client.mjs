@@ -3,15 +3,11 @@
 //
 //   node sdk1_client.mjs <sdk folder> stdio <switchboard> <args...>
 //   node sdk1_client.mjs <sdk folder> http <url> <token>
-import { pathToFileURL } from "node:url";
-import path from "node:path";
+import { loadSdk, transportFor } from "./sdk.mjs";
 
 const [sdkDir, mode, ...rest] = process.argv.slice(2);
-const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
-const { Client } = await load("client/index.js");
-const { StdioClientTransport } = await load("client/stdio.js");
-const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
-const types = await load("types.js");
+const classes = await loadSdk("sdk1", sdkDir);
+const { Client, types } = classes;
 
 const seen = { logs: [], progress: [], toolsChanged: 0 };
 const client = new Client({ name: "sdk1-test", version: "1.0.0" }, { capabilities: { elicitation: {} } });
@@ -19,14 +15,7 @@ client.setNotificationHandler(types.LoggingMessageNotificationSchema, (n) => see
 client.setNotificationHandler(types.ToolListChangedNotificationSchema, () => seen.toolsChanged++);
 client.setRequestHandler(types.ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Ada" } }));
 
-let transport;
-if (mode === "stdio") {
-  const [command, ...args] = rest;
-  transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
-} else {
-  const [url, token] = rest;
-  transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
-}
+const transport = transportFor(classes, mode, rest);
 const out = {};
 try {
   await client.connect(transport);

@@ -5,13 +5,11 @@
 //
 //   node sdk2_client.mjs <folder> <legacy|modern> stdio <switchboard> <args...>
 //   node sdk2_client.mjs <folder> <legacy|modern> http <url> <token>
-import { pathToFileURL } from "node:url";
-import path from "node:path";
+import { loadSdk, transportFor } from "./sdk.mjs";
 
 const [dir, era, mode, ...rest] = process.argv.slice(2);
-const load = (p) => import(pathToFileURL(path.join(dir, "node_modules/@modelcontextprotocol/client/dist", p)).href);
-const { Client, StreamableHTTPClientTransport } = await load("index.mjs");
-const { StdioClientTransport } = await load("stdio.mjs");
+const classes = await loadSdk("sdk2", dir);
+const { Client } = classes;
 
 const seen = { logs: [], progress: [], toolsChanged: 0 };
 const options = {
@@ -23,14 +21,7 @@ const client = new Client({ name: "sdk2-test", version: "2.0.0" }, options);
 client.setNotificationHandler("notifications/message", (n) => seen.logs.push(n.params));
 client.setRequestHandler("elicitation/create", async () => ({ action: "accept", content: { name: "Ada" } }));
 
-let transport;
-if (mode === "stdio") {
-  const [command, ...args] = rest;
-  transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
-} else {
-  const [url, token] = rest;
-  transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
-}
+const transport = transportFor(classes, mode, rest);
 const out = { era };
 try {
   await client.connect(transport);

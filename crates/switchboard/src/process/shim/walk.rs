@@ -54,26 +54,11 @@ impl Walk {
         let n = self.collect(unsafe { libc::getpid() }, &mut tree);
         let mut pages: u64 = 0;
         for &pid in tree.iter().take(n) {
-            let mut p = PathBuf::new();
-            p.push(b"/proc/");
-            p.push_int(i64::from(pid));
-            p.push(b"/statm");
-            // SAFETY: a NUL-terminated path; reads into a stack buffer.
-            unsafe {
-                let fd = libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    continue;
-                }
-                let mut buf = [0u8; 128];
-                let got = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-                libc::close(fd);
-                if got <= 0 {
-                    continue;
-                }
-                // "size resident shared ...": the second field.
-                let resident = buf[..got as usize].split(|&b| b == b' ').nth(1).and_then(parse_int);
-                pages = pages.saturating_add(resident.map_or(0, |r| r.max(0) as u64));
-            }
+            let mut buf = [0u8; 128];
+            let Some(statm) = read_head(&proc_file(i64::from(pid), b"/statm"), &mut buf) else { continue };
+            // "size resident shared ...": the second field.
+            let resident = statm.split(|&b| b == b' ').nth(1).and_then(parse_int);
+            pages = pages.saturating_add(resident.map_or(0, |r| r.max(0) as u64));
         }
         (n, pages)
     }
@@ -164,6 +149,29 @@ fn push(out: &mut [libc::pid_t], n: &mut usize, value: i64) {
     }
 }
 
+/// `/proc/<pid><name>`, on the stack.
+fn proc_file(pid: i64, name: &[u8]) -> PathBuf {
+    let mut p = PathBuf::new();
+    p.push(b"/proc/");
+    p.push_int(pid);
+    p.push(name);
+    p
+}
+
+/// What one read of `path` gives, into `buf`: `None` if it cannot be opened or is empty.
+fn read_head<'a>(path: &PathBuf, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    // SAFETY: a NUL-terminated path; reads into the caller's buffer, closes its own fd.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return None;
+        }
+        let got = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        usize::try_from(got).ok().filter(|&g| g > 0).map(|g| &buf[..g])
+    }
+}
+
 /// The slow way (kernels built without `CONFIG_PROC_CHILDREN`): every `/proc/<pid>/stat`
 /// whose parent is `parent`.
 fn scan_for_parent(parent: libc::pid_t, out: &mut [libc::pid_t], n: &mut usize) {
@@ -175,21 +183,8 @@ fn scan_for_parent(parent: libc::pid_t, out: &mut [libc::pid_t], n: &mut usize) 
         }
         for_each_dirent(dir, |name| {
             let Some(pid) = parse_int(name) else { return };
-            let mut p = PathBuf::new();
-            p.push(b"/proc/");
-            p.push_int(pid as i64);
-            p.push(b"/stat");
-            let fd = libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-            if fd < 0 {
-                return;
-            }
             let mut buf = [0u8; 512];
-            let got = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-            libc::close(fd);
-            if got <= 0 {
-                return;
-            }
-            let stat = &buf[..got as usize];
+            let Some(stat) = read_head(&proc_file(i64::from(pid), b"/stat"), &mut buf) else { return };
             // After the last ')': " S ppid ..."
             let Some(close) = stat.iter().rposition(|&b| b == b')') else { return };
             let mut fields = stat[close + 1..].split(|&b| b == b' ').filter(|f| !f.is_empty());

@@ -55,7 +55,9 @@ pub(crate) fn check(ctx: &Ctx, only: Option<&str>, json: bool) -> Result<u8> {
             .collect();
         print_json(&json!({
             "kernel": {"landlock_abi": kernel.landlock_abi, "network_namespace": kernel.network_namespace.is_ok(),
-                       "network_namespace_error": kernel.network_namespace.as_ref().err()},
+                       "network_namespace_error": kernel.network_namespace.as_ref().err(),
+                       "limits_by": "supervisor", "cgroup_v2": kernel.cgroup.as_ref().ok(),
+                       "cgroup_v2_error": kernel.cgroup.as_ref().err()},
             "servers": list,
         }))?;
         return Ok(u8::from(!enforceable));
@@ -70,6 +72,14 @@ pub(crate) fn check(ctx: &Ctx, only: Option<&str>, json: bool) -> Result<u8> {
         Err(e) => {
             out!("Network namespaces: not available ({}): servers with \"network\": false will not start", safe(e))
         }
+    }
+    // What keeps `limits`: the supervisor's watch, everywhere; what a cgroup could add here.
+    match &kernel.cgroup {
+        Ok(dir) => out!(
+            "Limits: kept by each server's supervisor (every 200 ms); cgroup v2 delegated at {} (not used)",
+            safe(&dir.display().to_string())
+        ),
+        Err(e) => out!("Limits: kept by each server's supervisor (every 200 ms); no cgroup v2 to use: {}", safe(e)),
     }
     for (name, rules, granted) in &servers {
         out!("");

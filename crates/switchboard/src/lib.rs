@@ -41,6 +41,7 @@ mod fsutil;
 mod fuzz;
 mod glob;
 mod hub;
+pub mod identity;
 pub mod output;
 mod paths;
 pub mod policy;

@@ -302,6 +302,10 @@ pub struct Kernel {
     pub landlock_abi: i32,
     /// Whether a user and network namespace can be made without privilege (`network: false`).
     pub network_namespace: Result<(), String>,
+    /// Whether this process's cgroup v2 has the `memory` and `pids` controllers and may be
+    /// written (its folder), or why not. Limits are kept by the supervisor's watch of the tree
+    /// either way (see ARCHITECTURE, "Limits"); this says what a cgroup could add here.
+    pub cgroup: Result<PathBuf, String>,
 }
 
 impl Kernel {
@@ -310,18 +314,85 @@ impl Kernel {
     pub fn probe() -> Kernel {
         #[cfg(target_os = "linux")]
         {
-            Kernel { landlock_abi: landlock::abi(), network_namespace: landlock::probe_namespaces() }
+            Kernel {
+                landlock_abi: landlock::abi(),
+                network_namespace: landlock::probe_namespaces(),
+                cgroup: own_cgroup(
+                    &std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+                    &std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default(),
+                    |dir| std::fs::read_to_string(dir.join("cgroup.controllers")).ok(),
+                    |dir| nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok(),
+                ),
+            }
         }
         #[cfg(not(target_os = "linux"))]
         {
-            Kernel { landlock_abi: 0, network_namespace: Err("not Linux".into()) }
+            Kernel { landlock_abi: 0, network_namespace: Err("not Linux".into()), cgroup: Err("not Linux".into()) }
         }
     }
+}
+
+/// This process's cgroup v2 folder if it offers `memory` and `pids` and may be written, from
+/// `/proc/self/cgroup` and `/proc/self/mountinfo` (`controllers` reads a folder's
+/// `cgroup.controllers`, `writable` asks for write access).
+fn own_cgroup(
+    cgroup: &str,
+    mountinfo: &str,
+    controllers: impl Fn(&Path) -> Option<String>,
+    writable: impl Fn(&Path) -> bool,
+) -> Result<PathBuf, String> {
+    let Some(path) = cgroup.lines().find_map(|l| l.strip_prefix("0::")) else {
+        return Err("no cgroup v2 hierarchy for this process (cgroup v1 only)".into());
+    };
+    // mountinfo: "id parent major:minor root mountpoint options ... - fstype source superoptions".
+    let Some(mount) = mountinfo.lines().find_map(|l| {
+        let (fields, rest) = l.split_once(" - ")?;
+        (rest.split(' ').next() == Some("cgroup2")).then(|| fields.split(' ').nth(4).map(PathBuf::from)).flatten()
+    }) else {
+        return Err("cgroup v2 is not mounted".into());
+    };
+    let below = path.trim().trim_start_matches('/');
+    let dir = if below.is_empty() { mount } else { mount.join(below) };
+    let offered = controllers(&dir).unwrap_or_default();
+    let offered: Vec<&str> = offered.split_whitespace().collect();
+    let missing: Vec<&str> = ["memory", "pids"].into_iter().filter(|c| !offered.contains(c)).collect();
+    if !missing.is_empty() {
+        let has = if offered.is_empty() { "none".to_string() } else { offered.join(", ") };
+        return Err(format!(
+            "cgroup v2 at {} offers {has}: no {} controller here",
+            dir.display(),
+            missing.join(" or ")
+        ));
+    }
+    if !writable(&dir) {
+        return Err(format!("cgroup v2 at {} is not delegated to this user", dir.display()));
+    }
+    Ok(dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cgroup_is_usable_only_with_memory_and_pids_delegated() {
+        let mountinfo = "35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw\n\
+                         36 25 0:31 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory";
+        let hybrid = own_cgroup("4:memory:/x\n0::/\n", mountinfo, |_| Some("hugetlb\n".into()), |_| true);
+        assert_eq!(
+            hybrid.unwrap_err(),
+            "cgroup v2 at /sys/fs/cgroup/unified offers hugetlb: no memory or pids controller here"
+        );
+        let user = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/sb.scope\n";
+        let mounted = "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate";
+        let controllers = |_: &Path| Some("cpu memory pids".to_string());
+        let dir = own_cgroup(user, mounted, controllers, |_| true).unwrap();
+        assert_eq!(dir, Path::new("/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/sb.scope"));
+        let denied = own_cgroup(user, mounted, controllers, |_| false).unwrap_err();
+        assert!(denied.ends_with("is not delegated to this user"), "{denied}");
+        assert!(own_cgroup("1:name=systemd:/\n", mounted, controllers, |_| true).is_err());
+        assert_eq!(own_cgroup(user, "", controllers, |_| true).unwrap_err(), "cgroup v2 is not mounted");
+    }
 
     fn place<'a>(home: &'a Path, cwd: &'a Path) -> Place<'a> {
         Place {

@@ -1,0 +1,231 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use base64::Engine;
+use jsonwebtoken::{EncodingKey, Header};
+use serde_json::{Value, json};
+
+use super::*;
+
+/// A P-256 key: what signs, and its public JWK.
+struct Key {
+    signing: EncodingKey,
+    jwk: Value,
+}
+
+fn key(kid: &str) -> Key {
+    let rng = aws_lc_rs::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref()).unwrap();
+    let point = pair.public_key().as_ref();
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let jwk = json!({"kty": "EC", "crv": "P-256", "x": b64(&point[1..33]), "y": b64(&point[33..65]),
+                     "kid": kid, "use": "sig", "alg": "ES256"});
+    Key { signing: EncodingKey::from_ec_der(pkcs8.as_ref()), jwk }
+}
+
+/// An issuer on this machine: its OpenID configuration and JWKS served over HTTP, the
+/// requests for the keys counted.
+struct Provider {
+    issuer: String,
+    docs: Arc<Mutex<HashMap<String, Value>>>,
+    key_fetches: Arc<AtomicUsize>,
+}
+
+impl Provider {
+    async fn start(keys: &[&Key]) -> Provider {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let docs = Arc::new(Mutex::new(HashMap::new()));
+        docs.lock().unwrap().insert(
+            "/.well-known/openid-configuration".to_string(),
+            json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks")}),
+        );
+        let key_fetches = Arc::new(AtomicUsize::new(0));
+        let provider = Provider { issuer, docs: docs.clone(), key_fetches: key_fetches.clone() };
+        provider.publish(keys);
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&buf[..n]).to_string();
+                let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+                if path == "/jwks" {
+                    key_fetches.fetch_add(1, Ordering::SeqCst);
+                }
+                let body = docs.lock().unwrap().get(&path).map(Value::to_string);
+                let response = match body {
+                    Some(b) => format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+                        b.len()
+                    ),
+                    None => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string(),
+                };
+                let _ = s.write_all(response.as_bytes()).await;
+            }
+        });
+        provider
+    }
+
+    fn publish(&self, keys: &[&Key]) {
+        let set = json!({"keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()});
+        self.docs.lock().unwrap().insert("/jwks".to_string(), set);
+    }
+
+    fn fetches(&self) -> usize {
+        self.key_fetches.load(Ordering::SeqCst)
+    }
+}
+
+const RESOURCE: &str = "http://127.0.0.1:7342/mcp";
+
+fn now() -> i64 {
+    i64::try_from(jsonwebtoken::get_current_timestamp()).unwrap()
+}
+
+fn token(key: &Key, kid: &str, claims: Value) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(kid.to_string());
+    jsonwebtoken::encode(&header, &claims, &key.signing).unwrap()
+}
+
+fn claims(issuer: &str) -> Value {
+    json!({"iss": issuer, "sub": "alice-1", "aud": RESOURCE, "exp": now() + 300, "iat": now(),
+           "name": "Alice", "groups": ["devs", "admins"], "scope": "openid mcp"})
+}
+
+fn verifier(provider: &Provider, scopes: &[&str]) -> Verifier {
+    let mut config = IdentityConfig::new(vec![Issuer::new(provider.issuer.clone())]);
+    config.scopes = scopes.iter().map(|s| s.to_string()).collect();
+    Verifier::new(config, RESOURCE, reqwest::Client::new())
+}
+
+#[tokio::test]
+async fn a_token_of_a_configured_issuer_says_who_is_calling() {
+    let k1 = key("k1");
+    let provider = Provider::start(&[&k1]).await;
+    let v = verifier(&provider, &["mcp"]);
+    let who = v.verify(&token(&k1, "k1", claims(&provider.issuer))).await.unwrap();
+    assert_eq!(who.subject, "alice-1");
+    assert_eq!(who.issuer, provider.issuer);
+    assert_eq!(who.name.as_deref(), Some("Alice"));
+    assert_eq!(who.groups, ["devs", "admins"]);
+    assert_eq!(who.scopes, ["mcp", "openid"]);
+    // The keys were fetched once, through discovery, and are kept.
+    v.verify(&token(&k1, "k1", claims(&provider.issuer))).await.unwrap();
+    assert_eq!(provider.fetches(), 1);
+    let doc = v.metadata();
+    assert_eq!(doc["resource"], RESOURCE);
+    assert_eq!(doc["authorization_servers"], json!([provider.issuer]));
+    assert_eq!(doc["scopes_supported"], json!(["mcp"]));
+}
+
+#[tokio::test]
+async fn tokens_for_another_resource_out_of_time_or_of_another_issuer_are_refused() {
+    let k1 = key("k1");
+    let provider = Provider::start(&[&k1]).await;
+    let v = verifier(&provider, &[]);
+    let iss = provider.issuer.clone();
+    let with = |patch: Value| {
+        let mut c = claims(&iss);
+        for (k, val) in patch.as_object().unwrap() {
+            c[k] = val.clone();
+        }
+        token(&k1, "k1", c)
+    };
+    let err = v.verify(&with(json!({"aud": "https://elsewhere.example/mcp"}))).await.unwrap_err();
+    assert!(matches!(err, IdentityError::Audience { .. }), "{err:?}");
+    assert_eq!((err.status(), err.code()), (401, Some("invalid_token")));
+    let err = v.verify(&with(json!({"exp": now() - 120}))).await.unwrap_err();
+    assert!(matches!(err, IdentityError::Expired), "{err:?}");
+    // Within the skew a clock a little behind is fine.
+    v.verify(&with(json!({"exp": now() - 30}))).await.unwrap();
+    let err = v.verify(&with(json!({"nbf": now() + 600}))).await.unwrap_err();
+    assert!(matches!(err, IdentityError::NotYetValid), "{err:?}");
+    let err = v.verify(&with(json!({"iss": "https://other.example"}))).await.unwrap_err();
+    assert!(matches!(err, IdentityError::UnknownIssuer(_)), "{err:?}");
+    // An audience list that holds the resource is fine.
+    v.verify(&with(json!({"aud": ["https://other.example", RESOURCE]}))).await.unwrap();
+    assert!(matches!(v.verify("not a token").await.unwrap_err(), IdentityError::Malformed(_)));
+}
+
+#[tokio::test]
+async fn a_forged_signature_a_symmetric_algorithm_and_a_missing_scope_are_refused() {
+    let k1 = key("k1");
+    let provider = Provider::start(&[&k1]).await;
+    let v = verifier(&provider, &["mcp", "tools"]);
+    // Another key under the published key's id.
+    let forger = key("k1");
+    let err = v.verify(&token(&forger, "k1", claims(&provider.issuer))).await.unwrap_err();
+    assert!(matches!(err, IdentityError::Invalid(_)), "{err:?}");
+    // HS256 with the public key's bytes as the secret (the classic confusion): not accepted.
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("k1".into());
+    let hs = jsonwebtoken::encode(&header, &claims(&provider.issuer), &EncodingKey::from_secret(b"x")).unwrap();
+    assert!(matches!(v.verify(&hs).await.unwrap_err(), IdentityError::Invalid(_)));
+    let err = v.verify(&token(&k1, "k1", claims(&provider.issuer))).await.unwrap_err();
+    match &err {
+        IdentityError::Scope { missing } => assert_eq!(missing, &["tools"]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((err.status(), err.code()), (403, Some("insufficient_scope")));
+    let challenge = v.challenge("http://127.0.0.1:7342/.well-known/oauth-protected-resource/mcp", &err);
+    assert!(challenge.starts_with(
+        "Bearer resource_metadata=\"http://127.0.0.1:7342/.well-known/oauth-protected-resource/mcp\", scope=\"mcp tools\""
+    ));
+    assert!(challenge.contains("error=\"insufficient_scope\""), "{challenge}");
+    let none = v.challenge("http://x/.well-known/oauth-protected-resource", &IdentityError::Missing);
+    assert!(!none.contains("error="), "no error code without a token (RFC 6750 §3.1): {none}");
+}
+
+#[tokio::test]
+async fn a_new_key_is_fetched_when_a_token_names_it_but_not_more_often_than_refetch() {
+    let (k1, k2) = (key("k1"), key("k2"));
+    let provider = Provider::start(&[&k1]).await;
+    let v = verifier(&provider, &[]);
+    v.verify(&token(&k1, "k1", claims(&provider.issuer))).await.unwrap();
+    assert_eq!(provider.fetches(), 1);
+    // The issuer rotates. Within REFETCH of the last fetch a key not held is refused without
+    // asking the issuer (made-up key ids do not become requests).
+    provider.publish(&[&k1, &k2]);
+    let err = v.verify(&token(&k2, "k2", claims(&provider.issuer))).await.unwrap_err();
+    assert!(matches!(err, IdentityError::UnknownKey { .. }), "{err:?}");
+    assert_eq!(provider.fetches(), 1);
+    // Past it, a token under a key published since makes the verifier fetch again, and it is
+    // accepted.
+    let v = verifier(&provider, &[]).refetch_after(Duration::ZERO);
+    v.verify(&token(&k1, "k1", claims(&provider.issuer))).await.unwrap();
+    assert_eq!(provider.fetches(), 2);
+    let k3 = key("k3");
+    provider.publish(&[&k2, &k3]);
+    v.verify(&token(&k3, "k3", claims(&provider.issuer))).await.unwrap();
+    assert_eq!(provider.fetches(), 3);
+    v.verify(&token(&k2, "k2", claims(&provider.issuer))).await.unwrap();
+    assert_eq!(provider.fetches(), 3, "held since the last fetch");
+    let err = v.verify(&token(&k2, "k9", claims(&provider.issuer))).await.unwrap_err();
+    assert!(matches!(err, IdentityError::UnknownKey { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn groups_from_a_nested_claim_and_an_unreachable_issuer_is_said() {
+    let k1 = key("k1");
+    let provider = Provider::start(&[&k1]).await;
+    let mut issuer = Issuer::new(provider.issuer.clone());
+    issuer.groups_claim = "realm_access.roles".into();
+    let v = Verifier::new(IdentityConfig::new(vec![issuer]), RESOURCE, reqwest::Client::new());
+    let mut c = claims(&provider.issuer);
+    c["realm_access"] = json!({"roles": ["ops"]});
+    assert_eq!(v.verify(&token(&k1, "k1", c)).await.unwrap().groups, ["ops"]);
+    // Nothing answers where the keys should be: 503, the token may be fine.
+    let gone = Issuer::new("http://127.0.0.1:9");
+    let v = Verifier::new(IdentityConfig::new(vec![gone]), RESOURCE, reqwest::Client::new());
+    let mut c = claims("http://127.0.0.1:9");
+    c["iss"] = json!("http://127.0.0.1:9");
+    let err = v.verify(&token(&k1, "k1", c)).await.unwrap_err();
+    assert!(matches!(err, IdentityError::Provider { .. }) && err.status() == 503, "{err:?}");
+}

@@ -166,19 +166,29 @@ async fn serve_http(
     options.allow_remote = args.allow_remote;
     options.no_auth = args.no_auth;
     options.hosts = args.hosts.clone();
+    options.identity = ctx.loaded.identity.clone();
     let bound = switchboard_server::bind_gateway(gateway, &options).await?;
     out!("switchboard gateway: MCP (Streamable HTTP) at http://{}/mcp", bound.addr);
-    // The workspace's stdio gateways use this one's servers (when it shows them all).
-    let _published = (bound.addr.ip().is_loopback() && args.only.is_empty() && args.profile.is_none() && !args.no_auth)
-        .then(|| {
-            let record =
-                switchboard::workspace::WorkspaceRecord::new("gateway", format!("http://{}", bound.addr), &ctx.loaded);
-            switchboard::workspace::publish(&ctx.paths.data_dir, &record)
-                .inspect_err(|e| note!("warning: the workspace record: {e}"))
-                .ok()
-        })
-        .flatten();
-    if args.no_auth {
+    let team = ctx.loaded.identity.as_ref();
+    // The workspace's stdio gateways use this one's servers (when it shows them all, with the
+    // local token: not a gateway whose callers sign in).
+    let _published = (bound.addr.ip().is_loopback()
+        && args.only.is_empty()
+        && args.profile.is_none()
+        && !args.no_auth
+        && team.is_none())
+    .then(|| {
+        let record =
+            switchboard::workspace::WorkspaceRecord::new("gateway", format!("http://{}", bound.addr), &ctx.loaded);
+        switchboard::workspace::publish(&ctx.paths.data_dir, &record)
+            .inspect_err(|e| note!("warning: the workspace record: {e}"))
+            .ok()
+    })
+    .flatten();
+    if let Some(identity) = team {
+        let issuers: Vec<&str> = identity.issuers.iter().map(|i| i.issuer.as_str()).collect();
+        out!("  callers sign in with: {} (`identity` in the config)", issuers.join(", "));
+    } else if args.no_auth {
         note!("warning: --no-auth: any program on this machine can use every server through this gateway");
     } else {
         out!("  token: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());

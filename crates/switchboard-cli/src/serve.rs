@@ -70,6 +70,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
         }
     }
     options.public_url = listen.public_url;
+    options.identity = ctx.loaded.identity.clone();
     if !listen.bind.is_loopback() {
         note!(
             "warning: answering the network over plain HTTP: the token and session cookie cross it unencrypted \
@@ -84,11 +85,9 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
         }
     };
     out!("switchboard is serving on http://{}", bound.addr);
-    // The workspace's gateways and commands use these servers.
-    let _published = bound
-        .addr
-        .ip()
-        .is_loopback()
+    // The workspace's gateways and commands use these servers (not those of a serve whose
+    // `/mcp` callers sign in: a stdio gateway attaches with the local token).
+    let _published = (bound.addr.ip().is_loopback() && ctx.loaded.identity.is_none())
         .then(|| {
             let record =
                 switchboard::workspace::WorkspaceRecord::new("serve", format!("http://{}", bound.addr), &ctx.loaded);

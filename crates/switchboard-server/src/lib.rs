@@ -13,6 +13,7 @@ mod complete;
 mod dashboard;
 mod error;
 mod events;
+pub mod identity;
 pub mod listen;
 mod login;
 mod manage;
@@ -90,6 +91,9 @@ pub struct ServeOptions {
     /// The address browsers reach this server by (`https://sb.example`), behind a proxy that
     /// does not say it in `Forwarded` / `X-Forwarded-*`: where OAuth logins come back.
     pub public_url: Option<String>,
+    /// `/mcp` callers sign in with the organisation's authorization server instead of the
+    /// local token (`identity` in the config: see [`identity`]); the API keeps the token.
+    pub identity: Option<switchboard::identity::IdentityConfig>,
 }
 
 impl ServeOptions {
@@ -107,6 +111,7 @@ impl ServeOptions {
             sampling: None,
             gateway: None,
             public_url: None,
+            identity: None,
         }
     }
 }
@@ -130,6 +135,9 @@ pub enum ServeError {
     /// `--no-auth` on an address others can reach.
     #[error("--no-auth is allowed on loopback only: anyone who reaches the address could use every server")]
     NoAuthRemote,
+    /// `identity` that cannot be served as it is.
+    #[error("identity: {0}")]
+    Identity(String),
     /// Files or sockets.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -323,7 +331,16 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     let stopping = state.events.stopping().clone();
     let callback =
         Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());
-    let mcp = options.gateway.as_ref().map(|g| mcp_router(g, stopping.child_token(), access.clone(), true));
+    let mcp = match (&options.gateway, &options.identity) {
+        (Some(g), Some(config)) => {
+            let public = options.public_url.as_deref().map(|u| format!("{}/mcp", u.trim_end_matches('/')));
+            let mut config = config.clone();
+            config.resource = config.resource.or(public);
+            Some(protected_mcp(g, stopping.child_token(), config, addr)?)
+        }
+        (Some(g), None) => Some(mcp_router(g, stopping.child_token(), access.clone(), true)),
+        (None, _) => None,
+    };
     let (api_router, openapi) = api(state);
     let openapi = Arc::new(openapi);
     let api_router = api_router
@@ -372,6 +389,29 @@ fn mcp_router(
     }
 }
 
+/// `/mcp` for callers who sign in ([`identity`]), with the protected resource metadata.
+fn protected_mcp(
+    gateway: &switchboard_gateway::Gateway,
+    cancel: tokio_util::sync::CancellationToken,
+    config: switchboard::identity::IdentityConfig,
+    addr: SocketAddr,
+) -> Result<Router, ServeError> {
+    // The URL clients reach is the audience of their tokens: on a wildcard address it cannot
+    // be guessed.
+    if addr.ip().is_unspecified() && config.resource.is_none() {
+        return Err(ServeError::Identity(
+            "on every address, `identity.resource` must say the URL clients reach (https://host/mcp)".into(),
+        ));
+    }
+    let guard =
+        Arc::new(identity::Protected::new(config, &format!("http://{addr}/mcp")).map_err(ServeError::Identity)?);
+    let service = switchboard_gateway::http_service(gateway, cancel, MCP_BODY_LIMIT);
+    Ok(Router::new()
+        .route_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(guard.clone(), identity::check_identity))
+        .merge(guard.routes()))
+}
+
 /// How `switchboard gateway --http` serves.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -386,12 +426,15 @@ pub struct GatewayHttpOptions {
     pub hosts: Vec<String>,
     /// Where the token lives.
     pub data_dir: PathBuf,
+    /// Callers sign in with the organisation's authorization server instead of the local
+    /// token (`identity` in the config: see [`identity`]).
+    pub identity: Option<switchboard::identity::IdentityConfig>,
 }
 
 impl GatewayHttpOptions {
     /// Loopback at `addr`, with the token from `data_dir`.
     pub fn new(addr: SocketAddr, data_dir: PathBuf) -> GatewayHttpOptions {
-        GatewayHttpOptions { addr, allow_remote: false, no_auth: false, hosts: Vec::new(), data_dir }
+        GatewayHttpOptions { addr, allow_remote: false, no_auth: false, hosts: Vec::new(), data_dir, identity: None }
     }
 }
 
@@ -412,9 +455,24 @@ pub async fn bind_gateway(
         _ => e.into(),
     })?;
     let addr = listener.local_addr()?;
+    let stopping = tokio_util::sync::CancellationToken::new();
+    if let Some(config) = &options.identity {
+        if options.no_auth {
+            return Err(ServeError::Identity("--no-auth and `identity` contradict each other".into()));
+        }
+        let access = Arc::new(security::Access::new(String::new(), addr, &options.hosts));
+        let router = protected_mcp(gateway, stopping.child_token(), config.clone(), addr)?
+            .fallback(|| async {
+                error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()
+            })
+            .layer(axum::middleware::map_response(close_after_unread_body))
+            .layer(axum::middleware::from_fn_with_state(access, security::check_host));
+        let limits = listen::Limits::from_descriptors();
+        let login_url = String::new();
+        return Ok(Bound { listener, router, addr, login_url, token: String::new(), stopping, limits });
+    }
     let token = if options.no_auth { String::new() } else { security::load_or_make_token(&options.data_dir)? };
     let access = Arc::new(security::Access::new(token.clone(), addr, &options.hosts));
-    let stopping = tokio_util::sync::CancellationToken::new();
     let router = mcp_router(gateway, stopping.child_token(), access.clone(), !options.no_auth)
         .fallback(|| async {
             error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()

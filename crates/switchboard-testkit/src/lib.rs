@@ -7,6 +7,8 @@
 //! the test that asked, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod issuer;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};

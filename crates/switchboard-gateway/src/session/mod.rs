@@ -51,6 +51,12 @@ fn asked_profile(ctx: &RequestContext<RoleServer>) -> Option<String> {
     query.split('&').find_map(|kv| kv.strip_prefix("profile=")).map(|p| p.replace("%20", " "))
 }
 
+/// Who signed in for this request, on a protected gateway (the HTTP front's guard put it in
+/// the request's extensions).
+fn principal(ctx: &RequestContext<RoleServer>) -> Option<switchboard::identity::Principal> {
+    ctx.extensions.get::<http::request::Parts>()?.extensions.get::<switchboard::identity::Principal>().cloned()
+}
+
 /// The names a request asked for in its URL (`/mcp?names=short|short:N|prefixed|bare`).
 fn asked_names(ctx: &RequestContext<RoleServer>) -> Result<Option<Names>, McpError> {
     let Some(query) = ctx.extensions.get::<http::request::Parts>().and_then(|p| p.uri.query()) else {
@@ -332,6 +338,7 @@ impl Session {
                     client: ctx.peer.peer_info().map_or_else(|| "unknown".to_string(), |i| i.client_info.name.clone()),
                     profile: asked_profile(&ctx),
                     session: Some(self.id.to_string()),
+                    principal: principal(&ctx).map(Box::new),
                 },
                 answers: request.input_responses.clone(),
             }),

@@ -113,6 +113,10 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
             loaded.policy.push(super::PolicyLayer::new(super::RuleSource::Managed, m.managed.file.clone(), rules));
         }
         managed_audit = m.audit.map(|a| (m.managed.file.clone(), a));
+        if let Some(config) = m.identity {
+            loaded.identity = Some(config);
+            loaded.identity_source = Some(super::IdentitySource { file: m.managed.file.clone(), is_managed: true });
+        }
         loaded.managed = Some(m.managed);
     }
     let base = base_vars(options, &loaded.project_root);
@@ -355,6 +359,23 @@ fn merge(loaded: &mut LoadedConfig, parsed: Vec<Parsed>, ctx: FileCtx<'_>) {
                 None,
                 Some("audit"),
                 "a project file cannot change the audit log: `audit` ignored (set it in your user file)".into(),
+            ),
+            // The file of highest precedence that says decides (the managed file's, read
+            // before, is not replaced).
+            Parsed::Identity(value) if scope != Scope::Project => {
+                let managed = loaded.identity_source.as_ref().is_some_and(|s| s.is_managed);
+                if !managed && let Some(config) = super::identity::parse(&value, &mut ctx) {
+                    loaded.identity = Some(config);
+                    loaded.identity_source =
+                        Some(super::IdentitySource { file: path.to_path_buf(), is_managed: false });
+                }
+            }
+            Parsed::Identity(_) => ctx.diag(
+                Severity::Warning,
+                None,
+                Some("identity"),
+                "a project file cannot say who may call: `identity` ignored (set it in your user or managed file)"
+                    .into(),
             ),
         }
     }

@@ -12,6 +12,7 @@ mod entry;
 pub mod expand;
 mod file;
 pub mod foreign;
+mod identity;
 mod import;
 mod inputs;
 pub mod jsonc;
@@ -465,6 +466,16 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// Where the `identity` in force was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IdentitySource {
+    /// The file.
+    pub file: PathBuf,
+    /// It is the managed file (which a user or `--config` file does not override).
+    pub is_managed: bool,
+}
+
 /// Everything loaded: the merged servers, every diagnostic, and the files looked at.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -504,6 +515,11 @@ pub struct LoadedConfig {
     /// The top-level `sandbox` blocks of every file, laid over each other in load order (the
     /// default for every stdio server; already laid under each one's own).
     pub sandbox: SandboxSpec,
+    /// Who may call a gateway or `serve` over HTTP (`identity`: the managed file's, else the
+    /// user or `--config` file's of highest precedence); `None`: the local token.
+    pub identity: Option<crate::identity::IdentityConfig>,
+    /// The file `identity` came from.
+    pub identity_source: Option<IdentitySource>,
 }
 
 impl LoadedConfig {

@@ -476,6 +476,7 @@ pub(crate) struct ManagedFile {
     pub managed: Managed,
     pub policy: Option<PolicyRules>,
     pub audit: Option<Value>,
+    pub identity: Option<crate::identity::IdentityConfig>,
 }
 
 /// Reads the managed file at `path` (`None` when there is none).
@@ -495,13 +496,18 @@ pub(crate) fn read_managed(path: &Path, diagnostics: &mut Vec<super::Diagnostic>
     let env = std::collections::HashMap::new();
     let before = diagnostics.len();
     let mut ctx = FileCtx { path, text: &text, scope: Scope::User, env: &env, diagnostics };
-    let mut file =
-        ManagedFile { managed: Managed { file: path.to_path_buf(), ..Managed::default() }, policy: None, audit: None };
+    let mut file = ManagedFile {
+        managed: Managed { file: path.to_path_buf(), ..Managed::default() },
+        policy: None,
+        audit: None,
+        identity: None,
+    };
     for (key, v) in obj {
         match key.as_str() {
             "$schema" => {}
             "policy" => file.policy = parse_policy(v, RuleSource::Managed, &mut ctx),
             "audit" => file.audit = Some(v.clone()),
+            "identity" => file.identity = super::identity::parse(v, &mut ctx),
             "servers" => match v.as_object() {
                 Some(m) => {
                     for (k, list) in m {
@@ -564,5 +570,6 @@ fn broken(path: &Path, message: String, diagnostics: &mut Vec<super::Diagnostic>
         managed: Managed { file: path.to_path_buf(), servers: ServerRules::default(), error: Some(message) },
         policy: None,
         audit: None,
+        identity: None,
     }
 }

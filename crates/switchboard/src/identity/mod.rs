@@ -75,17 +75,20 @@ pub struct IdentityConfig {
     pub issuers: Vec<Issuer>,
     /// Scopes every token must carry.
     pub scopes: Vec<String>,
+    /// The URL clients reach (behind a proxy, its public one): the `resource` of the
+    /// metadata and the audience tokens must be for. `None`: `http://<listen address>/mcp`.
+    pub resource: Option<String>,
 }
 
 impl IdentityConfig {
     /// Tokens of these issuers, with no scope required.
     pub fn new(issuers: Vec<Issuer>) -> IdentityConfig {
-        IdentityConfig { issuers, scopes: Vec::new() }
+        IdentityConfig { issuers, scopes: Vec::new(), resource: None }
     }
 }
 
 /// Who made a request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Principal {
     /// The token's `sub`.
@@ -93,11 +96,13 @@ pub struct Principal {
     /// Who vouched for it (the token's `iss`).
     pub issuer: String,
     /// A name to show people, when the token has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Its groups, from the issuer's `groups_claim`.
+    #[serde(default)]
     pub groups: Vec<String>,
     /// The scopes the token carries.
+    #[serde(default)]
     pub scopes: Vec<String>,
 }
 
@@ -187,11 +192,12 @@ pub struct Verifier {
 }
 
 impl Verifier {
-    /// A verifier for the resource at `resource` (its URL as clients reach it: the
-    /// gateway's `…/mcp`), fetching keys with `http`.
-    pub fn new(config: IdentityConfig, resource: impl Into<String>, http: reqwest::Client) -> Verifier {
+    /// A verifier for the resource at `config.resource`, else `default_resource` (its URL as
+    /// clients reach it: the gateway's `…/mcp`), fetching keys with `http`.
+    pub fn new(config: IdentityConfig, default_resource: impl Into<String>, http: reqwest::Client) -> Verifier {
         let keys = KeySets::new(&config.issuers, http);
-        Verifier { config, resource: resource.into(), keys }
+        let resource = config.resource.clone().unwrap_or_else(|| default_resource.into());
+        Verifier { config, resource, keys }
     }
 
     /// With another shortest time between two fetches of an issuer's keys for a key id not

@@ -1,85 +1,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
-use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
-use base64::Engine;
 use jsonwebtoken::{EncodingKey, Header};
 use serde_json::{Value, json};
+use switchboard_testkit::issuer::{Issuer as Provider, Key};
 
 use super::*;
 
-/// A P-256 key: what signs, and its public JWK.
-struct Key {
-    signing: EncodingKey,
-    jwk: Value,
-}
-
 fn key(kid: &str) -> Key {
-    let rng = aws_lc_rs::rand::SystemRandom::new();
-    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref()).unwrap();
-    let point = pair.public_key().as_ref();
-    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
-    let jwk = json!({"kty": "EC", "crv": "P-256", "x": b64(&point[1..33]), "y": b64(&point[33..65]),
-                     "kid": kid, "use": "sig", "alg": "ES256"});
-    Key { signing: EncodingKey::from_ec_der(pkcs8.as_ref()), jwk }
-}
-
-/// An issuer on this machine: its OpenID configuration and JWKS served over HTTP, the
-/// requests for the keys counted.
-struct Provider {
-    issuer: String,
-    docs: Arc<Mutex<HashMap<String, Value>>>,
-    key_fetches: Arc<AtomicUsize>,
-}
-
-impl Provider {
-    async fn start(keys: &[&Key]) -> Provider {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let issuer = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-        let docs = Arc::new(Mutex::new(HashMap::new()));
-        docs.lock().unwrap().insert(
-            "/.well-known/openid-configuration".to_string(),
-            json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks")}),
-        );
-        let key_fetches = Arc::new(AtomicUsize::new(0));
-        let provider = Provider { issuer, docs: docs.clone(), key_fetches: key_fetches.clone() };
-        provider.publish(keys);
-        tokio::spawn(async move {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            while let Ok((mut s, _)) = listener.accept().await {
-                let mut buf = vec![0u8; 4096];
-                let n = s.read(&mut buf).await.unwrap_or(0);
-                let request = String::from_utf8_lossy(&buf[..n]).to_string();
-                let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
-                if path == "/jwks" {
-                    key_fetches.fetch_add(1, Ordering::SeqCst);
-                }
-                let body = docs.lock().unwrap().get(&path).map(Value::to_string);
-                let response = match body {
-                    Some(b) => format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
-                        b.len()
-                    ),
-                    None => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string(),
-                };
-                let _ = s.write_all(response.as_bytes()).await;
-            }
-        });
-        provider
-    }
-
-    fn publish(&self, keys: &[&Key]) {
-        let set = json!({"keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()});
-        self.docs.lock().unwrap().insert("/jwks".to_string(), set);
-    }
-
-    fn fetches(&self) -> usize {
-        self.key_fetches.load(Ordering::SeqCst)
-    }
+    Key::new(kid)
 }
 
 const RESOURCE: &str = "http://127.0.0.1:7342/mcp";
@@ -89,9 +17,7 @@ fn now() -> i64 {
 }
 
 fn token(key: &Key, kid: &str, claims: Value) -> String {
-    let mut header = Header::new(Algorithm::ES256);
-    header.kid = Some(kid.to_string());
-    jsonwebtoken::encode(&header, &claims, &key.signing).unwrap()
+    key.sign_as(kid, &claims)
 }
 
 fn claims(issuer: &str) -> Value {
@@ -108,7 +34,7 @@ fn verifier(provider: &Provider, scopes: &[&str]) -> Verifier {
 #[tokio::test]
 async fn a_token_of_a_configured_issuer_says_who_is_calling() {
     let k1 = key("k1");
-    let provider = Provider::start(&[&k1]).await;
+    let provider = Provider::start(&[&k1]);
     let v = verifier(&provider, &["mcp"]);
     let who = v.verify(&token(&k1, "k1", claims(&provider.issuer))).await.unwrap();
     assert_eq!(who.subject, "alice-1");
@@ -128,7 +54,7 @@ async fn a_token_of_a_configured_issuer_says_who_is_calling() {
 #[tokio::test]
 async fn tokens_for_another_resource_out_of_time_or_of_another_issuer_are_refused() {
     let k1 = key("k1");
-    let provider = Provider::start(&[&k1]).await;
+    let provider = Provider::start(&[&k1]);
     let v = verifier(&provider, &[]);
     let iss = provider.issuer.clone();
     let with = |patch: Value| {
@@ -157,7 +83,7 @@ async fn tokens_for_another_resource_out_of_time_or_of_another_issuer_are_refuse
 #[tokio::test]
 async fn a_forged_signature_a_symmetric_algorithm_and_a_missing_scope_are_refused() {
     let k1 = key("k1");
-    let provider = Provider::start(&[&k1]).await;
+    let provider = Provider::start(&[&k1]);
     let v = verifier(&provider, &["mcp", "tools"]);
     // Another key under the published key's id.
     let forger = key("k1");
@@ -186,7 +112,7 @@ async fn a_forged_signature_a_symmetric_algorithm_and_a_missing_scope_are_refuse
 #[tokio::test]
 async fn a_new_key_is_fetched_when_a_token_names_it_but_not_more_often_than_refetch() {
     let (k1, k2) = (key("k1"), key("k2"));
-    let provider = Provider::start(&[&k1]).await;
+    let provider = Provider::start(&[&k1]);
     let v = verifier(&provider, &[]);
     v.verify(&token(&k1, "k1", claims(&provider.issuer))).await.unwrap();
     assert_eq!(provider.fetches(), 1);
@@ -214,7 +140,7 @@ async fn a_new_key_is_fetched_when_a_token_names_it_but_not_more_often_than_refe
 #[tokio::test]
 async fn groups_from_a_nested_claim_and_an_unreachable_issuer_is_said() {
     let k1 = key("k1");
-    let provider = Provider::start(&[&k1]).await;
+    let provider = Provider::start(&[&k1]);
     let mut issuer = Issuer::new(provider.issuer.clone());
     issuer.groups_claim = "realm_access.roles".into();
     let v = Verifier::new(IdentityConfig::new(vec![issuer]), RESOURCE, reqwest::Client::new());

@@ -49,6 +49,9 @@ pub enum Caller {
         profile: Option<String>,
         /// The downstream session.
         session: Option<String>,
+        /// Who signed in, on a gateway that is a protected resource ([`crate::identity`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        principal: Option<Box<crate::identity::Principal>>,
     },
 }
 

@@ -1,0 +1,186 @@
+//! A gateway whose callers sign in with the organisation's authorization server (`identity`
+//! in the config): `/mcp` answers a request without a token, with a token for another
+//! resource, an expired one, one signed by a key the issuer does not publish, one lacking the
+//! required scope, and one that is no JWT (as the local token), with 401 (403 for the scope) and a
+//! `WWW-Authenticate` that names the protected resource metadata; that document says which
+//! issuer to sign in with. A valid token's caller lists and calls tools, and the audit record
+//! of the call names them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::Home;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use switchboard_testkit::issuer::{Issuer, Key};
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+           "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_sign_in_with_the_organisations_issuer_and_are_named_in_the_audit() {
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]);
+    let home = Home::new(false);
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
+    config["identity"] = json!({"issuers": [issuer.issuer], "scopes": ["mcp"]});
+    std::fs::write(&home.config, config.to_string()).unwrap();
+    let (_gateway, url) = common::http_gateway(&home, &[]);
+    let origin = url.trim_end_matches("/mcp").to_string();
+    let http = reqwest::Client::new();
+    let post = |token: Option<String>| {
+        let mut r = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize().to_string());
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        r.send()
+    };
+    let challenge = |r: &reqwest::Response| {
+        r.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
+    };
+
+    // No token: where to sign in.
+    let r = post(None).await.unwrap();
+    assert_eq!(r.status(), 401);
+    let said = challenge(&r);
+    let metadata_url = format!("{origin}/.well-known/oauth-protected-resource/mcp");
+    assert!(said.starts_with(&format!("Bearer resource_metadata=\"{metadata_url}\"")), "{said}");
+    assert!(!said.contains("error="), "{said}");
+    let doc: Value = http.get(&metadata_url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(doc["resource"], url.as_str(), "{doc}");
+    assert_eq!(doc["authorization_servers"], json!([issuer.issuer]), "{doc}");
+    assert_eq!(doc["scopes_supported"], json!(["mcp"]), "{doc}");
+    let root: Value =
+        http.get(format!("{origin}/.well-known/oauth-protected-resource")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(root, doc);
+
+    // Refused tokens, each with its reason.
+    let now =
+        i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).unwrap();
+    let mut other_audience = issuer.claims("https://elsewhere.example/mcp", "alice", &["devs"]);
+    other_audience["name"] = json!("Alice");
+    let mut expired = issuer.claims(&url, "alice", &["devs"]);
+    expired["exp"] = json!(now - 3600);
+    let mut no_scope = issuer.claims(&url, "alice", &["devs"]);
+    no_scope["scope"] = json!("openid");
+    let stranger = Key::new("k9");
+    let refused = [
+        ("another audience", key.sign(&other_audience), 401, "invalid_token"),
+        ("expired", key.sign(&expired), 401, "invalid_token"),
+        ("an unknown key", stranger.sign(&issuer.claims(&url, "alice", &["devs"])), 401, "invalid_token"),
+        ("a forged signature", stranger.sign_as("k1", &issuer.claims(&url, "alice", &["devs"])), 401, "invalid_token"),
+        ("no mcp scope", key.sign(&no_scope), 403, "insufficient_scope"),
+        // What the local token looks like: 43 random characters, not a JWT.
+        ("a token that is not a JWT", "Qx7".repeat(14) + "A", 401, "invalid_token"),
+    ];
+    for (what, token, status, code) in refused {
+        let r = post(Some(token)).await.unwrap();
+        assert_eq!(r.status(), status, "{what}");
+        let said = challenge(&r);
+        assert!(said.contains(&format!("error=\"{code}\"")) && said.contains("resource_metadata="), "{what}: {said}");
+    }
+
+    // A valid token: the caller uses the gateway, and the audit names them.
+    let mut claims = issuer.claims(&url, "alice-1", &["devs"]);
+    claims["name"] = json!("Alice");
+    let token = key.sign(&claims);
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token),
+    );
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "fx__echo"), "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
+    let params = CallToolRequestParams::new("fx__echo")
+        .with_arguments(json!({"text": "signed in"}).as_object().cloned().unwrap());
+    let result = client.call_tool(params).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    client.cancel().await.unwrap();
+    // The audit log is written in batches: read until the call's record is there.
+    let audit = switchboard_testkit::data_dir(home.path()).join("audit");
+    let records = || -> Vec<Value> {
+        std::fs::read_dir(&audit)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+            .flat_map(|e| {
+                std::fs::read_to_string(e.path()).unwrap_or_default().lines().map(str::to_string).collect::<Vec<_>>()
+            })
+            .filter_map(|l| serde_json::from_str(&l).ok())
+            .collect()
+    };
+    let started = std::time::Instant::now();
+    let call = loop {
+        if let Some(r) = records().into_iter().rev().find(|r| r["tool"] == "echo") {
+            break r;
+        }
+        assert!(started.elapsed().as_secs() < 10, "no record of the call in {}: {:?}", audit.display(), records());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let principal = &call["caller"]["principal"];
+    assert_eq!(principal["subject"], "alice-1", "{call}");
+    assert_eq!(principal["issuer"], issuer.issuer.as_str(), "{call}");
+    assert_eq!(principal["name"], "Alice", "{call}");
+    assert_eq!(principal["groups"], json!(["devs"]), "{call}");
+}
+
+/// `serve` with `identity`: its `/mcp` is the protected resource (401 with the challenge
+/// without a token, a signed-in caller gets in), while its API keeps the local token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_protects_its_mcp_and_keeps_the_api_on_the_local_token() {
+    use std::io::{BufRead, BufReader};
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]);
+    let home = Home::new(false);
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
+    config["identity"] = json!({"issuers": [issuer.issuer]});
+    std::fs::write(&home.config, config.to_string()).unwrap();
+    let mut child = home
+        .switchboard(&["serve", "--port", "0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let base = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
+        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on ") {
+            break rest.to_string();
+        }
+    };
+    let _serve = common::Killed(child);
+    let http = reqwest::Client::new();
+    let url = format!("{base}/mcp");
+    let r = http
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .bearer_auth(home.token())
+        .body(initialize().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401, "the local token is not a caller's");
+    let said = r.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    assert!(said.contains(&format!("resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"")), "{said}");
+    let api = http.get(format!("{base}/api/servers")).bearer_auth(home.token()).send().await.unwrap();
+    assert_eq!(api.status(), 200, "the API keeps the local token");
+    let token = key.sign(&issuer.claims(&url, "bob", &["ops"]));
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token),
+    );
+    let client = ().serve(transport).await.unwrap();
+    assert!(!client.list_all_tools().await.unwrap().is_empty());
+    client.cancel().await.unwrap();
+}

@@ -1,0 +1,166 @@
+//! The `identity` block: a gateway or `serve` over HTTP as an OAuth 2.1 protected resource
+//! (see [`crate::identity`]). Read from the user file, a `--config` file or the managed file,
+//! never from a project's (a repository must not decide who may call):
+//!
+//! ```json
+//! "identity": {
+//!   "issuers": [{"issuer": "https://login.example.com/realms/dev", "groups_claim": "realm_access.roles"}],
+//!   "scopes": ["mcp"],
+//!   "resource": "https://mcp.example.com/mcp"
+//! }
+//! ```
+//!
+//! An issuer may be given as its identifier alone (`"issuers": ["https://…"]`).
+
+use serde_json::Value;
+
+use super::Severity;
+use super::file::FileCtx;
+use crate::identity::{IdentityConfig, Issuer};
+
+/// Parses `identity`; each mistake is a diagnostic naming its field, and a block with one is
+/// not used (a gateway must not run open because an issuer was misspelt).
+pub(crate) fn parse(value: &Value, ctx: &mut FileCtx<'_>) -> Option<IdentityConfig> {
+    let mut errors = Vec::new();
+    let config = read(value, &mut errors);
+    for (field, message) in &errors {
+        ctx.diag(Severity::Error, None, Some(field), message.clone());
+    }
+    config.filter(|_| errors.is_empty())
+}
+
+fn read(value: &Value, errors: &mut Vec<(String, String)>) -> Option<IdentityConfig> {
+    let Some(obj) = value.as_object() else {
+        errors.push(("identity".into(), "`identity` must be an object with `issuers`, `scopes` and `resource`".into()));
+        return None;
+    };
+    let mut config = IdentityConfig::new(Vec::new());
+    for (key, v) in obj {
+        let field = format!("identity.{key}");
+        match key.as_str() {
+            "issuers" => match v.as_array() {
+                Some(items) if !items.is_empty() => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(issuer) = issuer(item, &format!("{field}[{i}]"), errors) {
+                            config.issuers.push(issuer);
+                        }
+                    }
+                }
+                _ => errors.push((field, "`issuers` must be a non-empty list of issuers".into())),
+            },
+            "scopes" => match strings(v) {
+                Some(s) => config.scopes = s,
+                None => errors.push((field, "`scopes` must be a list of scope names".into())),
+            },
+            "resource" => match v.as_str().and_then(|s| url(s).ok().map(|()| s)) {
+                Some(s) => config.resource = Some(s.to_string()),
+                None => errors.push((field, "`resource` must be the http(s) URL clients reach (…/mcp)".into())),
+            },
+            other => errors.push((
+                field,
+                format!("unknown field `{}`: use `issuers`, `scopes` and `resource`", crate::text::excerpt(other, 60)),
+            )),
+        }
+    }
+    if config.issuers.is_empty() && !errors.iter().any(|(f, _)| f.starts_with("identity.issuers")) {
+        errors.push((
+            "identity".into(),
+            "`identity` needs `issuers`: the authorization servers whose tokens are accepted".into(),
+        ));
+    }
+    Some(config)
+}
+
+fn issuer(item: &Value, field: &str, errors: &mut Vec<(String, String)>) -> Option<Issuer> {
+    if let Some(id) = item.as_str() {
+        return match url(id) {
+            Ok(()) => Some(Issuer::new(id)),
+            Err(e) => {
+                errors.push((field.to_string(), e));
+                None
+            }
+        };
+    }
+    let Some(obj) = item.as_object() else {
+        errors.push((field.to_string(), "an issuer is its identifier (a URL) or an object with `issuer`".into()));
+        return None;
+    };
+    let Some(id) = obj.get("issuer").and_then(Value::as_str) else {
+        errors.push((
+            format!("{field}.issuer"),
+            "each issuer needs `issuer`: its identifier, as its tokens' `iss`".into(),
+        ));
+        return None;
+    };
+    if let Err(e) = url(id) {
+        errors.push((format!("{field}.issuer"), e));
+        return None;
+    }
+    let mut issuer = Issuer::new(id);
+    for (key, v) in obj {
+        let here = format!("{field}.{key}");
+        match (key.as_str(), v) {
+            ("issuer", _) => {}
+            ("jwks_uri", Value::String(s)) if url(s).is_ok() => issuer.jwks_uri = Some(s.clone()),
+            ("audiences", v) if strings(v).is_some() => issuer.audiences = strings(v).unwrap_or_default(),
+            ("groups_claim", Value::String(s)) if !s.is_empty() => issuer.groups_claim = s.clone(),
+            ("name_claim", Value::String(s)) if !s.is_empty() => issuer.name_claim = s.clone(),
+            ("jwks_uri", _) => errors.push((here, "`jwks_uri` must be an http(s) URL".into())),
+            ("audiences", _) => errors.push((here, "`audiences` must be a list of strings".into())),
+            ("groups_claim" | "name_claim", _) => errors.push((here, format!("`{key}` must be a claim name"))),
+            (other, _) => errors.push((
+                here,
+                format!(
+                    "unknown field `{}`: use `issuer`, `jwks_uri`, `audiences`, `groups_claim` and `name_claim`",
+                    crate::text::excerpt(other, 60)
+                ),
+            )),
+        }
+    }
+    Some(issuer)
+}
+
+fn strings(v: &Value) -> Option<Vec<String>> {
+    v.as_array()?.iter().map(|s| s.as_str().map(str::to_string)).collect()
+}
+
+fn url(s: &str) -> Result<(), String> {
+    match reqwest::Url::parse(s) {
+        Ok(u) if u.scheme() == "https" || u.scheme() == "http" => Ok(()),
+        _ => Err(format!("`{}` is not an http(s) URL", crate::text::excerpt(s, 100))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn parsed(v: Value) -> (Option<IdentityConfig>, Vec<(String, String)>) {
+        let mut errors = Vec::new();
+        let config = read(&v, &mut errors);
+        (config.filter(|_| errors.is_empty()), errors)
+    }
+
+    #[test]
+    fn issuers_scopes_and_the_resource_are_read_and_mistakes_named() {
+        let (config, errors) = parsed(serde_json::json!({
+            "issuers": ["https://a.example", {"issuer": "https://b.example/realms/x",
+                         "groups_claim": "realm_access.roles", "audiences": ["api://sb"]}],
+            "scopes": ["mcp"], "resource": "https://mcp.example.com/mcp"}));
+        assert!(errors.is_empty(), "{errors:?}");
+        let config = config.unwrap();
+        assert_eq!(config.issuers.len(), 2);
+        assert_eq!(config.issuers[1].groups_claim, "realm_access.roles");
+        assert_eq!(config.issuers[1].audiences, ["api://sb"]);
+        assert_eq!(config.scopes, ["mcp"]);
+        assert_eq!(config.resource.as_deref(), Some("https://mcp.example.com/mcp"));
+        let (config, errors) =
+            parsed(serde_json::json!({"issuers": [{"issuer": "login.example", "grups": 1}], "scope": []}));
+        assert!(config.is_none());
+        let fields: Vec<&str> = errors.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(fields, ["identity.issuers[0].issuer", "identity.scope"], "{errors:?}");
+        let (config, errors) = parsed(serde_json::json!({"scopes": ["mcp"]}));
+        assert!(config.is_none() && errors[0].1.contains("needs `issuers`"), "{errors:?}");
+    }
+}

@@ -112,10 +112,13 @@ struct SessionState {
     /// The view it was last told about (it listed, or it started listening): list changes
     /// are told against it, and only when a list it can see changed.
     seen: Option<Arc<view::View>>,
+    /// Who signed in for it (a protected front): the session is theirs alone.
+    caller: Option<switchboard::identity::Principal>,
 }
 
-/// Which view: the profile asked for and the names asked for (`None`: the gateway's).
-type ViewKey = (Option<String>, Option<Names>);
+/// Which view: the profile asked for, the names asked for (`None`: the gateway's), and who
+/// calls when the policy has rules for some callers (issuer, subject, groups; else `None`).
+type ViewKey = (Option<String>, Option<Names>, Option<(String, String, Vec<String>)>);
 
 pub(crate) struct Shared {
     hub: Hub,
@@ -314,17 +317,25 @@ impl Shared {
 
     /// The view of the current catalog for a profile, with the names asked for (`None`: the
     /// gateway's).
-    fn view(&self, profile: Option<&str>, asked: Option<Names>) -> Result<Arc<view::View>, UnknownProfile> {
+    fn view(
+        &self,
+        profile: Option<&str>,
+        asked: Option<Names>,
+        caller: Option<&switchboard::identity::Principal>,
+    ) -> Result<Arc<view::View>, UnknownProfile> {
         let filter = self.filter(profile)?;
         let catalog = self.hub.catalog();
         let names = asked.unwrap_or_else(|| self.names());
+        // One view per caller only where the policy tells callers apart.
+        let caller = caller.filter(|_| self.hub.rules_depend_on_caller());
+        let who = caller.map(|p| (p.issuer.clone(), p.subject.clone(), p.groups.clone()));
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
-        let cached = views.entry((profile.map(str::to_string), asked)).or_default();
+        let cached = views.entry((profile.map(str::to_string), asked, who)).or_default();
         // Rebuilt only when the catalog changed (not on every call: this is every call's path).
         if !cached.catalog.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) || cached.names != names {
             let repair = self.transparent_server().is_none();
             let hub = &self.hub;
-            let denied = |e: &switchboard::catalog::ToolEntry| hub.denied_by(e).is_some();
+            let denied = |e: &switchboard::catalog::ToolEntry| hub.denied_by_for(e, caller).is_some();
             cached.view = Arc::new(view::View::build(&catalog, &filter, names, repair, denied));
             cached.catalog = Some(catalog);
             cached.names = names;

@@ -59,14 +59,20 @@ pub(crate) async fn list_changed(shared: &Shared) {
     if shared.held.load(std::sync::atomic::Ordering::Acquire) > 0 {
         return;
     }
-    type Seen = (u64, Option<String>, Option<crate::view::Names>, Arc<crate::view::View>);
+    type Seen = (
+        u64,
+        Option<String>,
+        Option<crate::view::Names>,
+        Option<switchboard::identity::Principal>,
+        Arc<crate::view::View>,
+    );
     let sessions: Vec<Seen> = shared
         .sessions()
         .iter()
-        .filter_map(|(id, s)| Some((*id, s.profile.clone(), s.names, s.seen.clone()?)))
+        .filter_map(|(id, s)| Some((*id, s.profile.clone(), s.names, s.caller.clone(), s.seen.clone()?)))
         .collect();
-    for (id, profile, names, seen) in sessions {
-        let Ok(now) = shared.view(profile.as_deref(), names) else { continue };
+    for (id, profile, names, caller, seen) in sessions {
+        let Ok(now) = shared.view(profile.as_deref(), names, caller.as_ref()) else { continue };
         let (tools, prompts, resources) = now.changes(&seen);
         if !(tools || prompts || resources) {
             continue;
@@ -126,10 +132,10 @@ async fn updated(shared: &Shared, server: &str, uri: &str) {
         .sessions()
         .values()
         .filter(|s| s.subscribed.contains(&key))
-        .map(|s| (s.peer.clone(), s.listens.clone(), s.profile.clone(), s.names))
+        .map(|s| (s.peer.clone(), s.listens.clone(), s.profile.clone(), s.names, s.caller.clone()))
         .collect();
-    for (peer, listens, profile, names) in targets {
-        let exposed = match shared.view(profile.as_deref(), names) {
+    for (peer, listens, profile, names, caller) in targets {
+        let exposed = match shared.view(profile.as_deref(), names, caller.as_ref()) {
             Ok(view) => view.exposed_uri(server, uri),
             Err(_) => uri.to_string(),
         };

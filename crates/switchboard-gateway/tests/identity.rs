@@ -184,3 +184,80 @@ async fn serve_protects_its_mcp_and_keeps_the_api_on_the_local_token() {
     assert!(!client.list_all_tools().await.unwrap().is_empty());
     client.cancel().await.unwrap();
 }
+
+/// Rights per caller: `{"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]}`. Alice
+/// (devs) is not given the tool and a call to it is refused naming the rule; Bob (admins) is
+/// given it. A profile bound to a group (`ops`) is what Carol (ops) gets without asking, and
+/// what Alice may not ask for. A session is its first caller's: Bob's token on Alice's session
+/// is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_caller_sees_and_calls_what_the_rules_for_their_groups_allow() {
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]);
+    let home = Home::new(false);
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
+    config["identity"] = json!({"issuers": [issuer.issuer]});
+    config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
+    config["profiles"] = json!({"ops-only": {"tools": {"allow": ["fx/echo", "fx/add"]}, "groups": ["ops"]}});
+    std::fs::write(&home.config, config.to_string()).unwrap();
+    let (_gateway, url) = common::http_gateway(&home, &[]);
+    let connect = |subject: &str, groups: &[&str]| {
+        let token = key.sign(&issuer.claims(&url, subject, groups));
+        let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token);
+        ().serve(StreamableHttpClientTransport::from_config(config))
+    };
+    let alice = connect("alice", &["devs"]).await.unwrap();
+    let bob = connect("bob", &["admins"]).await.unwrap();
+    let names = |tools: Vec<rmcp::model::Tool>| tools.into_iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
+    let (for_alice, for_bob) =
+        (names(alice.list_all_tools().await.unwrap()), names(bob.list_all_tools().await.unwrap()));
+    assert!(
+        for_alice.contains(&"fx__echo".to_string()) && !for_alice.contains(&"fx__crash".to_string()),
+        "{for_alice:?}"
+    );
+    assert!(for_bob.contains(&"fx__crash".to_string()), "{for_bob:?}");
+    let refused = alice.call_tool(CallToolRequestParams::new("fx__crash")).await.unwrap();
+    let said = serde_json::to_string(&refused.content).unwrap();
+    assert!(refused.is_error == Some(true) && said.contains("unless in group admins"), "{said}");
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+    let carol = connect("carol", &["ops"]).await.unwrap();
+    let mut for_carol = names(carol.list_all_tools().await.unwrap());
+    for_carol.sort();
+    assert_eq!(for_carol, ["fx__add", "fx__echo"], "the ops profile, without asking for it");
+    carol.cancel().await.unwrap();
+    let token = key.sign(&issuer.claims(&url, "alice", &["devs"]));
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{url}?profile=ops-only")).auth_header(token);
+    let asked = match ().serve(StreamableHttpClientTransport::from_config(config)).await {
+        Ok(c) => c.list_all_tools().await.map(|_| ()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    assert!(asked.as_ref().is_err_and(|e| e.contains("is for the group ops")), "{asked:?}");
+
+    // Alice's session, then Bob's token on it.
+    let http = reqwest::Client::new();
+    let send = |token: String, session: Option<String>, body: Value| {
+        let mut r = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .bearer_auth(token)
+            .body(body.to_string());
+        if let Some(s) = session {
+            r = r.header("mcp-session-id", s);
+        }
+        r.send()
+    };
+    let alice_token = key.sign(&issuer.claims(&url, "alice", &["devs"]));
+    let bob_token = key.sign(&issuer.claims(&url, "bob", &["admins"]));
+    let r = send(alice_token.clone(), None, initialize()).await.unwrap();
+    let session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap().to_string();
+    let _ = r.text().await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let _ = send(alice_token.clone(), Some(session.clone()), initialized).await.unwrap().text().await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let mine = send(alice_token, Some(session.clone()), list.clone()).await.unwrap().text().await.unwrap();
+    assert!(mine.contains("fx__echo"), "{mine}");
+    let theirs = send(bob_token, Some(session), list).await.unwrap().text().await.unwrap();
+    assert!(theirs.contains("belongs to another caller") && !theirs.contains("fx__echo"), "{theirs}");
+}

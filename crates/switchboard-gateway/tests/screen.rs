@@ -15,6 +15,15 @@ use common::{Home, env, report, script, stdio};
 use serde_json::{Value, json};
 use switchboard_testkit::{node_peers, npm_folder, python};
 
+/// Stops the home's workspace daemon when dropped.
+struct StopDaemon<'a>(&'a Home);
+
+impl Drop for StopDaemon<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.switchboard(&["daemon", "stop"]).stdin(std::process::Stdio::null()).output();
+    }
+}
+
 /// Whether `text` holds a character a person would not see (what the screen removes).
 fn has_hidden(text: &str) -> bool {
     text.chars().any(|c| {
@@ -97,6 +106,8 @@ fn a_poisoned_upstream_is_screened_in_every_cell() {
         // The daemon, the HTTP gateway and the client's stdio gateway: one user file, one
         // folder, so they are the same workspace's.
         let sb = |args: &[&str]| home.switchboard(args).stdin(std::process::Stdio::null()).output().unwrap();
+        // The daemon is stopped however the cell ends (a failed assertion included).
+        let _stop = attached.then(|| StopDaemon(&home));
         let daemon_fx = attached.then(|| {
             let out = sb(&["daemon", "start"]);
             assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));

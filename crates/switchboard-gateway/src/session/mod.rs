@@ -102,15 +102,44 @@ impl Session {
 
     /// Records the session's peer, profile and names on its first request.
     fn register(&self, ctx: &RequestContext<RoleServer>) -> Result<(Option<String>, Option<Names>), McpError> {
-        let profile = asked_profile(ctx);
+        let profile = self.profile_for(ctx);
+        let caller = principal(ctx);
         if let Some(p) = &profile {
             self.shared.filter(Some(p)).map_err(profile_error)?;
+            // A profile bound to groups is theirs: another caller who signed in may not ask for it.
+            let bound = self.shared.options.profiles.get(p).map(|p| p.groups.clone()).unwrap_or_default();
+            if let Some(who) = &caller
+                && !bound.is_empty()
+                && !bound.iter().any(|g| who.groups.contains(g))
+            {
+                return Err(McpError::invalid_params(
+                    format!("the profile `{p}` is for the group {}; you are not in it", bound.join(" or ")),
+                    None,
+                ));
+            }
         }
         let names = asked_names(ctx)?;
         if !self.registered.swap(true, Ordering::AcqRel) {
-            let state =
-                SessionState { peer: Some(ctx.peer.clone()), profile: profile.clone(), names, ..Default::default() };
+            let state = SessionState {
+                peer: Some(ctx.peer.clone()),
+                profile: profile.clone(),
+                names,
+                caller,
+                ..Default::default()
+            };
             self.shared.sessions().insert(self.id, state);
+        } else {
+            // A session is its first caller's: another's token on it is refused (a session
+            // id that leaked must not serve someone else).
+            let owner = self.shared.sessions().get(&self.id).and_then(|s| s.caller.clone());
+            let same = |a: &switchboard::identity::Principal, b: &switchboard::identity::Principal| {
+                a.issuer == b.issuer && a.subject == b.subject
+            };
+            if let (Some(owner), Some(now)) = (&owner, &caller)
+                && !same(owner, now)
+            {
+                return Err(McpError::invalid_request("this session belongs to another caller", None));
+            }
         }
         // The relay picks who answers a question outside any call by who made a request last.
         if let Some(relay) = &self.shared.relay {
@@ -119,11 +148,27 @@ impl Session {
         Ok((profile, names))
     }
 
+    /// The profile a request is served with: the one it asked for in its URL, else, for a
+    /// caller who signed in, the first profile (by name) bound to one of their groups, else
+    /// none (the gateway's scope).
+    fn profile_for(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
+        if let Some(asked) = asked_profile(ctx) {
+            return Some(asked);
+        }
+        let caller = principal(ctx)?;
+        self.shared
+            .options
+            .profiles
+            .iter()
+            .find(|(_, p)| p.groups.iter().any(|g| caller.groups.contains(g)))
+            .map(|(name, _)| name.clone())
+    }
+
     /// The client's view of the catalog as it is now: no request waits for servers that are
     /// starting or reconnecting (a call waits only for its own server, in the hub).
     async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         let (profile, names) = self.register(ctx)?;
-        self.shared.view(profile.as_deref(), names).map_err(profile_error)
+        self.shared.view(profile.as_deref(), names, principal(ctx).as_ref()).map_err(profile_error)
     }
 
     /// The view for a list: the session's first list waits (within [`START_WAIT`]) for the
@@ -144,7 +189,7 @@ impl Session {
 
     /// Waits for the servers this client sees to finish their first start, until `deadline`.
     async fn wait_started(&self, ctx: &RequestContext<RoleServer>, deadline: tokio::time::Instant) {
-        let Ok(filter) = self.shared.filter(asked_profile(ctx).as_deref()) else { return };
+        let Ok(filter) = self.shared.filter(self.profile_for(ctx).as_deref()) else { return };
         let started = self.shared.hub.started(|name| filter.server(name));
         let _ = tokio::time::timeout_at(deadline, started).await;
     }
@@ -166,7 +211,7 @@ impl Session {
         if let Some(found) = find(&view) {
             return Ok((view, Some(found)));
         }
-        let filter = self.shared.filter(asked_profile(ctx).as_deref()).map_err(profile_error)?;
+        let filter = self.shared.filter(self.profile_for(ctx).as_deref()).map_err(profile_error)?;
         if !self.shared.hub.starting(|name| filter.server(name)) {
             return Ok((view, None));
         }
@@ -182,9 +227,13 @@ impl Session {
         if crate::call::modern(ctx) { result.fresh(self.cache_scope(ctx)) } else { result }
     }
 
-    /// `private` when the answer depends on the client (a profile or `--only` narrows it).
+    /// `private` when the answer depends on the client (a profile or `--only` narrows it, or
+    /// the caller signed in: what they are given depends on who they are).
     fn cache_scope(&self, ctx: &RequestContext<RoleServer>) -> CacheScope {
-        let profile = asked_profile(ctx);
+        if principal(ctx).is_some() {
+            return CacheScope::Private;
+        }
+        let profile = self.profile_for(ctx);
         match self.shared.filter(profile.as_deref()) {
             // Names asked for in the URL are this client's own too.
             Ok(f) if !f.narrows() && !matches!(asked_names(ctx), Ok(Some(_))) => CacheScope::Public,
@@ -336,7 +385,7 @@ impl Session {
                 arguments,
                 caller: switchboard::policy::Caller::Gateway {
                     client: ctx.peer.peer_info().map_or_else(|| "unknown".to_string(), |i| i.client_info.name.clone()),
-                    profile: asked_profile(&ctx),
+                    profile: self.profile_for(&ctx),
                     session: Some(self.id.to_string()),
                     principal: principal(&ctx).map(Box::new),
                 },

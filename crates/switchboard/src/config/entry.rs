@@ -554,10 +554,11 @@ fn parse_profile(v: Value) -> Result<super::Profile, FieldError> {
     };
     let servers = obj.remove("servers").map(|v| as_strings("servers", v)).transpose()?;
     let tools = obj.remove("tools").map(parse_filter).transpose()?.unwrap_or_default();
+    let groups = obj.remove("groups").map(|v| as_strings("groups", v)).transpose()?.unwrap_or_default();
     if let Some(k) = obj.keys().next() {
-        return err(k, "unknown field: use `servers` and `tools`");
+        return err(k, "unknown field: use `servers`, `tools` and `groups`");
     }
-    Ok(super::Profile { servers, tools })
+    Ok(super::Profile { servers, tools, groups })
 }
 
 fn parse_filter(v: Value) -> Result<ToolFilter, FieldError> {

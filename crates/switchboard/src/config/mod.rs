@@ -20,6 +20,7 @@ mod oauth;
 mod policy;
 mod sandbox;
 mod values;
+mod who;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -41,6 +42,7 @@ pub use policy::{
     AuditConfig, DefaultRule, FindingsRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules,
 };
 pub use sandbox::{Limits, NetworkSpec, SandboxSpec};
+pub use who::{ConditionalRule, Who};
 
 /// Reads one server entry as it would stand in a file (`source`, of `scope`), expanding
 /// `${VAR}` from `env`: for servers added at run time. Returns the entry (invalid ones keep
@@ -215,12 +217,15 @@ pub struct Profile {
     pub servers: Option<Vec<String>>,
     /// Tool globs over model-visible names and `server/tool` raw names.
     pub tools: ToolFilter,
+    /// Bound to these groups (a gateway whose callers sign in): their members get it when
+    /// they ask for no profile, and no one else may ask for it.
+    pub groups: Vec<String>,
 }
 
 impl Profile {
     /// A profile of `servers` and `tools`.
     pub fn new(servers: Option<Vec<String>>, tools: ToolFilter) -> Profile {
-        Profile { servers, tools }
+        Profile { servers, tools, groups: Vec::new() }
     }
 }
 

@@ -22,7 +22,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::file::FileCtx;
+use super::who::{ConditionalRule, conditional_rule};
 use super::{Scope, ServerConfig, Severity, TransportConfig};
+use crate::policy::Verdict;
 
 /// Where a policy came from, most authoritative first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -103,6 +105,8 @@ pub struct PolicyRules {
     pub findings: Option<FindingsRule>,
     /// What becomes of secrets in results (`secrets`).
     pub secrets: Option<crate::screen::secrets::SecretsMode>,
+    /// Rules for some callers only (`{"tool": GLOB, "groups": […]}` in a list).
+    pub conditional: Vec<ConditionalRule>,
 }
 
 /// `policy.findings`: what a call gets when the tool's definition (or its server's
@@ -258,24 +262,47 @@ impl From<Scope> for RuleSource {
     }
 }
 
-fn strings(ctx: &mut FileCtx<'_>, field: &str, v: &Value) -> Vec<String> {
+/// A rule list: its globs; the rules written as objects (for some callers) go to `conditional`.
+fn globs(
+    ctx: &mut FileCtx<'_>,
+    field: &str,
+    v: &Value,
+    verdict: Verdict,
+    conditional: &mut Vec<ConditionalRule>,
+) -> Vec<String> {
     let Some(list) = v.as_array() else {
         ctx.diag(Severity::Error, None, Some(field), format!("`{field}` must be a list of globs"));
         return Vec::new();
     };
     let mut out = Vec::new();
     for item in list {
-        match item.as_str() {
-            Some(g) => match globset::Glob::new(g) {
-                Ok(_) => out.push(g.to_string()),
-                Err(e) => ctx.diag(
+        let glob = match item {
+            Value::String(g) => g.as_str(),
+            Value::Object(_) => {
+                match conditional_rule(item, verdict) {
+                    Ok(rule) => conditional.push(rule),
+                    Err(message) => ctx.diag(Severity::Error, None, Some(field), message),
+                }
+                continue;
+            }
+            _ => {
+                ctx.diag(
                     Severity::Error,
                     None,
                     Some(field),
-                    format!("bad glob `{}`: {e}", crate::text::excerpt(g, 80)),
-                ),
-            },
-            None => ctx.diag(Severity::Error, None, Some(field), format!("`{field}` must hold only strings")),
+                    format!("`{field}` must hold globs or {{\"tool\": GLOB, \"groups\": [...]}} rules"),
+                );
+                continue;
+            }
+        };
+        match globset::Glob::new(glob) {
+            Ok(_) => out.push(glob.to_string()),
+            Err(e) => ctx.diag(
+                Severity::Error,
+                None,
+                Some(field),
+                format!("bad glob `{}`: {e}", crate::text::excerpt(glob, 80)),
+            ),
         }
     }
     out
@@ -303,9 +330,9 @@ pub(crate) fn parse_policy(value: &Value, source: RuleSource, ctx: &mut FileCtx<
                 Some(&field),
                 "a project file may only add `ask` and `deny` rules (a repository cannot allow its own tools): `allow` ignored; allow tools in your user file (`switchboard allow GLOB`)".into(),
             ),
-            "allow" => rules.allow = strings(ctx, &field, v),
-            "ask" => rules.ask = strings(ctx, &field, v),
-            "deny" => rules.deny = strings(ctx, &field, v),
+            "allow" => rules.allow = globs(ctx, &field, v, Verdict::Allow, &mut rules.conditional),
+            "ask" => rules.ask = globs(ctx, &field, v, Verdict::Ask, &mut rules.conditional),
+            "deny" => rules.deny = globs(ctx, &field, v, Verdict::Deny, &mut rules.conditional),
             "secrets" => {
                 use crate::screen::secrets::SecretsMode;
                 match v.as_str() {

@@ -27,11 +27,19 @@ struct Passed {
 }
 
 impl Hub {
-    /// The decision for a catalog tool, as [`Hub::call_tool`] would make it (before asking).
+    /// The decision for a catalog tool, as [`Hub::call_tool`] would make it (before asking)
+    /// for a caller who did not sign in.
     pub fn decide(&self, entry: &ToolEntry) -> Decision {
+        self.decide_for(entry, None)
+    }
+
+    /// The decision for a catalog tool called by `caller` (who signed in, if anyone): rules
+    /// for some callers hold or not by it.
+    pub fn decide_for(&self, entry: &ToolEntry, caller: Option<&crate::identity::Principal>) -> Decision {
         let trusted = self.inner.slot(&entry.server).is_ok_and(|s| is_trusted(self, &s));
         let tool = ToolRef::new(&entry.name, &entry.server, &entry.tool.name)
-            .annotated(entry.tool.annotations.as_ref(), trusted);
+            .annotated(entry.tool.annotations.as_ref(), trusted)
+            .by(caller);
         let policy = self.inner.gate.policy();
         let decision = policy.decide(tool);
         // `findings`: a tool whose definition (or its server's instructions) raised one is
@@ -68,19 +76,35 @@ impl Hub {
     }
 
     /// The decision for a tool of the catalog and its rule as text, made once per tool per
-    /// catalog snapshot and policy (the gate keeps them).
-    fn decided(&self, entry: &ToolEntry) -> Decided {
+    /// catalog snapshot and policy (the gate keeps them), unless it depends on who calls.
+    fn decided(&self, entry: &ToolEntry, caller: Option<&crate::identity::Principal>) -> Decided {
+        if caller.is_some() && self.inner.gate.policy().depends_on_caller() {
+            let d = self.decide_for(entry, caller);
+            let text = d.rule.to_string();
+            return Arc::new((d, text));
+        }
         self.inner.gate.decided(&self.catalog(), entry, || self.decide(entry))
+    }
+
+    /// Whether the policy has rules for some callers only, so that decisions (and what a
+    /// caller is shown) depend on who signed in.
+    pub fn rules_depend_on_caller(&self) -> bool {
+        self.inner.gate.policy().depends_on_caller()
     }
 
     /// The rule that denies a tool of the catalog, as text, if one does: such a tool is left
     /// out of what models are given (the gateway's lists, provider exports), and a call to it
     /// is refused naming this rule.
     pub fn denied_by(&self, entry: &ToolEntry) -> Option<String> {
+        self.denied_by_for(entry, None)
+    }
+
+    /// [`Hub::denied_by`] for `caller` (who signed in, if anyone).
+    pub fn denied_by_for(&self, entry: &ToolEntry, caller: Option<&crate::identity::Principal>) -> Option<String> {
         if !self.inner.gate.policy().is_active() {
             return None;
         }
-        let decided = self.decided(entry);
+        let decided = self.decided(entry, caller);
         let (decision, rule) = &*decided;
         (decision.verdict == Verdict::Deny).then(|| rule.clone())
     }
@@ -220,7 +244,7 @@ impl Hub {
             return Err((error, passed));
         }
         if gate.policy().is_active() {
-            let decided = self.decided(entry);
+            let decided = self.decided(entry, options.caller.principal());
             let (decision, rule) = &*decided;
             passed.decision = decision.verdict;
             passed.rule = rule.clone();

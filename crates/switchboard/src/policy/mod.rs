@@ -61,6 +61,14 @@ impl Caller {
         Caller::Person { via: "cli".into() }
     }
 
+    /// Who signed in, for a gateway's caller on a protected front.
+    pub fn principal(&self) -> Option<&crate::identity::Principal> {
+        match self {
+            Caller::Gateway { principal, .. } => principal.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The key "for this session" approvals are kept under.
     pub fn session_key(&self) -> String {
         match self {

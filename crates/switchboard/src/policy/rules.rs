@@ -63,6 +63,13 @@ pub enum RuleKind {
         /// The glob as written.
         pattern: String,
     },
+    /// A rule of those lists for some callers only (`{"tool": GLOB, "groups": […]}`).
+    ForCallers {
+        /// The glob as written.
+        pattern: String,
+        /// Whom it holds for, as people read it (`unless in group admins`).
+        who: String,
+    },
     /// The file's `default`.
     Default {
         /// Its value.
@@ -110,6 +117,7 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             RuleKind::Pattern { pattern } => write!(f, "rule `{}: {pattern}`", self.verdict)?,
+            RuleKind::ForCallers { pattern, who } => write!(f, "rule `{}: {pattern}` ({who})", self.verdict)?,
             RuleKind::Default { default } => write!(f, "`default: {}`", default.as_str())?,
             RuleKind::Annotations { reason } => write!(f, "`default: annotations` ({reason})")?,
             RuleKind::NoPolicy => return f.write_str("no policy (every call is allowed)"),
@@ -158,12 +166,14 @@ pub struct ToolRef<'a> {
     /// Whether the server is trusted (user-file and `--config` servers, trusted project
     /// servers): only then do `default: annotations` decisions believe the hints.
     pub trusted: bool,
+    /// Who is calling, when they signed in (rules for some callers hold or not by it).
+    pub caller: Option<&'a crate::identity::Principal>,
 }
 
 impl<'a> ToolRef<'a> {
     /// A tool of `server` named `tool`, seen by the model as `name`.
     pub fn new(name: &'a str, server: &'a str, tool: &'a str) -> Self {
-        ToolRef { name, server, tool, annotations: None, trusted: true }
+        ToolRef { name, server, tool, annotations: None, trusted: true, caller: None }
     }
     /// Every name a rule may call it by: the catalog's (`mcp__github__create_issue`), the
     /// server and the tool's own (`github/create_issue`), and the gateway's short one
@@ -175,6 +185,12 @@ impl<'a> ToolRef<'a> {
             crate::catalog::naming::short_base(self.server, self.tool),
         ]
     }
+    /// Called by `caller` (who signed in), or by someone who did not.
+    pub fn by(mut self, caller: Option<&'a crate::identity::Principal>) -> Self {
+        self.caller = caller;
+        self
+    }
+
     /// With annotations, from a server trusted or not.
     pub fn annotated(mut self, annotations: Option<&'a ToolAnnotations>, trusted: bool) -> Self {
         self.annotations = annotations;
@@ -211,6 +227,8 @@ struct Compiled {
     source: RuleSource,
     file: PathBuf,
     lists: [(Verdict, Globs); 3],
+    /// Rules for some callers: (verdict, the glob, whom for).
+    conditional: Vec<(Verdict, Globs, crate::config::ConditionalRule)>,
     default: Option<DefaultRule>,
     findings: Option<crate::config::FindingsRule>,
     secrets: Option<crate::screen::secrets::SecretsMode>,
@@ -258,9 +276,23 @@ impl Policy {
                     .filter(|d| l.source != RuleSource::Project || matches!(d, DefaultRule::Ask | DefaultRule::Deny)),
                 findings: l.rules.findings,
                 secrets: l.rules.secrets,
+                conditional: l
+                    .rules
+                    .conditional
+                    .iter()
+                    // A project cannot allow its own tools, for anyone.
+                    .filter(|c| l.source != RuleSource::Project || c.verdict != Verdict::Allow)
+                    .map(|c| (c.verdict, Globs::new(std::slice::from_ref(&c.tool)), c.clone()))
+                    .collect(),
             })
             .collect();
         Policy { layers, managed_error }
+    }
+
+    /// Whether a decision can depend on who is calling (some file has a rule for some
+    /// callers only).
+    pub fn depends_on_caller(&self) -> bool {
+        self.layers.iter().any(|l| !l.conditional.is_empty())
     }
 
     /// Whether any file has a `policy` (without one every call is allowed).
@@ -315,7 +347,15 @@ impl Policy {
         // Per group: (verdict, is a pattern, literal length, rule).
         let mut per_group: [Option<(Verdict, bool, usize, Rule)>; 3] = [None, None, None];
         for layer in &self.layers {
-            for (verdict, globs) in &layer.lists {
+            // The lists, then the rules for some callers that hold for this one.
+            let lists = layer.lists.iter().map(|(v, g)| (v, g, None)).chain(
+                layer
+                    .conditional
+                    .iter()
+                    .filter(|(_, _, c)| c.who.holds_for(tool.caller))
+                    .map(|(v, g, c)| (v, g, Some(c))),
+            );
+            for (verdict, globs, conditional) in lists {
                 let Some(pattern) = globs.best(&spellings) else { continue };
                 let len = literal_len(pattern);
                 let slot = &mut per_group[layer.source.group()];
@@ -329,7 +369,10 @@ impl Policy {
                 if better {
                     let rule = Rule {
                         verdict: *verdict,
-                        kind: RuleKind::Pattern { pattern: pattern.to_string() },
+                        kind: match conditional {
+                            None => RuleKind::Pattern { pattern: pattern.to_string() },
+                            Some(c) => RuleKind::ForCallers { pattern: pattern.to_string(), who: c.who.to_string() },
+                        },
                         file: Some(layer.file.clone()),
                         source: Some(layer.source),
                     };

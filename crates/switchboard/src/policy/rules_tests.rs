@@ -12,7 +12,15 @@ fn layer(
     PolicyLayer::new(
         source,
         file.into(),
-        PolicyRules { allow: v(allow), ask: v(ask), deny: v(deny), default, findings: None, secrets: None },
+        PolicyRules {
+            allow: v(allow),
+            ask: v(ask),
+            deny: v(deny),
+            default,
+            findings: None,
+            secrets: None,
+            conditional: Vec::new(),
+        },
     )
 }
 
@@ -154,4 +162,54 @@ fn an_unreadable_managed_file_refuses_every_call() {
     let d = p.decide(tool("mcp__a__b", "a", "b"));
     assert_eq!(d.verdict, Verdict::Deny);
     assert!(d.rule.to_string().contains("/etc/m.json"), "{}", d.rule);
+}
+
+fn principal(subject: &str, groups: &[&str]) -> crate::identity::Principal {
+    serde_json::from_value(serde_json::json!({"subject": subject, "issuer": "https://idp.example", "groups": groups}))
+        .expect("a principal")
+}
+
+fn for_callers(verdict: Verdict, tool: &str, who: serde_json::Value) -> crate::config::ConditionalRule {
+    let mut w = crate::config::Who::default();
+    let names = |k: &str| -> Vec<String> {
+        who[k].as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
+    };
+    w.groups = names("groups");
+    w.unless_groups = names("unless_groups");
+    w.principals = names("principals");
+    crate::config::ConditionalRule { verdict, tool: tool.into(), who: w }
+}
+
+#[test]
+fn rules_for_some_callers_hold_by_who_signed_in() {
+    let mut l = layer(RuleSource::User, "/u.json", &[], &[], &[], Some(DefaultRule::Ask));
+    l.rules.conditional = vec![
+        for_callers(Verdict::Deny, "mcp__gh__delete_*", serde_json::json!({"unless_groups": ["admins"]})),
+        for_callers(Verdict::Allow, "mcp__db__*", serde_json::json!({"groups": ["data", "admins"]})),
+        for_callers(Verdict::Allow, "mcp__db__drop", serde_json::json!({"principals": ["carol"]})),
+    ];
+    let p = Policy::new(&[l], None);
+    assert!(p.depends_on_caller());
+    let (alice, bob, carol) = (principal("alice", &["devs"]), principal("bob", &["admins"]), principal("carol", &[]));
+    let delete = tool("mcp__gh__delete_repo", "gh", "delete_repo");
+    let d = p.decide(delete.by(Some(&alice)));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.rule.to_string(), "rule `deny: mcp__gh__delete_*` (unless in group admins) of /u.json (user file)");
+    // Not for an admin: the file's default holds for them.
+    assert_eq!(p.decide(delete.by(Some(&bob))).verdict, Verdict::Ask);
+    // Someone who did not sign in is in no group: the rule holds.
+    assert_eq!(p.decide(delete).verdict, Verdict::Deny);
+    let query = tool("mcp__db__query", "db", "query");
+    assert_eq!(p.decide(query.by(Some(&bob))).verdict, Verdict::Allow);
+    assert_eq!(p.decide(query.by(Some(&alice))).verdict, Verdict::Ask);
+    assert_eq!(p.decide(query).verdict, Verdict::Ask);
+    let drop = tool("mcp__db__drop", "db", "drop");
+    assert_eq!(p.decide(drop.by(Some(&carol))).verdict, Verdict::Allow);
+    assert_eq!(p.decide(drop.by(Some(&alice))).verdict, Verdict::Ask);
+    // A project cannot allow, for anyone.
+    let mut project = layer(RuleSource::Project, "/p/.mcp.json", &[], &[], &[], None);
+    project.rules.conditional = vec![for_callers(Verdict::Allow, "*", serde_json::json!({"groups": ["devs"]}))];
+    let p = Policy::new(&[layer(RuleSource::User, "/u.json", &[], &["*"], &[], None), project], None);
+    assert_eq!(p.decide(query.by(Some(&alice))).verdict, Verdict::Ask);
+    assert!(!Policy::new(&[layer(RuleSource::User, "/u.json", &[], &["*"], &[], None)], None).depends_on_caller());
 }

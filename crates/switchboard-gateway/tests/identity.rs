@@ -137,29 +137,13 @@ async fn callers_sign_in_with_the_organisations_issuer_and_are_named_in_the_audi
 /// without a token, a signed-in caller gets in), while its API keeps the local token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_protects_its_mcp_and_keeps_the_api_on_the_local_token() {
-    use std::io::{BufRead, BufReader};
     let key = Key::new("k1");
     let issuer = Issuer::start(&[&key]);
     let home = Home::new(false);
     let mut config: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
     config["identity"] = json!({"issuers": [issuer.issuer]});
     std::fs::write(&home.config, config.to_string()).unwrap();
-    let mut child = home
-        .switchboard(&["serve", "--port", "0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let base = loop {
-        let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
-        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on ") {
-            break rest.to_string();
-        }
-    };
-    let _serve = common::Killed(child);
+    let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
     let http = reqwest::Client::new();
     let url = format!("{base}/mcp");
     let r = http

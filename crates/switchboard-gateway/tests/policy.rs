@@ -169,27 +169,13 @@ fn always_is_remembered_across_gateways() {
 
 /// `switchboard serve --port 0` with `home`'s data folder and no servers of its own; its base URL.
 fn serve(home: &Home) -> (common::Killed, String) {
-    use std::io::{BufRead, BufReader};
     let mut c = Command::new(switchboard_testkit::cli());
     c.env("SWITCHBOARD_CONFIG", home.path().join("user.json"))
         .env("SWITCHBOARD_DATA_DIR", switchboard_testkit::data_dir(home.path()))
         .env_remove("RUST_LOG")
         .current_dir(home.path())
-        .args(["serve", "--port", "0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let mut child = common::Killed(c.spawn().unwrap());
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let base = loop {
-        let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
-        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on ") {
-            break rest.to_string();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    (child, base)
+        .args(["serve", "--port", "0"]);
+    common::served(c)
 }
 
 /// Follows `base`'s events; answers each `approval_requested` with the next of `answers`,

@@ -281,3 +281,20 @@ pub fn stdio(home: &Home) -> Vec<String> {
         "gateway".into(),
     ]
 }
+
+/// Runs `serve` (a `switchboard … serve --port 0` command) until dropped; its base URL.
+pub fn served(mut c: std::process::Command) -> (Killed, String) {
+    use std::io::{BufRead, BufReader};
+    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = Killed(c.spawn().unwrap());
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let base = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
+        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on ") {
+            break rest.to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    (child, base)
+}

@@ -216,6 +216,9 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         }
         Command::Auth { server: None, .. } => bail!("name a server: `switchboard auth NAME` (or `--list`)"),
         Command::Dashboard { print_url } => crate::serve::dashboard(ctx, print_url).await,
+        Command::Keys { ref action, ref name, ref groups, json } => {
+            crate::keys::keys(ctx, action, name.as_deref(), groups, json)
+        }
         Command::Serve { port, bind, allow_remote, hosts, origins, public_url } => {
             crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins, public_url })
                 .await

@@ -15,6 +15,7 @@ mod daemon;
 mod gateway;
 mod get;
 mod import;
+mod keys;
 mod listing;
 mod login;
 mod logs;
@@ -344,6 +345,21 @@ pub enum Command {
         #[arg(value_parser = ["start", "stop", "status"])]
         action: String,
         /// Machine-readable output (status).
+        #[arg(long)]
+        json: bool,
+    },
+    /// API keys for service accounts of a gateway whose callers sign in (`identity` in the
+    /// config): `create NAME` prints a key once (only its hash is kept), `list`, `revoke NAME`.
+    Keys {
+        /// create, list or revoke.
+        #[arg(value_parser = ["create", "list", "revoke"])]
+        action: String,
+        /// The key's name (create, revoke).
+        name: Option<String>,
+        /// A group the key's caller is in (create; repeatable).
+        #[arg(long = "group", value_name = "GROUP")]
+        groups: Vec<String>,
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },

@@ -245,3 +245,46 @@ async fn each_caller_sees_and_calls_what_the_rules_for_their_groups_allow() {
     let theirs = send(bob_token, Some(session), list).await.unwrap().text().await.unwrap();
     assert!(theirs.contains("belongs to another caller") && !theirs.contains("fx__echo"), "{theirs}");
 }
+
+/// Service accounts: `switchboard keys create NAME --group G` prints a key once (the file keeps
+/// its hash only); the key is accepted by the running protected gateway as `key:NAME` in its
+/// groups, listed without the key, and refused from the next request once revoked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_accounts_call_with_api_keys_that_can_be_revoked() {
+    let issuer = Issuer::start(&[&Key::new("k1")]);
+    let home = Home::new(false);
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
+    config["identity"] = json!({"issuers": [issuer.issuer], "scopes": ["mcp"]});
+    config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
+    std::fs::write(&home.config, config.to_string()).unwrap();
+    let (_gateway, url) = common::http_gateway(&home, &[]);
+    let sb = |args: &[&str]| home.switchboard(args).stdin(std::process::Stdio::null()).output().unwrap();
+    let made = sb(&["keys", "create", "ci-bot", "--group", "admins"]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let key = String::from_utf8_lossy(&made.stdout).trim().to_string();
+    assert!(key.starts_with("sbk_"), "{key}");
+    let kept = std::fs::read_to_string(switchboard_testkit::data_dir(home.path()).join("api-keys.json")).unwrap();
+    assert!(!kept.contains(&key[4..]), "only the hash is kept: {kept}");
+    let listed = String::from_utf8_lossy(&sb(&["keys", "list", "--json"]).stdout).to_string();
+    assert!(listed.contains("ci-bot") && listed.contains("admins") && !listed.contains(&key[4..]), "{listed}");
+
+    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(key.clone());
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let tools: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+    assert!(tools.contains(&"fx__crash".to_string()), "in admins: {tools:?}");
+    client.cancel().await.unwrap();
+
+    assert!(sb(&["keys", "revoke", "ci-bot"]).status.success());
+    let r = reqwest::Client::new()
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .bearer_auth(&key)
+        .body(initialize().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401, "a revoked key");
+    let bad = sb(&["keys", "create", "no spaces"]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("a key's name is"));
+}

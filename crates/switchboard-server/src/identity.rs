@@ -32,10 +32,15 @@ pub struct Protected {
 }
 
 impl Protected {
-    /// The guard for the resource at `config.resource`, else `default_resource`.
-    pub fn new(config: IdentityConfig, default_resource: &str) -> Result<Protected, String> {
+    /// The guard for the resource at `config.resource`, else `default_resource`; the API keys
+    /// of `data_dir` (service accounts) are accepted too.
+    pub fn new(
+        config: IdentityConfig,
+        default_resource: &str,
+        data_dir: &std::path::Path,
+    ) -> Result<Protected, String> {
         let http = reqwest::Client::builder().build().map_err(|e| format!("an HTTP client for the issuers: {e}"))?;
-        let verifier = Verifier::new(config, default_resource, http);
+        let verifier = Verifier::new(config, default_resource, http).with_api_keys(data_dir);
         let url = reqwest::Url::parse(verifier.resource())
             .map_err(|e| format!("`identity.resource` {}: {e}", verifier.resource()))?;
         // RFC 9728 §3.1: the well-known path goes between the host and the resource's path.

@@ -336,7 +336,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
             let public = options.public_url.as_deref().map(|u| format!("{}/mcp", u.trim_end_matches('/')));
             let mut config = config.clone();
             config.resource = config.resource.or(public);
-            Some(protected_mcp(g, stopping.child_token(), config, addr)?)
+            Some(protected_mcp(g, stopping.child_token(), config, addr, &options.data_dir)?)
         }
         (Some(g), None) => Some(mcp_router(g, stopping.child_token(), access.clone(), true)),
         (None, _) => None,
@@ -395,6 +395,7 @@ fn protected_mcp(
     cancel: tokio_util::sync::CancellationToken,
     config: switchboard::identity::IdentityConfig,
     addr: SocketAddr,
+    data_dir: &std::path::Path,
 ) -> Result<Router, ServeError> {
     // The URL clients reach is the audience of their tokens: on a wildcard address it cannot
     // be guessed.
@@ -403,8 +404,9 @@ fn protected_mcp(
             "on every address, `identity.resource` must say the URL clients reach (https://host/mcp)".into(),
         ));
     }
-    let guard =
-        Arc::new(identity::Protected::new(config, &format!("http://{addr}/mcp")).map_err(ServeError::Identity)?);
+    let guard = Arc::new(
+        identity::Protected::new(config, &format!("http://{addr}/mcp"), data_dir).map_err(ServeError::Identity)?,
+    );
     let service = switchboard_gateway::http_service(gateway, cancel, MCP_BODY_LIMIT);
     Ok(Router::new()
         .route_service("/mcp", service)
@@ -461,7 +463,7 @@ pub async fn bind_gateway(
             return Err(ServeError::Identity("--no-auth and `identity` contradict each other".into()));
         }
         let access = Arc::new(security::Access::new(String::new(), addr, &options.hosts));
-        let router = protected_mcp(gateway, stopping.child_token(), config.clone(), addr)?
+        let router = protected_mcp(gateway, stopping.child_token(), config.clone(), addr, &options.data_dir)?
             .fallback(|| async {
                 error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()
             })

@@ -8,6 +8,7 @@
 //! protected resource metadata document, [`Verifier::challenge`] the `WWW-Authenticate`
 //! header of a refusal.
 
+pub mod api_keys;
 mod keys;
 #[cfg(test)]
 mod tests;
@@ -189,6 +190,8 @@ pub struct Verifier {
     /// The resource's own URL (what clients connect to, and the audience of its tokens).
     resource: String,
     keys: KeySets,
+    /// Service accounts' keys, when accepted.
+    api_keys: Option<api_keys::ApiKeys>,
 }
 
 impl Verifier {
@@ -197,7 +200,14 @@ impl Verifier {
     pub fn new(config: IdentityConfig, default_resource: impl Into<String>, http: reqwest::Client) -> Verifier {
         let keys = KeySets::new(&config.issuers, http);
         let resource = config.resource.clone().unwrap_or_else(|| default_resource.into());
-        Verifier { config, resource, keys }
+        Verifier { config, resource, keys, api_keys: None }
+    }
+
+    /// Also accepting the API keys of `data_dir` (service accounts: [`api_keys`]); a key
+    /// stands for its required scopes (whoever made it made it for this gateway).
+    pub fn with_api_keys(mut self, data_dir: &std::path::Path) -> Verifier {
+        self.api_keys = Some(api_keys::ApiKeys::open(data_dir));
+        self
     }
 
     /// With another shortest time between two fetches of an issuer's keys for a key id not
@@ -214,6 +224,13 @@ impl Verifier {
 
     /// Whose token `token` is, or why it is refused.
     pub async fn verify(&self, token: &str) -> Result<Principal, IdentityError> {
+        if let Some(keys) = &self.api_keys
+            && token.starts_with(api_keys::PREFIX)
+        {
+            return keys
+                .principal(token)
+                .ok_or_else(|| IdentityError::Invalid("not a key of this gateway (revoked?)".into()));
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|e| IdentityError::Malformed(e.to_string()))?;
         if !ALGORITHMS.contains(&header.alg) {
             return Err(IdentityError::Invalid(format!("algorithm {:?} is not accepted", header.alg)));

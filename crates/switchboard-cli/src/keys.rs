@@ -1,0 +1,54 @@
+//! `switchboard keys`: API keys for service accounts of a protected gateway.
+
+use anyhow::{Result, bail};
+use serde_json::json;
+use switchboard::identity::api_keys::ApiKeys;
+
+use crate::ctx::{Ctx, print_json};
+use crate::render::safe;
+
+/// `switchboard keys create|list|revoke`.
+pub(crate) fn keys(ctx: &Ctx, action: &str, name: Option<&str>, groups: &[String], json: bool) -> Result<u8> {
+    let keys = ApiKeys::open(&ctx.paths.data_dir);
+    match (action, name) {
+        ("create", Some(name)) => {
+            let key = keys.create(name, groups)?;
+            if json {
+                print_json(&json!({"name": name, "groups": groups, "key": key}))?;
+            } else {
+                out!("{key}");
+                note!(
+                    "the key `{}` is shown this once (only its hash is kept in {}); callers send it as \
+                     `Authorization: Bearer <key>` to a gateway with `identity`",
+                    safe(name),
+                    ApiKeys::path(&ctx.paths.data_dir).display()
+                );
+            }
+        }
+        ("revoke", Some(name)) => {
+            keys.revoke(name)?;
+            if json {
+                print_json(&json!({"revoked": name}))?;
+            } else {
+                out!("revoked `{}`", safe(name));
+            }
+        }
+        ("list", _) => {
+            let all = keys.list()?;
+            if json {
+                let list: Vec<_> =
+                    all.iter().map(|k| json!({"name": k.name, "groups": k.groups, "created": k.created})).collect();
+                print_json(&json!({"keys": list}))?;
+            } else if all.is_empty() {
+                out!("No API keys (`switchboard keys create NAME --group GROUP` makes one).");
+            } else {
+                for k in &all {
+                    out!("{}  groups: {}", safe(&k.name), safe(&k.groups.join(", ")));
+                }
+            }
+        }
+        (other, None) => bail!("`switchboard keys {other}` needs the key's name"),
+        (other, Some(_)) => bail!("`switchboard keys {other}`: use create, list or revoke"),
+    }
+    Ok(0)
+}

@@ -47,12 +47,18 @@ impl Key {
     }
 }
 
+/// The client a protected resource introspects as (`introspection` of the issuer's config).
+pub const INTROSPECTION_CLIENT: (&str, &str) = ("sb-gateway", "introspection-secret");
+
 /// The issuer: `issuer` is its identifier (`http://127.0.0.1:<port>`).
 pub struct Issuer {
     /// Its identifier, as its tokens' `iss`.
     pub issuer: String,
     docs: Arc<Mutex<HashMap<String, Value>>>,
     key_fetches: Arc<AtomicUsize>,
+    /// Opaque tokens and what introspection says of them.
+    opaque: Arc<Mutex<HashMap<String, Value>>>,
+    introspections: Arc<AtomicUsize>,
 }
 
 impl Issuer {
@@ -66,7 +72,15 @@ impl Issuer {
             json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks")}),
         );
         let key_fetches = Arc::new(AtomicUsize::new(0));
-        let it = Issuer { issuer, docs: docs.clone(), key_fetches: key_fetches.clone() };
+        let opaque: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
+        let introspections = Arc::new(AtomicUsize::new(0));
+        let it = Issuer {
+            issuer,
+            docs: docs.clone(),
+            key_fetches: key_fetches.clone(),
+            opaque: opaque.clone(),
+            introspections: introspections.clone(),
+        };
         it.publish(keys);
         std::thread::spawn(move || {
             for mut s in listener.incoming().flatten() {
@@ -77,7 +91,12 @@ impl Issuer {
                 if path == "/jwks" {
                     key_fetches.fetch_add(1, Ordering::SeqCst);
                 }
-                let body = docs.lock().map(|d| d.get(&path).map(Value::to_string)).unwrap_or_default();
+                let body = if path == "/introspect" {
+                    introspections.fetch_add(1, Ordering::SeqCst);
+                    Some(introspect(&request, &opaque))
+                } else {
+                    docs.lock().map(|d| d.get(&path).map(Value::to_string)).unwrap_or_default()
+                };
                 let response = match body {
                     Some(b) => format!(
                         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
@@ -97,6 +116,28 @@ impl Issuer {
         self.docs.lock().expect("docs").insert("/jwks".to_string(), set);
     }
 
+    /// Registers an opaque token: introspection says it is active with `claims`.
+    pub fn opaque(&self, token: &str, claims: &Value) {
+        let mut answer = claims.clone();
+        answer["active"] = json!(true);
+        self.opaque.lock().expect("opaque").insert(token.to_string(), answer);
+    }
+
+    /// Revokes an opaque token: introspection says it is not active from now on.
+    pub fn revoke(&self, token: &str) {
+        self.opaque.lock().expect("opaque").insert(token.to_string(), json!({"active": false}));
+    }
+
+    /// Its introspection endpoint.
+    pub fn introspection_url(&self) -> String {
+        format!("{}/introspect", self.issuer)
+    }
+
+    /// How many times a token was introspected.
+    pub fn introspections(&self) -> usize {
+        self.introspections.load(Ordering::SeqCst)
+    }
+
     /// How many times its keys were fetched.
     pub fn fetches(&self) -> usize {
         self.key_fetches.load(Ordering::SeqCst)
@@ -109,4 +150,21 @@ impl Issuer {
         json!({"iss": self.issuer, "sub": subject, "aud": audience, "exp": now + 300, "iat": now,
                "name": subject, "groups": groups, "scope": "openid mcp"})
     }
+}
+
+/// The answer to an introspection request: the token's registered claims for the known client,
+/// `{"active": false}` for an unknown token, an error object for another client.
+fn introspect(request: &str, opaque: &Mutex<HashMap<String, Value>>) -> String {
+    let (id, secret) = INTROSPECTION_CLIENT;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+    let authorized = request.lines().any(|l| {
+        l.split_once(':')
+            .is_some_and(|(k, v)| k.eq_ignore_ascii_case("authorization") && v.trim() == format!("Basic {basic}"))
+    });
+    if !authorized {
+        return json!({"error": "invalid_client"}).to_string();
+    }
+    let body = request.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let token = body.split('&').find_map(|kv| kv.strip_prefix("token=")).unwrap_or_default();
+    opaque.lock().map(|o| o.get(token).cloned()).ok().flatten().unwrap_or_else(|| json!({"active": false})).to_string()
 }

@@ -16,20 +16,20 @@ use serde_json::Value;
 
 use super::Severity;
 use super::file::FileCtx;
-use crate::identity::{IdentityConfig, Issuer};
+use crate::identity::{IdentityConfig, Introspection, Issuer};
 
 /// Parses `identity`; each mistake is a diagnostic naming its field, and a block with one is
 /// not used (a gateway must not run open because an issuer was misspelt).
 pub(crate) fn parse(value: &Value, ctx: &mut FileCtx<'_>) -> Option<IdentityConfig> {
     let mut errors = Vec::new();
-    let config = read(value, &mut errors);
+    let config = read(value, ctx.env, &mut errors);
     for (field, message) in &errors {
         ctx.diag(Severity::Error, None, Some(field), message.clone());
     }
     config.filter(|_| errors.is_empty())
 }
 
-fn read(value: &Value, errors: &mut Vec<(String, String)>) -> Option<IdentityConfig> {
+fn read(value: &Value, env: &Env, errors: &mut Vec<(String, String)>) -> Option<IdentityConfig> {
     let Some(obj) = value.as_object() else {
         errors.push(("identity".into(), "`identity` must be an object with `issuers`, `scopes` and `resource`".into()));
         return None;
@@ -41,7 +41,7 @@ fn read(value: &Value, errors: &mut Vec<(String, String)>) -> Option<IdentityCon
             "issuers" => match v.as_array() {
                 Some(items) if !items.is_empty() => {
                     for (i, item) in items.iter().enumerate() {
-                        if let Some(issuer) = issuer(item, &format!("{field}[{i}]"), errors) {
+                        if let Some(issuer) = issuer(item, &format!("{field}[{i}]"), env, errors) {
                             config.issuers.push(issuer);
                         }
                     }
@@ -71,7 +71,7 @@ fn read(value: &Value, errors: &mut Vec<(String, String)>) -> Option<IdentityCon
     Some(config)
 }
 
-fn issuer(item: &Value, field: &str, errors: &mut Vec<(String, String)>) -> Option<Issuer> {
+fn issuer(item: &Value, field: &str, env: &Env, errors: &mut Vec<(String, String)>) -> Option<Issuer> {
     if let Some(id) = item.as_str() {
         return match url(id) {
             Ok(()) => Some(Issuer::new(id)),
@@ -105,19 +105,53 @@ fn issuer(item: &Value, field: &str, errors: &mut Vec<(String, String)>) -> Opti
             ("audiences", v) if strings(v).is_some() => issuer.audiences = strings(v).unwrap_or_default(),
             ("groups_claim", Value::String(s)) if !s.is_empty() => issuer.groups_claim = s.clone(),
             ("name_claim", Value::String(s)) if !s.is_empty() => issuer.name_claim = s.clone(),
+            ("introspection", v) => match introspection(v, env) {
+                Ok(i) => issuer.introspection = Some(i),
+                Err((at, message)) => errors.push((format!("{here}{at}"), message)),
+            },
             ("jwks_uri", _) => errors.push((here, "`jwks_uri` must be an http(s) URL".into())),
             ("audiences", _) => errors.push((here, "`audiences` must be a list of strings".into())),
             ("groups_claim" | "name_claim", _) => errors.push((here, format!("`{key}` must be a claim name"))),
             (other, _) => errors.push((
                 here,
                 format!(
-                    "unknown field `{}`: use `issuer`, `jwks_uri`, `audiences`, `groups_claim` and `name_claim`",
+                    "unknown field `{}`: use `issuer`, `jwks_uri`, `audiences`, `groups_claim`, `name_claim` and `introspection`",
                     crate::text::excerpt(other, 60)
                 ),
             )),
         }
     }
     Some(issuer)
+}
+
+type Env = std::collections::HashMap<String, String>;
+
+/// `{"url", "client_id", "client_secret_env"}`: the secret is read from the environment
+/// variable named (a config file holds no secret).
+fn introspection(v: &Value, env: &Env) -> Result<Introspection, (String, String)> {
+    let obj = v.as_object().ok_or_else(|| {
+        (String::new(), "`introspection` must be an object with `url`, `client_id` and `client_secret_env`".to_string())
+    })?;
+    let text = |key: &str| obj.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let url_ =
+        text("url").ok_or_else(|| (".url".to_string(), "`url` must be the introspection endpoint".to_string()))?;
+    url(url_).map_err(|e| (".url".to_string(), e))?;
+    let client_id = text("client_id").ok_or_else(|| (".client_id".to_string(), "`client_id` is needed".to_string()))?;
+    let var = text("client_secret_env").ok_or_else(|| {
+        (
+            ".client_secret_env".to_string(),
+            "`client_secret_env` must name the environment variable with the secret".to_string(),
+        )
+    })?;
+    // The managed file is read without the loader's variables: the process's own then.
+    let secret =
+        env.get(var).cloned().or_else(|| std::env::var(var).ok()).filter(|s| !s.is_empty()).ok_or_else(|| {
+            (".client_secret_env".to_string(), format!("the environment variable `{var}` is not set"))
+        })?;
+    if let Some(k) = obj.keys().find(|k| !["url", "client_id", "client_secret_env"].contains(&k.as_str())) {
+        return Err((format!(".{k}"), "unknown field: use `url`, `client_id` and `client_secret_env`".into()));
+    }
+    Ok(Introspection::new(url_, client_id, secret))
 }
 
 fn strings(v: &Value) -> Option<Vec<String>> {
@@ -138,7 +172,7 @@ mod tests {
 
     fn parsed(v: Value) -> (Option<IdentityConfig>, Vec<(String, String)>) {
         let mut errors = Vec::new();
-        let config = read(&v, &mut errors);
+        let config = read(&v, &Env::from([("SB_SECRET".to_string(), "s3".to_string())]), &mut errors);
         (config.filter(|_| errors.is_empty()), errors)
     }
 
@@ -162,5 +196,12 @@ mod tests {
         assert_eq!(fields, ["identity.issuers[0].issuer", "identity.scope"], "{errors:?}");
         let (config, errors) = parsed(serde_json::json!({"scopes": ["mcp"]}));
         assert!(config.is_none() && errors[0].1.contains("needs `issuers`"), "{errors:?}");
+        let (config, errors) = parsed(serde_json::json!({"issuers": [{"issuer": "https://a.example",
+            "introspection": {"url": "https://a.example/introspect", "client_id": "sb", "client_secret_env": "SB_SECRET"}}]}));
+        let i = config.unwrap().issuers[0].introspection.clone().unwrap();
+        assert!(errors.is_empty() && i.client_secret == "s3" && !format!("{i:?}").contains("s3"));
+        let (_, errors) = parsed(serde_json::json!({"issuers": [{"issuer": "https://a.example",
+            "introspection": {"url": "https://a.example/introspect", "client_id": "sb", "client_secret_env": "UNSET_X"}}]}));
+        assert_eq!(errors[0].0, "identity.issuers[0].introspection.client_secret_env", "{errors:?}");
     }
 }

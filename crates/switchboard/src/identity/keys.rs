@@ -42,6 +42,11 @@ impl std::fmt::Debug for KeySet {
 }
 
 impl KeySets {
+    /// The HTTP client the issuers are asked with.
+    pub(super) fn http(&self) -> reqwest::Client {
+        self.http.clone()
+    }
+
     pub(super) fn new(issuers: &[Issuer], http: reqwest::Client) -> KeySets {
         let sets = issuers
             .iter()
@@ -162,7 +167,7 @@ impl KeySet {
 }
 
 /// Keys come over HTTPS, or from this machine.
-fn check_url(url: &str) -> Result<(), String> {
+pub(super) fn check_url(url: &str) -> Result<(), String> {
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
     let host = parsed.host_str().unwrap_or_default();
     let loopback = host == "localhost"

@@ -9,6 +9,7 @@
 //! header of a refusal.
 
 pub mod api_keys;
+mod introspect;
 mod keys;
 #[cfg(test)]
 mod tests;
@@ -53,6 +54,36 @@ pub struct Issuer {
     pub groups_claim: String,
     /// The claim that holds the caller's display name.
     pub name_claim: String,
+    /// Where its opaque (non-JWT) tokens are checked (RFC 7662), if it issues any.
+    pub introspection: Option<Introspection>,
+}
+
+/// An issuer's token introspection endpoint and the client this resource is there.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Introspection {
+    /// The endpoint.
+    pub url: String,
+    /// This resource's client id at the issuer.
+    pub client_id: String,
+    /// Its secret (from the environment variable the config names; never logged).
+    pub client_secret: String,
+}
+
+impl Introspection {
+    /// The endpoint at `url`, as the client `client_id` with `client_secret`.
+    pub fn new(url: impl Into<String>, client_id: impl Into<String>, client_secret: impl Into<String>) -> Self {
+        Introspection { url: url.into(), client_id: client_id.into(), client_secret: client_secret.into() }
+    }
+}
+
+impl std::fmt::Debug for Introspection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Introspection")
+            .field("url", &self.url)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Issuer {
@@ -64,6 +95,7 @@ impl Issuer {
             audiences: Vec::new(),
             groups_claim: "groups".into(),
             name_claim: "name".into(),
+            introspection: None,
         }
     }
 }
@@ -190,6 +222,8 @@ pub struct Verifier {
     /// The resource's own URL (what clients connect to, and the audience of its tokens).
     resource: String,
     keys: KeySets,
+    /// Answers of introspection endpoints, kept a little (see [`introspect`]).
+    introspected: introspect::Answers,
     /// Service accounts' keys, when accepted.
     api_keys: Option<api_keys::ApiKeys>,
 }
@@ -200,7 +234,8 @@ impl Verifier {
     pub fn new(config: IdentityConfig, default_resource: impl Into<String>, http: reqwest::Client) -> Verifier {
         let keys = KeySets::new(&config.issuers, http);
         let resource = config.resource.clone().unwrap_or_else(|| default_resource.into());
-        Verifier { config, resource, keys, api_keys: None }
+        let introspected = introspect::Answers::new(keys.http());
+        Verifier { config, resource, keys, introspected, api_keys: None }
     }
 
     /// Also accepting the API keys of `data_dir` (service accounts: [`api_keys`]); a key
@@ -231,6 +266,13 @@ impl Verifier {
                 .principal(token)
                 .ok_or_else(|| IdentityError::Invalid("not a key of this gateway (revoked?)".into()));
         }
+        // Not a JWT (three dot-separated parts): an opaque token, for an issuer that checks them.
+        if token.split('.').count() != 3
+            && let Some(issuer) = self.config.issuers.iter().find(|i| i.introspection.is_some())
+        {
+            let claims = self.introspected.claims(issuer, token).await?;
+            return self.principal_of(issuer, &claims, |aud| self.audience_ok(issuer, aud));
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|e| IdentityError::Malformed(e.to_string()))?;
         if !ALGORITHMS.contains(&header.alg) {
             return Err(IdentityError::Invalid(format!("algorithm {:?} is not accepted", header.alg)));
@@ -255,16 +297,45 @@ impl Verifier {
             Ok(data) => data.claims,
             Err(e) => return Err(refusal(e, &unverified, &self.resource)),
         };
-        let scopes = scopes_of(&claims);
+        self.principal_of(issuer, &claims, |_| true)
+    }
+
+    /// Whether an introspected token's `aud` (when it has one) names this resource.
+    fn audience_ok(&self, issuer: &Issuer, aud: &Value) -> bool {
+        let names = strings(Some(aud));
+        names.iter().any(|a| *a == self.resource || issuer.audiences.contains(a))
+    }
+
+    /// The caller of checked `claims`: the audience (`aud_ok`, when the claims have one) and
+    /// the required scopes, then who it is.
+    fn principal_of(
+        &self,
+        issuer: &Issuer,
+        claims: &Value,
+        aud_ok: impl Fn(&Value) -> bool,
+    ) -> Result<Principal, IdentityError> {
+        if let Some(aud) = claims.get("aud")
+            && !aud_ok(aud)
+        {
+            return Err(IdentityError::Audience {
+                found: crate::text::excerpt(&aud.to_string(), 200),
+                expected: self.resource.clone(),
+            });
+        }
+        let subject = claims.get("sub").and_then(Value::as_str).unwrap_or_default();
+        if subject.is_empty() {
+            return Err(IdentityError::Invalid("the token names no subject (`sub`)".into()));
+        }
+        let scopes = scopes_of(claims);
         let missing: Vec<String> = self.config.scopes.iter().filter(|s| !scopes.contains(*s)).cloned().collect();
         if !missing.is_empty() {
             return Err(IdentityError::Scope { missing });
         }
         Ok(Principal {
-            subject: claims.get("sub").and_then(Value::as_str).unwrap_or_default().to_string(),
+            subject: subject.to_string(),
             issuer: issuer.issuer.clone(),
-            name: claim(&claims, &issuer.name_claim).and_then(Value::as_str).map(str::to_string),
-            groups: strings(claim(&claims, &issuer.groups_claim)),
+            name: claim(claims, &issuer.name_claim).and_then(Value::as_str).map(str::to_string),
+            groups: strings(claim(claims, &issuer.groups_claim)),
             scopes: scopes.into_iter().collect(),
         })
     }

@@ -155,3 +155,39 @@ async fn groups_from_a_nested_claim_and_an_unreachable_issuer_is_said() {
     let err = v.verify(&token(&k1, "k1", c)).await.unwrap_err();
     assert!(matches!(err, IdentityError::Provider { .. }) && err.status() == 503, "{err:?}");
 }
+
+#[tokio::test]
+async fn opaque_tokens_are_checked_by_introspection_and_the_answer_kept_a_little() {
+    let provider = Provider::start(&[]);
+    let (id, secret) = switchboard_testkit::issuer::INTROSPECTION_CLIENT;
+    let mut issuer = Issuer::new(provider.issuer.clone());
+    issuer.introspection = Some(Introspection::new(provider.introspection_url(), id, secret));
+    let config = IdentityConfig { issuers: vec![issuer], scopes: vec!["mcp".into()], resource: None };
+    let fresh = || Verifier::new(config.clone(), RESOURCE, reqwest::Client::new());
+    let v = fresh();
+    provider.opaque("op4que-token", &claims(&provider.issuer));
+    let who = v.verify("op4que-token").await.unwrap();
+    assert_eq!(
+        (who.subject.as_str(), who.groups.as_slice()),
+        ("alice-1", &["devs".to_string(), "admins".to_string()][..])
+    );
+    v.verify("op4que-token").await.unwrap();
+    assert_eq!(provider.introspections(), 1, "kept, not asked again");
+    // Revoked: a verifier that kept no answer refuses it.
+    provider.revoke("op4que-token");
+    let err = fresh().verify("op4que-token").await.unwrap_err();
+    assert!(matches!(err, IdentityError::Invalid(_)), "{err:?}");
+    assert!(matches!(fresh().verify("never-issued").await.unwrap_err(), IdentityError::Invalid(_)));
+    let mut other = claims(&provider.issuer);
+    other["aud"] = json!("https://elsewhere.example/mcp");
+    provider.opaque("for-elsewhere", &other);
+    assert!(matches!(fresh().verify("for-elsewhere").await.unwrap_err(), IdentityError::Audience { .. }));
+    let mut old = claims(&provider.issuer);
+    old["exp"] = json!(now() - 600);
+    provider.opaque("expired", &old);
+    assert!(matches!(fresh().verify("expired").await.unwrap_err(), IdentityError::Expired));
+    let mut narrow = claims(&provider.issuer);
+    narrow["scope"] = json!("openid");
+    provider.opaque("no-scope", &narrow);
+    assert!(matches!(fresh().verify("no-scope").await.unwrap_err(), IdentityError::Scope { .. }));
+}

@@ -11,19 +11,19 @@ use crate::render::safe;
 pub(crate) fn keys(ctx: &Ctx, action: &str, name: Option<&str>, groups: &[String], json: bool) -> Result<u8> {
     let keys = ApiKeys::open(&ctx.paths.data_dir);
     match (action, name) {
+        // A secret is never in JSON output: the key is printed once, as plain text.
+        ("create", Some(_)) if json => {
+            bail!("`switchboard keys create` prints the key once, as plain text (a secret is never in JSON output)")
+        }
         ("create", Some(name)) => {
             let key = keys.create(name, groups)?;
-            if json {
-                print_json(&json!({"name": name, "groups": groups, "key": key}))?;
-            } else {
-                out!("{key}");
-                note!(
-                    "the key `{}` is shown this once (only its hash is kept in {}); callers send it as \
-                     `Authorization: Bearer <key>` to a gateway with `identity`",
-                    safe(name),
-                    ApiKeys::path(&ctx.paths.data_dir).display()
-                );
-            }
+            out!("{key}");
+            note!(
+                "the key `{}` is shown this once (only its hash is kept in {}); callers send it as \
+                 `Authorization: Bearer <key>` to a gateway with `identity`",
+                safe(name),
+                ApiKeys::path(&ctx.paths.data_dir).display()
+            );
         }
         ("revoke", Some(name)) => {
             keys.revoke(name)?;

@@ -285,6 +285,13 @@ async fn service_accounts_call_with_api_keys_that_can_be_revoked() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401, "a revoked key");
+    let as_json = sb(&["keys", "create", "other", "--json"]);
+    let shown = String::from_utf8_lossy(&as_json.stdout);
+    assert!(
+        !as_json.status.success() && shown.contains("never in JSON output") && !shown.contains("sbk_"),
+        "a key is never in JSON output: {shown}"
+    );
+    assert!(!sb(&["keys", "list", "--json"]).stdout.windows(7).any(|w| w == b"\"other\""), "and none was made");
     let bad = sb(&["keys", "create", "no spaces"]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("a key's name is"));
 }

@@ -27,9 +27,9 @@ async fn callers_sign_in_with_the_organisations_issuer_and_are_named_in_the_audi
     let key = Key::new("k1");
     let issuer = Issuer::start(&[&key]);
     let home = Home::new(false);
-    let mut config: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
-    config["identity"] = json!({"issuers": [issuer.issuer], "scopes": ["mcp"]});
-    std::fs::write(&home.config, config.to_string()).unwrap();
+    home.edit(|config| {
+        config["identity"] = json!({"issuers": [issuer.issuer], "scopes": ["mcp"]});
+    });
     let (_gateway, url) = common::http_gateway(&home, &[]);
     let origin = url.trim_end_matches("/mcp").to_string();
     let http = reqwest::Client::new();
@@ -104,28 +104,7 @@ async fn callers_sign_in_with_the_organisations_issuer_and_are_named_in_the_audi
     let result = client.call_tool(params).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
     client.cancel().await.unwrap();
-    // The audit log is written in batches: read until the call's record is there.
-    let audit = switchboard_testkit::data_dir(home.path()).join("audit");
-    let records = || -> Vec<Value> {
-        std::fs::read_dir(&audit)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-            .flat_map(|e| {
-                std::fs::read_to_string(e.path()).unwrap_or_default().lines().map(str::to_string).collect::<Vec<_>>()
-            })
-            .filter_map(|l| serde_json::from_str(&l).ok())
-            .collect()
-    };
-    let started = std::time::Instant::now();
-    let call = loop {
-        if let Some(r) = records().into_iter().rev().find(|r| r["tool"] == "echo") {
-            break r;
-        }
-        assert!(started.elapsed().as_secs() < 10, "no record of the call in {}: {:?}", audit.display(), records());
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let call = home.audit_record(|r| r["tool"] == "echo").await;
     let principal = &call["caller"]["principal"];
     assert_eq!(principal["subject"], "alice-1", "{call}");
     assert_eq!(principal["issuer"], issuer.issuer.as_str(), "{call}");
@@ -140,9 +119,9 @@ async fn serve_protects_its_mcp_and_keeps_the_api_on_the_local_token() {
     let key = Key::new("k1");
     let issuer = Issuer::start(&[&key]);
     let home = Home::new(false);
-    let mut config: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
-    config["identity"] = json!({"issuers": [issuer.issuer]});
-    std::fs::write(&home.config, config.to_string()).unwrap();
+    home.edit(|config| {
+        config["identity"] = json!({"issuers": [issuer.issuer]});
+    });
     let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
     let http = reqwest::Client::new();
     let url = format!("{base}/mcp");
@@ -179,11 +158,11 @@ async fn each_caller_sees_and_calls_what_the_rules_for_their_groups_allow() {
     let key = Key::new("k1");
     let issuer = Issuer::start(&[&key]);
     let home = Home::new(false);
-    let mut config: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
-    config["identity"] = json!({"issuers": [issuer.issuer]});
-    config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
-    config["profiles"] = json!({"ops-only": {"tools": {"allow": ["fx/echo", "fx/add"]}, "groups": ["ops"]}});
-    std::fs::write(&home.config, config.to_string()).unwrap();
+    home.edit(|config| {
+        config["identity"] = json!({"issuers": [issuer.issuer]});
+        config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
+        config["profiles"] = json!({"ops-only": {"tools": {"allow": ["fx/echo", "fx/add"]}, "groups": ["ops"]}});
+    });
     let (_gateway, url) = common::http_gateway(&home, &[]);
     let connect = |subject: &str, groups: &[&str]| {
         let token = key.sign(&issuer.claims(&url, subject, groups));
@@ -253,10 +232,10 @@ async fn each_caller_sees_and_calls_what_the_rules_for_their_groups_allow() {
 async fn service_accounts_call_with_api_keys_that_can_be_revoked() {
     let issuer = Issuer::start(&[&Key::new("k1")]);
     let home = Home::new(false);
-    let mut config: Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
-    config["identity"] = json!({"issuers": [issuer.issuer], "scopes": ["mcp"]});
-    config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
-    std::fs::write(&home.config, config.to_string()).unwrap();
+    home.edit(|config| {
+        config["identity"] = json!({"issuers": [issuer.issuer], "scopes": ["mcp"]});
+        config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
+    });
     let (_gateway, url) = common::http_gateway(&home, &[]);
     let sb = |args: &[&str]| home.switchboard(args).stdin(std::process::Stdio::null()).output().unwrap();
     let made = sb(&["keys", "create", "ci-bot", "--group", "admins"]);

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod issuer;
+pub mod oidc;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -185,6 +185,44 @@ impl Home {
         false
     }
 
+    /// Changes the `--config` file (before a gateway starts, or for its reload).
+    pub fn edit(&self, change: impl FnOnce(&mut serde_json::Value)) {
+        let mut config: serde_json::Value = serde_json::from_slice(&std::fs::read(&self.config).unwrap()).unwrap();
+        change(&mut config);
+        std::fs::write(&self.config, config.to_string()).unwrap();
+    }
+
+    /// The audit log's records so far (its day files, in order).
+    pub fn audit_records(&self) -> Vec<serde_json::Value> {
+        let audit = switchboard_testkit::data_dir(self.path()).join("audit");
+        let mut days: Vec<PathBuf> = std::fs::read_dir(&audit)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        days.sort();
+        days.iter()
+            .flat_map(|p| {
+                std::fs::read_to_string(p).unwrap_or_default().lines().map(str::to_string).collect::<Vec<_>>()
+            })
+            .filter_map(|l| serde_json::from_str(&l).ok())
+            .collect()
+    }
+
+    /// Waits (up to 10 s: the log is written in batches) for the last record that `want` holds.
+    pub async fn audit_record(&self, want: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(r) = self.audit_records().into_iter().rev().find(|r| want(r)) {
+                return r;
+            }
+            assert!(started.elapsed().as_secs() < 10, "no such record in the audit log: {:?}", self.audit_records());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// The API token (made by the first gateway or serve).
     pub fn token(&self) -> String {
         std::fs::read_to_string(switchboard_testkit::data_dir(self.path()).join("serve-token"))

@@ -313,8 +313,8 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Ask { ref glob, ref scope } => crate::policy::edit(ctx, "ask", glob, scope).await,
         Command::Deny { ref glob, ref scope } => crate::policy::edit(ctx, "deny", glob, scope).await,
         Command::Approvals { ref revoke, all, json } => crate::policy::approvals(ctx, revoke.as_deref(), all, json),
-        Command::Audit { ref since, ref server, json } => {
-            crate::policy::audit(ctx, since.as_deref(), server.as_deref(), json)
+        Command::Audit { ref since, ref server, ref principal, json } => {
+            crate::policy::audit(ctx, since.as_deref(), server.as_deref(), principal.as_deref(), json)
         }
     }
 }

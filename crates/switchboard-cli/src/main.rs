@@ -430,6 +430,10 @@ pub enum Command {
         /// Only this server's calls.
         #[arg(long)]
         server: Option<String>,
+        /// Only the calls of this signed-in person (their subject at the identity provider;
+        /// `key:NAME` for a service account).
+        #[arg(long)]
+        principal: Option<String>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,

@@ -9,6 +9,7 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 use switchboard::Hub;
 use switchboard::policy::approvals::ApprovalStore;
+use switchboard::policy::audit::AuditFilter;
 use switchboard::status::ServerStatus;
 
 use crate::ctx::{Ctx, print_json};
@@ -268,9 +269,16 @@ pub fn since(text: &str) -> Result<SystemTime> {
 }
 
 /// `switchboard audit [--since 1h] [--server S]`.
-pub fn audit(ctx: &Ctx, since_text: Option<&str>, server: Option<&str>, json: bool) -> Result<u8> {
+pub fn audit(
+    ctx: &Ctx,
+    since_text: Option<&str>,
+    server: Option<&str>,
+    principal: Option<&str>,
+    json: bool,
+) -> Result<u8> {
     let since = since_text.map(since).transpose()?;
-    let log = switchboard::policy::audit::read(&ctx.paths.data_dir, since, server)?;
+    let filter = AuditFilter::new().since(since).server(server).principal(principal);
+    let log = switchboard::policy::audit::read(&ctx.paths.data_dir, &filter)?;
     if json {
         print_json(&json!({
             "calls": log.records,
@@ -288,10 +296,16 @@ pub fn audit(ctx: &Ctx, since_text: Option<&str>, server: Option<&str>, json: bo
         let rows: Vec<Vec<String>> = lines
             .iter()
             .map(|l| {
-                let who = l.get("caller").and_then(|c| c.get("kind")).and_then(Value::as_str).unwrap_or("");
+                let caller = l.get("caller");
+                let kind = caller.and_then(|c| c.get("kind")).and_then(Value::as_str).unwrap_or("");
+                let subject = caller.and_then(|c| c.pointer("/principal/subject")).and_then(Value::as_str);
+                let who = match subject {
+                    Some(s) => format!("{kind}: {}", safe(s)),
+                    None => kind.to_string(),
+                };
                 vec![
                     field(l, "time").get(..19).unwrap_or("").replace('T', " "),
-                    who.to_string(),
+                    who,
                     safe(&field(l, "name")),
                     field(l, "decision"),
                     field(l, "outcome"),

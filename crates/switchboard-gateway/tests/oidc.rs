@@ -106,6 +106,17 @@ async fn people_sign_in_through_a_real_openid_provider_and_get_what_their_group_
         assert_eq!(principal["issuer"], provider.issuer.as_str(), "{record}");
         assert_eq!(principal["name"], name, "{record}");
     }
+    // One person's calls: `audit --principal`.
+    for (person, calls) in [("alice", 2), ("bob", 1)] {
+        let out = home.switchboard(&["audit", "--principal", person, "--json"]).output().unwrap();
+        let log: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let records = log["calls"].as_array().unwrap();
+        assert_eq!(records.len(), calls, "{person}'s calls (the denied one too): {log}");
+        assert!(records.iter().all(|r| r["caller"]["principal"]["subject"] == person), "{log}");
+    }
+    let table = home.switchboard(&["audit", "--principal", "alice"]).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains(": alice") && !table.contains(": bob"), "{table}");
     // A signed-in person's token is theirs: Alice's serves a raw request too.
     assert_eq!(knock(&http, &url, alice["token"].as_str().unwrap()).await.0, 200);
 

@@ -22,6 +22,9 @@ pub struct AuditQuery {
     /// Only this server's records (lost records are shown whatever the server: they may be
     /// of any).
     server: Option<String>,
+    /// Only the records of calls by the signed-in caller of this subject (`key:<name>` for a
+    /// service account; lost records are shown whatever the caller).
+    principal: Option<String>,
     /// At most this many records, the newest (default 200, at most 10000).
     limit: Option<usize>,
 }
@@ -58,9 +61,12 @@ pub async fn audit(
     let since = SystemTime::now().checked_sub(Duration::from_secs(query.since_secs.unwrap_or(86_400)));
     let limit = query.limit.unwrap_or(200).min(10_000);
     let dir = app.hub.paths().data_dir.clone();
-    let server = query.server.clone();
+    let filter = switchboard::policy::audit::AuditFilter::new()
+        .since(since)
+        .server(query.server.as_deref())
+        .principal(query.principal.as_deref());
     // The files are read on a blocking thread: a day's log can be large.
-    let read = tokio::task::spawn_blocking(move || switchboard::policy::audit::read(&dir, since, server.as_deref()))
+    let read = tokio::task::spawn_blocking(move || switchboard::policy::audit::read(&dir, &filter))
         .await
         .map_err(|e| ApiError::internal(format!("reading the audit log: {e}")))?
         .map_err(|e| ApiError::internal(format!("reading the audit log: {e}")))?;

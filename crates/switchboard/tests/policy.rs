@@ -271,7 +271,9 @@ async fn every_outcome_is_one_audit_line_with_secrets_redacted() {
     ];
     assert!(outcomes.iter().all(|o| *o), "{outcomes:?}");
     hub.shutdown().await;
-    let lines = switchboard::policy::audit::read(&env.paths.data_dir, None, None).unwrap().records;
+    let lines = switchboard::policy::audit::read(&env.paths.data_dir, &switchboard::policy::audit::AuditFilter::new())
+        .unwrap()
+        .records;
     let got: Vec<(&str, &str)> =
         lines.iter().map(|l| (l["tool"].as_str().unwrap_or(""), l["outcome"].as_str().unwrap_or(""))).collect();
     assert_eq!(

@@ -19,7 +19,7 @@ mod read;
 mod stamp;
 mod write;
 
-pub use read::{AuditRead, Lost, Unreadable, read};
+pub use read::{AuditFilter, AuditRead, Lost, Unreadable, read};
 pub use stamp::rfc3339;
 pub use write::Health;
 use write::Writer;
@@ -379,7 +379,7 @@ mod tests {
             log.record(record);
         }
         drop(log);
-        let lines = read(&data, None, Some("s")).unwrap_or_default().records;
+        let lines = read(&data, &AuditFilter::new().server(Some("s"))).unwrap_or_default().records;
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["outcome"], "ok");
         assert!(!audit.join("2020-01-01.jsonl").exists(), "the old day beyond the cap is removed");
@@ -388,7 +388,10 @@ mod tests {
         let mode = std::fs::metadata(&today).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
         assert_eq!(mode, 0o600);
         assert!(
-            read(&data, Some(SystemTime::now() + Duration::from_secs(60)), None).unwrap_or_default().records.is_empty()
+            read(&data, &AuditFilter::new().since(Some(SystemTime::now() + Duration::from_secs(60))))
+                .unwrap_or_default()
+                .records
+                .is_empty()
         );
     }
 }

@@ -18,7 +18,7 @@ pub struct AuditRead {
     /// The records, oldest first.
     pub records: Vec<Value>,
     /// Records the log says it lost (the disk refused them), oldest first. They may be of
-    /// any server: a `server` filter does not leave them out.
+    /// any server and any caller: a filter does not leave them out.
     pub lost: Vec<Lost>,
     /// Lines that are not a record (a file damaged by something else), by file.
     pub unreadable: Vec<Unreadable>,
@@ -60,10 +60,55 @@ pub struct Unreadable {
     pub first_line: u64,
 }
 
-/// Reads the log from `since` on (oldest first), the records of `server` only if given.
-pub fn read(data_dir: &Path, since: Option<SystemTime>, server: Option<&str>) -> std::io::Result<AuditRead> {
+/// Which records to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuditFilter {
+    /// From this time on.
+    pub since: Option<SystemTime>,
+    /// One server's records.
+    pub server: Option<String>,
+    /// One person's records: those whose caller signed in with this subject (`key:<name>`
+    /// for a service account).
+    pub principal: Option<String>,
+}
+
+impl AuditFilter {
+    /// Every record.
+    pub fn new() -> AuditFilter {
+        AuditFilter::default()
+    }
+
+    /// From `since` on.
+    pub fn since(mut self, since: Option<SystemTime>) -> AuditFilter {
+        self.since = since;
+        self
+    }
+
+    /// `server`'s records only.
+    pub fn server(mut self, server: Option<&str>) -> AuditFilter {
+        self.server = server.map(str::to_string);
+        self
+    }
+
+    /// The records of calls by the signed-in caller whose subject is `principal` only.
+    pub fn principal(mut self, principal: Option<&str>) -> AuditFilter {
+        self.principal = principal.map(str::to_string);
+        self
+    }
+
+    fn holds(&self, record: &Value) -> bool {
+        let text = |pointer: &str| record.pointer(pointer).and_then(Value::as_str);
+        self.server.as_deref().is_none_or(|s| text("/server") == Some(s))
+            && self.principal.as_deref().is_none_or(|p| text("/caller/principal/subject") == Some(p))
+    }
+}
+
+/// Reads the log as `filter` asks (oldest first). Lost records are told whatever the filter:
+/// they may be of anyone.
+pub fn read(data_dir: &Path, filter: &AuditFilter) -> std::io::Result<AuditRead> {
     let dir = audit_dir(data_dir);
-    let since_text = since.map(rfc3339);
+    let since_text = filter.since.map(rfc3339);
     let first_day = since_text.as_deref().and_then(|s| s.get(..10)).unwrap_or("");
     let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(r) => r
@@ -106,7 +151,7 @@ pub fn read(data_dir: &Path, since: Option<SystemTime>, server: Option<&str>) ->
                 });
                 continue;
             }
-            if server.is_some_and(|s| v.get("server").and_then(Value::as_str) != Some(s)) {
+            if !filter.holds(&v) {
                 continue;
             }
             out.records.push(v);
@@ -124,4 +169,40 @@ pub fn read(data_dir: &Path, since: Option<SystemTime>, server: Option<&str>) ->
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_filter_picks_the_server_and_the_signed_in_person() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = audit_dir(dir.path());
+        std::fs::create_dir_all(&audit).unwrap();
+        let person = |subject: &str| json!({"kind": "gateway", "principal": {"subject": subject, "name": "Bob"}});
+        let lines = [
+            json!({"time": "2026-12-04T10:00:00Z", "server": "gh", "caller": person("alice")}),
+            json!({"time": "2026-12-04T10:00:01Z", "server": "fs", "caller": person("alice")}),
+            // Bob's display name is no subject: asking for "Bob" finds nothing.
+            json!({"time": "2026-12-04T10:00:02Z", "server": "gh", "caller": person("bob")}),
+            json!({"time": "2026-12-04T10:00:03Z", "server": "gh", "caller": {"kind": "cli"}}),
+            json!({"time": "2026-12-04T10:00:04Z", "lost": 2, "error": "disk full"}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(audit.join("2026-12-04.jsonl"), text).unwrap();
+        let servers = |f: AuditFilter| {
+            let read = read(dir.path(), &f).unwrap();
+            assert_eq!(read.lost_records(), 2, "losses are told whatever the filter");
+            read.records.iter().map(|r| r["server"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(servers(AuditFilter::new()).len(), 4);
+        assert_eq!(servers(AuditFilter::new().principal(Some("alice"))), ["gh", "fs"]);
+        assert_eq!(servers(AuditFilter::new().principal(Some("alice")).server(Some("gh"))), ["gh"]);
+        assert_eq!(servers(AuditFilter::new().principal(Some("bob"))), ["gh"]);
+        assert!(servers(AuditFilter::new().principal(Some("Bob"))).is_empty());
+        assert_eq!(servers(AuditFilter::new().server(Some("gh"))).len(), 3);
+    }
 }

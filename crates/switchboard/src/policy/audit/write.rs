@@ -381,7 +381,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::policy::audit::{AuditLog, read, sample as record};
+    use crate::policy::audit::{AuditFilter, AuditLog, read, sample as record};
 
     #[test]
     fn records_the_log_cannot_take_are_held_then_counted_in_lost_json_then_said() {
@@ -402,7 +402,7 @@ mod tests {
         // Ended while it still cannot: lost, counted in lost.json, shown by `read`.
         w.close();
         assert_eq!(w.health().lost, 2);
-        let r = read(data, None, None).unwrap_or_else(|e| panic!("{e}"));
+        let r = read(data, &AuditFilter::new()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.lost_records(), 2, "{r:?}");
         assert!(r.lost[0].time.is_none(), "not in the log yet: {r:?}");
         // Another process, with room again: the count becomes a line of the log, once.
@@ -412,7 +412,7 @@ mod tests {
             log.record(record(now + Duration::from_millis(5)));
         }
         drop(log);
-        let r = read(data, None, None).unwrap_or_else(|e| panic!("{e}"));
+        let r = read(data, &AuditFilter::new()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((r.records.len(), r.lost_records()), (1, 2), "{r:?}");
         assert!(r.lost[0].time.is_some(), "said in the log: {r:?}");
         let text = std::fs::read_to_string(&file).unwrap_or_default();

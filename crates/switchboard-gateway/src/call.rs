@@ -566,9 +566,14 @@ fn finish(shared: &Shared, outcome: Outcome, names: Option<&(String, String)>) -
             r.result_type = complete;
             Ok(Done::Resource(r))
         }
-        // Switchboard's own refusal (the policy, the input schema) is a result the model reads,
-        // not a protocol error: it can correct the call or tell the person.
-        Outcome::Tool(Err(e @ (switchboard::Error::Denied { .. } | switchboard::Error::InvalidArguments { .. }))) => {
+        // Switchboard's own refusal (the policy, a rate limit, the input schema) is a result
+        // the model reads, not a protocol error: it can correct the call, wait, or tell the
+        // person.
+        Outcome::Tool(Err(
+            e @ (switchboard::Error::Denied { .. }
+            | switchboard::Error::RateLimited { .. }
+            | switchboard::Error::InvalidArguments { .. }),
+        )) => {
             let text = said(shared, crate::servers::explained(&e), names);
             let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
             result.result_type = complete;

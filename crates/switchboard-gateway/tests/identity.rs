@@ -274,3 +274,53 @@ async fn service_accounts_call_with_api_keys_that_can_be_revoked() {
     let bad = sb(&["keys", "create", "no spaces"]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("a key's name is"));
 }
+
+/// Rate limits per person and tool: `{"tool": "fx__echo", "calls": 5, "per": "hour"}`. Of 20
+/// calls Alice makes at once, exactly 5 get through and the others are refused naming the limit
+/// (a result the model reads); Bob's bucket is his own; admins are not limited by an
+/// `unless_groups` entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_person_has_their_own_rate_limit_per_tool() {
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]);
+    let home = Home::new(false);
+    home.edit(|config| {
+        config["identity"] = json!({"issuers": [issuer.issuer]});
+        config["policy"] = json!({"rate_limits": [
+            {"tool": "fx__echo", "calls": 5, "per": "hour", "unless_groups": ["admins"]},
+        ]});
+    });
+    let (_gateway, url) = common::http_gateway(&home, &[]);
+    let connect = |subject: &str, groups: &[&str]| {
+        let token = key.sign(&issuer.claims(&url, subject, groups));
+        let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token);
+        ().serve(StreamableHttpClientTransport::from_config(config))
+    };
+    let echo = || {
+        CallToolRequestParams::new("fx__echo").with_arguments(json!({"text": "hi"}).as_object().cloned().unwrap())
+    };
+    let alice = connect("alice", &["devs"]).await.unwrap();
+    let results = futures::future::join_all((0..20).map(|_| alice.call_tool(echo()))).await;
+    let refused: Vec<String> = results
+        .iter()
+        .map(|r| r.as_ref().unwrap())
+        .filter(|r| r.is_error == Some(true))
+        .map(|r| serde_json::to_string(&r.content).unwrap())
+        .collect();
+    assert_eq!(refused.len(), 15, "{refused:?}");
+    assert!(refused.iter().all(|t| t.contains("rate limit `fx__echo`: 5 calls an hour")), "{refused:?}");
+    let bob = connect("bob", &["devs"]).await.unwrap();
+    for _ in 0..5 {
+        assert_ne!(bob.call_tool(echo()).await.unwrap().is_error, Some(true), "bob's own bucket");
+    }
+    assert_eq!(bob.call_tool(echo()).await.unwrap().is_error, Some(true));
+    let root = connect("root", &["admins"]).await.unwrap();
+    for _ in 0..8 {
+        assert_ne!(root.call_tool(echo()).await.unwrap().is_error, Some(true), "admins are not limited");
+    }
+    let record = home.audit_record(|r| r["outcome"] == "rate_limited").await;
+    assert_eq!(record["caller"]["principal"]["subject"], "bob", "the last one refused: {record}");
+    for c in [alice, bob, root] {
+        c.cancel().await.unwrap();
+    }
+}

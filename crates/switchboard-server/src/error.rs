@@ -50,6 +50,8 @@ pub fn advice(remedy: &Remedy) -> String {
 pub struct ApiError {
     status: StatusCode,
     body: ErrorBody,
+    /// `Retry-After` (seconds), for a call over a rate limit.
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -63,6 +65,7 @@ impl ApiError {
         ApiError {
             status,
             body: ErrorBody { error: ErrorDetail { code: code.into(), message: message.into(), remedy: None } },
+            retry_after: None,
         }
     }
 
@@ -79,7 +82,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body)).into_response()
+        let mut response = (self.status, Json(self.body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(secs));
+        }
+        response
     }
 }
 
@@ -98,12 +105,16 @@ impl From<Error> for ApiError {
             "timeout" => StatusCode::GATEWAY_TIMEOUT,
             "bad_request" | "invalid_params" => StatusCode::BAD_REQUEST,
             "denied" | "outside_view" => StatusCode::FORBIDDEN,
+            "rate_limited" => StatusCode::TOO_MANY_REQUESTS,
             "invalid_arguments" => StatusCode::UNPROCESSABLE_ENTITY,
             "storage_failed" | "internal" => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_GATEWAY,
         };
         let mut error = ApiError::new(status, code, message);
         error.body.error.remedy = remedy;
+        if let Error::RateLimited { retry_after, .. } = &e {
+            error.retry_after = Some(u64::try_from(retry_after.as_millis().div_ceil(1000)).unwrap_or(u64::MAX).max(1));
+        }
         error
     }
 }

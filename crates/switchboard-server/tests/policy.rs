@@ -82,6 +82,46 @@ async fn calls_the_policy_asks_about_wait_for_a_decision() {
     s.shutdown().await;
 }
 
+/// `policy.rate_limits` through the API: the call past the limit gets 429 with `Retry-After`
+/// and the limit named, a tool of no limit goes on, and the audit counts it `rate_limited`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_over_a_rate_limit_gets_429_with_retry_after() {
+    let config = json!({
+        "servers": {"demo": {"command": fixture().display().to_string()}},
+        "policy": {"rate_limits": [{"tool": "mcp__demo__add", "calls": 2, "per": "hour"}]},
+    });
+    let s = Served::start_config(config, |_| {}).await;
+    let add = || s.post("/api/tools/mcp__demo__add/call", json!({"arguments": {"a": 1, "b": 2}}));
+    for _ in 0..2 {
+        assert_eq!(send(add()).await.0, StatusCode::OK);
+    }
+    let refused = add().send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = refused.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1700..=1800).contains(&wait), "half an hour for one of 2 an hour: {wait}");
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(error_code(&body), "rate_limited", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("rate limit `mcp__demo__add`: 2 calls an hour") && message.contains("try again in"),
+        "{message}"
+    );
+    let (status, _) = send(s.post("/api/tools/mcp__demo__echo/call", json!({"arguments": {"text": "hi"}}))).await;
+    assert_eq!(status, StatusCode::OK, "a tool no limit names");
+    let started = std::time::Instant::now();
+    loop {
+        let (_, log) = send(s.get("/api/audit?server=demo")).await;
+        let outcomes: Vec<&str> =
+            log["calls"].as_array().unwrap().iter().filter_map(|c| c["outcome"].as_str()).collect();
+        if outcomes.contains(&"rate_limited") {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 10, "{log}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    s.shutdown().await;
+}
+
 /// What a hub in another process asks: `ask: mcp__gh__*` of a user file, from a gateway client.
 fn outside_request(title: &str) -> switchboard::policy::ApprovalRequest {
     let request = json!({

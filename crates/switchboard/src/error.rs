@@ -59,6 +59,7 @@ impl Error {
             Error::InvalidArguments { .. } => "invalid_arguments",
             Error::Storage { .. } => "storage_failed",
             Error::OutsideView { .. } => "outside_view",
+            Error::RateLimited { .. } => "rate_limited",
             // What the server refused because of what was asked, by its JSON-RPC code.
             Error::Rejected { code: -32602, .. } => "invalid_params",
             Error::Rejected { code: -32002, .. } => "unknown_resource",
@@ -271,6 +272,22 @@ pub enum Error {
         server: String,
         /// Each error, `/pointer: message`.
         errors: Vec<String>,
+    },
+    /// The caller made more calls of the tool than a rate limit (`policy.rate_limits`) lets
+    /// them; nothing was sent. The message names the limit, its file, and when a call would
+    /// get through.
+    #[error("{message}")]
+    RateLimited {
+        /// The model-visible name.
+        name: String,
+        /// The server.
+        server: String,
+        /// The limit, as the person reads it.
+        rule: String,
+        /// When the next call would get through.
+        retry_after: std::time::Duration,
+        /// The whole explanation.
+        message: String,
     },
     /// A view ([`crate::HubView`]) was asked for a tool or server it does not see. Nothing
     /// was sent.

@@ -18,6 +18,7 @@ mod inputs;
 pub mod jsonc;
 mod oauth;
 mod policy;
+pub(crate) mod rate;
 mod sandbox;
 mod values;
 mod who;
@@ -41,6 +42,7 @@ pub use oauth::{AssertionSource, DEFAULT_CALLBACK_PORT, DpopMode, EnterpriseConf
 pub use policy::{
     AuditConfig, DefaultRule, FindingsRule, Managed, PolicyLayer, PolicyRules, RuleSource, ServerMatch, ServerRules,
 };
+pub use rate::RateLimit;
 pub use sandbox::{Limits, NetworkSpec, SandboxSpec};
 pub use who::{ConditionalRule, Who};
 

@@ -107,6 +107,8 @@ pub struct PolicyRules {
     pub secrets: Option<crate::screen::secrets::SecretsMode>,
     /// Rules for some callers only (`{"tool": GLOB, "groups": […]}` in a list).
     pub conditional: Vec<ConditionalRule>,
+    /// How often each caller may call a tool (`rate_limits`).
+    pub rate_limits: Vec<super::rate::RateLimit>,
 }
 
 /// `policy.findings`: what a call gets when the tool's definition (or its server's
@@ -316,7 +318,7 @@ pub(crate) fn parse_policy(value: &Value, source: RuleSource, ctx: &mut FileCtx<
             Severity::Error,
             None,
             Some("policy"),
-            "`policy` must be an object with `allow`, `ask`, `deny`, `default` and/or `findings`".into(),
+            "`policy` must be an object with `allow`, `ask`, `deny`, `default`, `findings`, `secrets` and/or `rate_limits`".into(),
         );
         return None;
     };
@@ -348,6 +350,10 @@ pub(crate) fn parse_policy(value: &Value, source: RuleSource, ctx: &mut FileCtx<
                     _ => ctx.diag(Severity::Error, None, Some(&field), "`secrets` must be \"redact\", \"block\" or \"off\"".into()),
                 }
             }
+            "rate_limits" => match super::rate::rate_limits(v) {
+                Ok(limits) => rules.rate_limits = limits,
+                Err(message) => ctx.diag(Severity::Error, None, Some(&field), message),
+            },
             "findings" => match findings_rule(v) {
                 Ok(rule) => rules.findings = rule,
                 Err(message) => ctx.diag(Severity::Error, None, Some(&field), message),
@@ -375,7 +381,7 @@ pub(crate) fn parse_policy(value: &Value, source: RuleSource, ctx: &mut FileCtx<
                 Severity::Warning,
                 None,
                 Some(&field),
-                format!("unknown field `{}` ignored: use `allow`, `ask`, `deny`, `default` and `findings`", crate::text::excerpt(other, 60)),
+                format!("unknown field `{}` ignored: use `allow`, `ask`, `deny`, `default`, `findings`, `secrets` and `rate_limits`", crate::text::excerpt(other, 60)),
             ),
         }
     }

@@ -37,6 +37,24 @@ pub struct Who {
 }
 
 impl Who {
+    /// Takes `key` into this if it is one of `groups`, `unless_groups` and `principals`
+    /// (`Ok(false)`: another key).
+    pub(crate) fn read_field(&mut self, key: &str, v: &Value) -> Result<bool, String> {
+        let names = || -> Result<Vec<String>, String> {
+            v.as_array()
+                .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_string)).collect::<Option<Vec<_>>>())
+                .filter(|a| !a.is_empty())
+                .ok_or_else(|| format!("`{key}` must be a non-empty list of names"))
+        };
+        match key {
+            "groups" => self.groups = names()?,
+            "unless_groups" => self.unless_groups = names()?,
+            "principals" => self.principals = names()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// Whether the rule holds for `caller`.
     pub fn holds_for(&self, caller: Option<&crate::identity::Principal>) -> bool {
         let groups: &[String] = caller.map_or(&[], |p| p.groups.as_slice());
@@ -69,17 +87,9 @@ pub(crate) fn conditional_rule(item: &Value, verdict: Verdict) -> Result<Conditi
     globset::Glob::new(tool).map_err(|e| format!("bad glob `{}`: {e}", crate::text::excerpt(tool, 80)))?;
     let mut who = Who::default();
     for (key, v) in obj {
-        let names = || -> Result<Vec<String>, String> {
-            v.as_array()
-                .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_string)).collect::<Option<Vec<_>>>())
-                .filter(|a| !a.is_empty())
-                .ok_or_else(|| format!("`{key}` must be a non-empty list of names"))
-        };
         match key.as_str() {
             "tool" => {}
-            "groups" => who.groups = names()?,
-            "unless_groups" => who.unless_groups = names()?,
-            "principals" => who.principals = names()?,
+            _ if who.read_field(key, v)? => {}
             other => {
                 return Err(format!(
                     "unknown field `{}` in a rule: use `tool` with `groups`, `unless_groups` or `principals`",

@@ -179,6 +179,7 @@ impl Hub {
             Err((e, p)) => {
                 let outcome = match e {
                     Error::InvalidArguments { .. } => Outcome::InvalidArguments,
+                    Error::RateLimited { .. } => Outcome::RateLimited,
                     // Cancelled while the approver was being asked.
                     Error::Cancelled => Outcome::Cancelled,
                     _ => Outcome::Denied,
@@ -248,6 +249,14 @@ impl Hub {
             let (decision, rule) = &*decided;
             passed.decision = decision.verdict;
             passed.rule = rule.clone();
+            // A call the policy lets through (or would ask about) counts against the caller's
+            // rate limits before anyone is asked.
+            if decision.verdict != Verdict::Deny {
+                let tool = ToolRef::new(&entry.name, &entry.server, &entry.tool.name).by(options.caller.principal());
+                if let Err(limited) = gate.limiter().take(&tool, Instant::now()) {
+                    return Err((rate_limited(entry, limited), passed));
+                }
+            }
             match decision.verdict {
                 Verdict::Allow => {}
                 Verdict::Deny => {
@@ -420,4 +429,19 @@ fn content_bytes(raw: &rmcp::model::CallToolResult) -> usize {
         })
         .sum();
     blocks + raw.structured_content.as_ref().map_or(0, |s| serde_json::to_string(s).map_or(0, |t| t.len()))
+}
+
+/// The refusal of a call over a rate limit.
+fn rate_limited(entry: &ToolEntry, limited: crate::policy::rate::Limited) -> Error {
+    // Whole seconds, rounded up: "in 0 s" would invite a call that is refused again.
+    let secs = limited.retry_after.as_millis().div_ceil(1000).max(1);
+    let message =
+        format!("`{}` is refused by {} ({}): try again in {secs} s", entry.name, limited.rule, limited.file.display());
+    Error::RateLimited {
+        name: entry.name.clone(),
+        server: entry.server.clone(),
+        rule: limited.rule,
+        retry_after: limited.retry_after,
+        message,
+    }
 }

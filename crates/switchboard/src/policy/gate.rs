@@ -1,5 +1,5 @@
 //! What the hub's gate keeps ([`Gate`]): the policy in effect (replaced by a reload), the
-//! audit log, the answers given "for this session", the approvals file as last read, and, per
+//! rate limits' buckets (replaced by a reload that changes the limits), the audit log, the answers given "for this session", the approvals file as last read, and, per
 //! catalog snapshot, each tool's decision and its compiled input schema. The catalog holds
 //! none of it: a snapshot is known by its `Arc` (held weakly, so it is never mistaken for a
 //! later one), and an entry by being that snapshot's own (`std::ptr::eq`); an entry of an older
@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use super::approvals::ApprovalStore;
 use super::audit::AuditLog;
+use super::rate::RateLimiter;
 use super::validate::Checker;
 use super::{Decision, Policy};
 use crate::catalog::{Catalog, ToolEntry};
@@ -28,6 +29,8 @@ pub(crate) struct Gate {
     snapshot: Mutex<Snapshot>,
     /// Replaced by a reload.
     policy: RwLock<Arc<Policy>>,
+    /// The rate limits and their buckets; replaced by a reload that changes the limits.
+    limiter: RwLock<Arc<RateLimiter>>,
     pub(crate) audit: Option<AuditLog>,
     /// "For this session" answers: caller's session key, server, tool, definition digest.
     pub(crate) session: Mutex<HashSet<(String, String, String, String)>>,
@@ -40,11 +43,17 @@ impl Gate {
         let managed_error = config.managed.as_ref().and_then(|m| m.error.as_ref().map(|e| (m.file.clone(), e.clone())));
         Gate {
             policy: RwLock::new(Arc::new(Policy::new(&config.policy, managed_error))),
+            limiter: RwLock::new(Arc::new(RateLimiter::new(&config.policy))),
             audit: AuditLog::open(data_dir, config.audit),
             session: Mutex::new(HashSet::new()),
             remembered: Mutex::new(None),
             snapshot: Mutex::new(Snapshot::default()),
         }
+    }
+
+    /// The rate limits in effect.
+    pub(crate) fn limiter(&self) -> Arc<RateLimiter> {
+        self.limiter.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The policy in effect.
@@ -57,6 +66,10 @@ impl Gate {
         let managed_error = config.managed.as_ref().and_then(|m| m.error.as_ref().map(|e| (m.file.clone(), e.clone())));
         *self.policy.write().unwrap_or_else(PoisonError::into_inner) =
             Arc::new(Policy::new(&config.policy, managed_error));
+        let mut limiter = self.limiter.write().unwrap_or_else(PoisonError::into_inner);
+        if !limiter.same_as(&config.policy) {
+            *limiter = Arc::new(RateLimiter::new(&config.policy));
+        }
         self.snapshot.lock().unwrap_or_else(PoisonError::into_inner).decided.clear();
     }
 

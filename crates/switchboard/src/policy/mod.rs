@@ -10,6 +10,7 @@
 pub mod approvals;
 pub mod audit;
 pub(crate) mod gate;
+pub(crate) mod rate;
 pub mod rules;
 pub mod suggest;
 pub mod validate;

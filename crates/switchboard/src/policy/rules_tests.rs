@@ -20,6 +20,7 @@ fn layer(
             findings: None,
             secrets: None,
             conditional: Vec::new(),
+            rate_limits: Vec::new(),
         },
     )
 }

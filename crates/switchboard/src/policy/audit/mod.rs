@@ -53,6 +53,8 @@ pub enum Outcome {
     Denied,
     /// The arguments did not match the input schema; nothing was sent.
     InvalidArguments,
+    /// Over a rate limit (`policy.rate_limits`); nothing was sent.
+    RateLimited,
     /// Any other failure (the server went away, refused the request...).
     Failed,
 }

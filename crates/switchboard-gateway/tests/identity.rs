@@ -296,9 +296,8 @@ async fn each_person_has_their_own_rate_limit_per_tool() {
         let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token);
         ().serve(StreamableHttpClientTransport::from_config(config))
     };
-    let echo = || {
-        CallToolRequestParams::new("fx__echo").with_arguments(json!({"text": "hi"}).as_object().cloned().unwrap())
-    };
+    let echo =
+        || CallToolRequestParams::new("fx__echo").with_arguments(json!({"text": "hi"}).as_object().cloned().unwrap());
     let alice = connect("alice", &["devs"]).await.unwrap();
     let results = futures::future::join_all((0..20).map(|_| alice.call_tool(echo()))).await;
     let refused: Vec<String> = results

@@ -11,14 +11,16 @@
 //!   result's model form (formatted, cut to the budget with a note, the whole written to a
 //!   spill file: 1 MiB per call in the 1 MiB row), and the gate's rows: a `Hub` with no
 //!   argument checks and no audit log, and one with a policy the call passes through, checks
-//!   and the audit log (the defaults are checks and the audit log, no policy).
+//!   and the audit log (the defaults are checks and the audit log, no policy); and a `Hub`
+//!   whose server runs out of the sandbox (every other row's runs in the default one).
 //! - Rows, measured in interleaved rounds (every client once per round, in turn), medians over
 //!   rounds and their spread: sequential calls/s with the p50 and p99 of each call's latency,
 //!   64 calls in flight, and MB/s of 1 MiB results.
 //!
 //! - Then whole processes (`examples/bench_bare.rs`, rmcp only, and `examples/bench_hub.rs`,
 //!   a program embedding switchboard): a cold start (start, connect, list, exit) of each and of
-//!   `switchboard --config X tools --json`, 15 interleaved runs; the peak RSS of a bare client,
+//!   `switchboard --config X tools --json`, 15 interleaved runs, the hub's with its server
+//!   in the default sandbox, out of it, with `network: false` and behind the proxy; the peak RSS of a bare client,
 //!   a hub with one server and one with 20 over 100,000 calls (`SWITCHBOARD_BENCH_RSS_CALLS`),
 //!   every 1,000th a 1 MiB result (its model form made: cut and spilled), and the RSS after a
 //!   tenth of them against the end.
@@ -255,6 +257,9 @@ enum Gate {
     /// A policy the call goes through (an `allow` glob over a `default: deny`, a `deny` and an
     /// `ask` glob that do not match), arguments checked, the audit log written.
     Policy,
+    /// The defaults with the server out of the sandbox (`"sandbox": false`): what the
+    /// sandbox costs a call is the difference to the defaults.
+    NoSandbox,
 }
 
 fn hub(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path, dir: &Path, model: bool, gate: Gate) -> Target {
@@ -270,6 +275,7 @@ fn hub(name: &'static str, rt: tokio::runtime::Runtime, echo: &Path, dir: &Path,
             server["validate_arguments"] = json!(false);
             config["audit"] = json!({"enabled": false});
         }
+        Gate::NoSandbox => server["sandbox"] = json!(false),
         Gate::Policy => {
             config["policy"] = json!({"allow": ["mcp__echo__*"], "ask": ["*/write_*"], "deny": ["mcp__*__delete_*"], "default": "deny"});
         }
@@ -360,6 +366,7 @@ fn calls(echo: &Path, dir: &Path) {
             false,
             Gate::Policy,
         ),
+        hub("Hub, current-thread, sandbox off", current_thread(), &echo, &dir.join("f"), false, Gate::NoSandbox),
         typescript(&echo),
     ];
     if let Ok(only) = std::env::var("SWITCHBOARD_BENCH_ONLY") {
@@ -434,6 +441,9 @@ fn calls(echo: &Path, dir: &Path) {
             on / off,
             default / off
         );
+    }
+    if let (Some(off), Some(on)) = (row("sandbox off"), row("Hub, current-thread")) {
+        println!("The sandbox on a sequential call: default sandbox {:.3} of none", on / off);
     }
     if let Some(ts) = targets.iter().find(|t| matches!(t.client, Client::Ts(_))) {
         println!("\nPeak RSS of the TypeScript client's process: {:.1} MB (median of its rounds)", median(&ts.hwm));

@@ -32,14 +32,53 @@ fn echo_argv(echo: &Path) -> Vec<String> {
     vec!["taskset".into(), "-c".into(), "1".into(), echo.display().to_string(), "stdio".into()]
 }
 
-/// A config of `servers` echo servers (`echo`, `echo2`, ...).
+/// How a cold start's server is sandboxed.
+#[derive(Clone, Copy)]
+enum Sandbox {
+    /// The default sandbox (Landlock over the file system, the network as it is).
+    Default,
+    /// `"sandbox": false`.
+    Off,
+    /// `"network": false`: also a user and network namespace of its own.
+    NoNetwork,
+    /// `allowedDomains`: also a namespace whose only way out is switchboard's proxy.
+    Proxy,
+}
+
+impl Sandbox {
+    fn name(self) -> &'static str {
+        match self {
+            Sandbox::Default => "default",
+            Sandbox::Off => "off",
+            Sandbox::NoNetwork => "network-false",
+            Sandbox::Proxy => "proxy",
+        }
+    }
+
+    fn apply(self, server: &mut serde_json::Value) {
+        match self {
+            Sandbox::Default => {}
+            Sandbox::Off => server["sandbox"] = json!(false),
+            Sandbox::NoNetwork => server["sandbox"] = json!({"network": false}),
+            Sandbox::Proxy => server["sandbox"] = json!({"network": {"allowedDomains": ["example.com"]}}),
+        }
+    }
+}
+
+/// A config of `servers` echo servers (`echo`, `echo2`, ...), in the default sandbox.
 fn config_file(dir: &Path, echo: &Path, servers: usize) -> PathBuf {
-    let file = dir.join(format!("servers-{servers}.json"));
+    config_file_in(dir, echo, servers, Sandbox::Default)
+}
+
+fn config_file_in(dir: &Path, echo: &Path, servers: usize, sandbox: Sandbox) -> PathBuf {
+    let file = dir.join(format!("servers-{servers}-{}.json", sandbox.name()));
     let argv = echo_argv(echo);
     let entries: serde_json::Map<String, serde_json::Value> = (0..servers)
         .map(|i| {
             let name = if i == 0 { "echo".to_string() } else { format!("echo{}", i + 1) };
-            (name, json!({"command": argv[0], "args": argv[1..]}))
+            let mut server = json!({"command": argv[0], "args": argv[1..]});
+            sandbox.apply(&mut server);
+            (name, server)
         })
         .collect();
     std::fs::write(&file, json!({"servers": entries}).to_string()).unwrap();
@@ -69,8 +108,12 @@ fn bare(p: &Programs, echo: &Path, dir: &Path, calls: u64) -> Command {
 }
 
 fn hub(p: &Programs, echo: &Path, dir: &Path, calls: u64, servers: usize) -> Command {
+    hub_in(p, echo, dir, calls, servers, Sandbox::Default)
+}
+
+fn hub_in(p: &Programs, echo: &Path, dir: &Path, calls: u64, servers: usize, sandbox: Sandbox) -> Command {
     let mut cmd = isolated(&p.hub, dir);
-    cmd.env("CALLS", calls.to_string()).arg(config_file(dir, echo, servers));
+    cmd.env("CALLS", calls.to_string()).arg(config_file_in(dir, echo, servers, sandbox));
     cmd
 }
 
@@ -87,9 +130,14 @@ pub fn cold_rows(p: &Programs, echo: &Path, cli: &Path, dir: &Path, runs: usize)
     std::fs::create_dir_all(dir).unwrap();
     let file = config_file(dir, echo, 1);
     let (mut b, mut h, mut c) = (vec![], vec![], vec![]);
+    let sandboxes = [Sandbox::Off, Sandbox::NoNetwork, Sandbox::Proxy];
+    let mut hs: Vec<Vec<f64>> = vec![vec![]; sandboxes.len()];
     for _ in 0..runs {
         b.push(run(bare(p, echo, dir, 0)).0);
         h.push(run(hub(p, echo, dir, 0, 1)).0);
+        for (v, s) in hs.iter_mut().zip(sandboxes) {
+            v.push(run(hub_in(p, echo, dir, 0, 1, s)).0);
+        }
         let mut cmd = isolated(cli, dir);
         cmd.arg("--config").arg(&file).args(["tools", "--json"]);
         let (ms, out) = run(cmd);
@@ -101,7 +149,14 @@ pub fn cold_rows(p: &Programs, echo: &Path, cli: &Path, dir: &Path, runs: usize)
     println!("\n| whole process: start, connect, list, exit | ms (spread) | over bare |");
     println!("|---|--:|--:|");
     println!("| bare rmcp, current-thread | {base:.1} ({}) | |", super::spread1(&b));
-    for (name, v) in [("Hub (library), current-thread", &h), ("`switchboard --config X tools --json`", &c)] {
+    let mut rows = vec![("Hub (library), current-thread (default sandbox)", &h)];
+    rows.extend(
+        ["Hub (library), sandbox off", "Hub (library), `network: false`", "Hub (library), `allowedDomains` (proxy)"]
+            .into_iter()
+            .zip(&hs),
+    );
+    rows.push(("`switchboard --config X tools --json`", &c));
+    for (name, v) in rows {
         println!("| {name} | {:.1} ({}) | +{:.1} ms |", super::median(v), super::spread1(v), super::median(v) - base);
     }
 }

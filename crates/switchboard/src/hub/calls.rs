@@ -324,7 +324,7 @@ impl Hub {
             return Vec::new();
         }
         let known = slot.secrets(&self.inner.host_env);
-        let found = self.inner.secret_finder.redact(raw, &known);
+        let found = self.inner.checks.secrets().redact(raw, &known);
         if !found.is_empty() {
             let kinds: Vec<String> = found.iter().map(|r| format!("{:?} ×{}", r.kind, r.count)).collect();
             tracing::warn!(server = %slot.name, "the result of `{name}` carried secrets ({}): {}", kinds.join(", "),

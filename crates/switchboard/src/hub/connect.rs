@@ -75,7 +75,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
                 findings.extend(crate::screen::instructions(&slot.name, text));
             }
             let names = inner.tool_names();
-            findings.extend(inner.scanner.scan(&slot.name, screened, instructions.as_deref(), &names));
+            findings.extend(inner.checks.scanner().scan(&slot.name, screened, instructions.as_deref(), &names));
             if !keep {
                 conn.identity.instructions = instructions;
             }
@@ -268,7 +268,7 @@ pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connect
     let screened = copy.as_mut().unwrap_or(&mut lists);
     let mut fresh = crate::screen::lists(&slot.name, screened);
     let names = inner.tool_names();
-    let checked = inner.scanner.scan(&slot.name, screened, None, &names);
+    let checked = inner.checks.scanner().scan(&slot.name, screened, None, &names);
     fresh.extend(checked.into_iter().filter(|f| of_kind(&f.target, kind)));
     warn_found(&slot.name, &fresh);
     let status = {

@@ -121,11 +121,11 @@ pub(crate) struct Inner {
     /// Policy, approvals and the audit log.
     gate: crate::policy::gate::Gate,
     /// The text checks of servers' definitions ([`crate::screen::Scanner`]).
-    scanner: crate::screen::Scanner,
+    /// The scanner's rules and the secret patterns, compiled in the background from the
+    /// start ([`crate::screen::compiled`]).
+    checks: Arc<crate::screen::compiled::Compiled>,
     /// The catalog's tool names for the shadowing check, made once per catalog snapshot.
     tool_names: Mutex<(std::sync::Weak<Catalog>, Arc<crate::screen::ToolNames>)>,
-    /// The secret patterns results are searched for ([`crate::screen::secrets`]).
-    secret_finder: crate::screen::secrets::SecretFinder,
     /// The chain this hub passes on to its servers (see [`crate::chain`]).
     chain: String,
     /// Its config's id in chains ([`crate::workspace::config_key`]).
@@ -197,9 +197,8 @@ impl Hub {
             chain,
             config_id,
             gate,
-            scanner: crate::screen::Scanner::new(),
+            checks: crate::screen::compiled::Compiled::warming(),
             tool_names: Mutex::default(),
-            secret_finder: crate::screen::secrets::SecretFinder::new(),
             spill_dir,
             host_env: Arc::new(options.host_env.clone()),
             options,

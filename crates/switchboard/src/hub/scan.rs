@@ -25,7 +25,7 @@ impl Hub {
                 (st.lists.clone(), hidden, instructions)
             };
             found.extend(hidden);
-            found.extend(self.inner.scanner.scan(&slot.name, &lists, instructions.as_deref(), &tools));
+            found.extend(self.inner.checks.scanner().scan(&slot.name, &lists, instructions.as_deref(), &tools));
             if let (Some(store), Some(config)) = (&approvals, slot.config()) {
                 let launch = crate::trust::launch_digest(&config);
                 for tool in &lists.tools {

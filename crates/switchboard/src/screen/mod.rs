@@ -9,6 +9,7 @@
 //! Names are not changed (a server is called by its own names): a name with hidden
 //! characters is a finding, and the catalog's names keep only `[A-Za-z0-9_-]` anyway.
 
+pub(crate) mod compiled;
 pub mod hidden;
 mod scan;
 pub mod secrets;

@@ -2,7 +2,10 @@
 //! under a lock file beside it (`<name>.lock`, so concurrent changes all land), and written
 //! whole and atomically with mode 0600 in a 0700 folder. Trust records, remembered approvals
 //! and the values of inputs are each one (`JsonStore`); a file that cannot be read as what it
-//! should be is left as it is and said ([`StoreError::Corrupt`]).
+//! should be is left as it is and said ([`StoreError::Corrupt`]). Secrets a team's store keeps
+//! at rest are sealed under a key ring ([`seal`]).
+
+pub mod seal;
 
 use std::path::{Path, PathBuf};
 

@@ -126,8 +126,9 @@ pub(crate) struct Shared {
     relay: Option<Arc<Relay>>,
     sessions: Mutex<BTreeMap<u64, SessionState>>,
     next_session: AtomicU64,
-    /// Views per profile (`None`: the default scope) and names asked for (`None`: the
-    /// gateway's), rebuilt when the catalog changes.
+    /// Views per profile (`None`: the default scope), names asked for (`None`: the
+    /// gateway's) and caller where it matters, rebuilt when the catalog changes, at most
+    /// [`view::MAX_VIEWS`].
     views: Mutex<HashMap<ViewKey, view::Cached>>,
     filters: Mutex<HashMap<Option<String>, Arc<view::Filter>>>,
     /// Upstream resource subscriptions, counted over sessions.
@@ -330,7 +331,9 @@ impl Shared {
         let caller = caller.filter(|_| self.hub.rules_depend_on_caller());
         let who = caller.map(|p| (p.issuer.clone(), p.subject.clone(), p.groups.clone()));
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
-        let cached = views.entry((profile.map(str::to_string), asked, who)).or_default();
+        let key = (profile.map(str::to_string), asked, who);
+        view::make_room(&mut views, &key, &catalog);
+        let cached = views.entry(key).or_default();
         // Rebuilt only when the catalog changed (not on every call: this is every call's path).
         if !cached.catalog.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) || cached.names != names {
             let repair = self.transparent_server().is_none();

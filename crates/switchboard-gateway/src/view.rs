@@ -374,6 +374,26 @@ pub(crate) struct Cached {
     pub(crate) view: Arc<View>,
 }
 
+/// Views kept at most (one per profile, names and, where rules tell callers apart, caller).
+pub(crate) const MAX_VIEWS: usize = 1024;
+
+/// Makes room for `key` in `views`: past [`MAX_VIEWS`], views of an older catalog go first,
+/// then all (a view dropped is built again when asked), so a gateway with many callers keeps
+/// a bounded number.
+pub(crate) fn make_room<K: Eq + std::hash::Hash>(
+    views: &mut std::collections::HashMap<K, Cached>,
+    key: &K,
+    current: &Arc<Catalog>,
+) {
+    if views.len() < MAX_VIEWS || views.contains_key(key) {
+        return;
+    }
+    views.retain(|_, c| c.catalog.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, current)));
+    if views.len() >= MAX_VIEWS {
+        views.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,6 +407,26 @@ mod tests {
         assert_eq!(Names::parse("short:3"), None);
         assert_eq!(Names::parse("short:65"), None);
         assert_eq!(Names::parse("long"), None);
+    }
+
+    #[test]
+    fn views_are_kept_up_to_a_bound_older_catalogs_first() {
+        let (old, now) = (Arc::new(Catalog::default()), Arc::new(Catalog::default()));
+        let cached = |c: &Arc<Catalog>| Cached { catalog: Some(c.clone()), ..Cached::default() };
+        let mut views = std::collections::HashMap::new();
+        for i in 0..MAX_VIEWS {
+            views.insert(i, cached(if i % 2 == 0 { &old } else { &now }));
+        }
+        make_room(&mut views, &0, &now);
+        assert_eq!(views.len(), MAX_VIEWS, "a key held already needs no room");
+        make_room(&mut views, &MAX_VIEWS, &now);
+        assert_eq!(views.len(), MAX_VIEWS / 2, "the older catalog's views went");
+        assert!(views.values().all(|c| c.catalog.as_ref().is_some_and(|k| Arc::ptr_eq(k, &now))));
+        for i in MAX_VIEWS..MAX_VIEWS * 2 {
+            make_room(&mut views, &i, &now);
+            views.insert(i, cached(&now));
+        }
+        assert!(views.len() <= MAX_VIEWS, "{}", views.len());
     }
 
     #[test]

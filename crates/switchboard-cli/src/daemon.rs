@@ -18,6 +18,23 @@ use crate::ctx::{Ctx, print_json};
 /// `workspace-hub` is not connected").
 pub(crate) const UPSTREAM: &str = "workspace-hub";
 
+/// Publishes this process's hub at `addr` for the workspace's stdio gateways and commands
+/// (`kind`: `serve` or `gateway`), when `offered`; the record goes when the guard is dropped.
+pub(crate) fn publish(
+    ctx: &Ctx,
+    kind: &str,
+    addr: std::net::SocketAddr,
+    offered: bool,
+) -> Option<switchboard::workspace::Published> {
+    if !offered {
+        return None;
+    }
+    let record = WorkspaceRecord::new(kind, format!("http://{addr}"), &ctx.loaded);
+    switchboard::workspace::publish(&ctx.paths.data_dir, &record)
+        .inspect_err(|e| note!("warning: the workspace record: {e}"))
+        .ok()
+}
+
 /// The running hub of this workspace with this config, if there is one to attach to.
 pub(crate) fn attachable(ctx: &Ctx) -> Option<WorkspaceRecord> {
     match workspace::find(&ctx.paths.data_dir, &ctx.loaded.project_root, &workspace::config_key(&ctx.loaded)) {

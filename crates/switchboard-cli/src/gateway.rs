@@ -172,19 +172,12 @@ async fn serve_http(
     let team = ctx.loaded.identity.as_ref();
     // The workspace's stdio gateways use this one's servers (when it shows them all, with the
     // local token: not a gateway whose callers sign in).
-    let _published = (bound.addr.ip().is_loopback()
+    let offered = bound.addr.ip().is_loopback()
         && args.only.is_empty()
         && args.profile.is_none()
         && !args.no_auth
-        && team.is_none())
-    .then(|| {
-        let record =
-            switchboard::workspace::WorkspaceRecord::new("gateway", format!("http://{}", bound.addr), &ctx.loaded);
-        switchboard::workspace::publish(&ctx.paths.data_dir, &record)
-            .inspect_err(|e| note!("warning: the workspace record: {e}"))
-            .ok()
-    })
-    .flatten();
+        && team.is_none();
+    let _published = crate::daemon::publish(ctx, "gateway", bound.addr, offered);
     if let Some(identity) = team {
         let issuers: Vec<&str> = identity.issuers.iter().map(|i| i.issuer.as_str()).collect();
         out!("  callers sign in with: {} (`identity` in the config)", issuers.join(", "));

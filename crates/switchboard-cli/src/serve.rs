@@ -87,15 +87,8 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     out!("switchboard is serving on http://{}", bound.addr);
     // The workspace's gateways and commands use these servers (not those of a serve whose
     // `/mcp` callers sign in: a stdio gateway attaches with the local token).
-    let _published = (bound.addr.ip().is_loopback() && ctx.loaded.identity.is_none())
-        .then(|| {
-            let record =
-                switchboard::workspace::WorkspaceRecord::new("serve", format!("http://{}", bound.addr), &ctx.loaded);
-            switchboard::workspace::publish(&ctx.paths.data_dir, &record)
-                .inspect_err(|e| note!("warning: the workspace record: {e}"))
-                .ok()
-        })
-        .flatten();
+    let offered = bound.addr.ip().is_loopback() && ctx.loaded.identity.is_none();
+    let _published = crate::daemon::publish(ctx, "serve", bound.addr, offered);
     out!("  dashboard login (works once): {}", bound.login_url);
     out!("  API: Authorization: Bearer <the token in {}>", ctx.paths.data_dir.join("serve-token").display());
     out!("  OpenAPI: http://{}/api/openapi.json", bound.addr);

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::Home;
+use common::{Home, initialize};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -17,39 +17,46 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 use switchboard_testkit::issuer::{Issuer, Key};
 
-fn initialize() -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-           "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn callers_sign_in_with_the_organisations_issuer_and_are_named_in_the_audit() {
+/// A local issuer with one key, and a home whose config trusts it (`more` adds to the config).
+fn team(more: impl FnOnce(&mut Value)) -> (Key, Issuer, Home) {
     let key = Key::new("k1");
     let issuer = Issuer::start(&[&key]);
     let home = Home::new(false);
     home.edit(|config| {
-        config["identity"] = json!({"issuers": [issuer.issuer], "scopes": ["mcp"]});
+        config["identity"] = json!({"issuers": [issuer.issuer]});
+        more(config);
     });
+    (key, issuer, home)
+}
+
+/// An rmcp client of `url` signed in as `subject` of `groups` (a token `key` signs).
+async fn signed_in(
+    url: &str,
+    key: &Key,
+    issuer: &Issuer,
+    subject: &str,
+    groups: &[&str],
+) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, rmcp::service::ClientInitializeError> {
+    let token = key.sign(&issuer.claims(url, subject, groups));
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_sign_in_with_the_organisations_issuer_and_are_named_in_the_audit() {
+    let (key, issuer, home) = team(|config| config["identity"]["scopes"] = json!(["mcp"]));
     let (_gateway, url) = common::http_gateway(&home, &[]);
     let origin = url.trim_end_matches("/mcp").to_string();
     let http = reqwest::Client::new();
-    let post = |token: Option<String>| {
-        let mut r = http
-            .post(&url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(initialize().to_string());
-        if let Some(t) = token {
-            r = r.bearer_auth(t);
-        }
-        r.send()
-    };
+    let at = url.as_str();
+    let post =
+        move |token: Option<String>| async move { common::post_mcp(at, token.as_deref(), None, &initialize()).await };
     let challenge = |r: &reqwest::Response| {
         r.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
     };
 
     // No token: where to sign in.
-    let r = post(None).await.unwrap();
+    let r = post(None).await;
     assert_eq!(r.status(), 401);
     let said = challenge(&r);
     let metadata_url = format!("{origin}/.well-known/oauth-protected-resource/mcp");
@@ -83,7 +90,7 @@ async fn callers_sign_in_with_the_organisations_issuer_and_are_named_in_the_audi
         ("a token that is not a JWT", "Qx7".repeat(14) + "A", 401, "invalid_token"),
     ];
     for (what, token, status, code) in refused {
-        let r = post(Some(token)).await.unwrap();
+        let r = post(Some(token)).await;
         assert_eq!(r.status(), status, "{what}");
         let said = challenge(&r);
         assert!(said.contains(&format!("error=\"{code}\"")) && said.contains("resource_metadata="), "{what}: {said}");
@@ -92,11 +99,8 @@ async fn callers_sign_in_with_the_organisations_issuer_and_are_named_in_the_audi
     // A valid token: the caller uses the gateway, and the audit names them.
     let mut claims = issuer.claims(&url, "alice-1", &["devs"]);
     claims["name"] = json!("Alice");
-    let token = key.sign(&claims);
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token),
-    );
-    let client = ().serve(transport).await.unwrap();
+    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(key.sign(&claims));
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "fx__echo"), "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
     let params = CallToolRequestParams::new("fx__echo")
@@ -116,34 +120,17 @@ async fn callers_sign_in_with_the_organisations_issuer_and_are_named_in_the_audi
 /// without a token, a signed-in caller gets in), while its API keeps the local token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_protects_its_mcp_and_keeps_the_api_on_the_local_token() {
-    let key = Key::new("k1");
-    let issuer = Issuer::start(&[&key]);
-    let home = Home::new(false);
-    home.edit(|config| {
-        config["identity"] = json!({"issuers": [issuer.issuer]});
-    });
+    let (key, issuer, home) = team(|_| {});
     let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
     let http = reqwest::Client::new();
     let url = format!("{base}/mcp");
-    let r = http
-        .post(&url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .bearer_auth(home.token())
-        .body(initialize().to_string())
-        .send()
-        .await
-        .unwrap();
+    let r = common::post_mcp(&url, Some(&home.token()), None, &initialize()).await;
     assert_eq!(r.status(), 401, "the local token is not a caller's");
     let said = r.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     assert!(said.contains(&format!("resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"")), "{said}");
     let api = http.get(format!("{base}/api/servers")).bearer_auth(home.token()).send().await.unwrap();
     assert_eq!(api.status(), 200, "the API keeps the local token");
-    let token = key.sign(&issuer.claims(&url, "bob", &["ops"]));
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token),
-    );
-    let client = ().serve(transport).await.unwrap();
+    let client = signed_in(&url, &key, &issuer, "bob", &["ops"]).await.unwrap();
     assert!(!client.list_all_tools().await.unwrap().is_empty());
     client.cancel().await.unwrap();
 }
@@ -155,20 +142,13 @@ async fn serve_protects_its_mcp_and_keeps_the_api_on_the_local_token() {
 /// is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_caller_sees_and_calls_what_the_rules_for_their_groups_allow() {
-    let key = Key::new("k1");
-    let issuer = Issuer::start(&[&key]);
-    let home = Home::new(false);
-    home.edit(|config| {
-        config["identity"] = json!({"issuers": [issuer.issuer]});
+    let (key, issuer, home) = team(|config| {
         config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
         config["profiles"] = json!({"ops-only": {"tools": {"allow": ["fx/echo", "fx/add"]}, "groups": ["ops"]}});
     });
     let (_gateway, url) = common::http_gateway(&home, &[]);
-    let connect = |subject: &str, groups: &[&str]| {
-        let token = key.sign(&issuer.claims(&url, subject, groups));
-        let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token);
-        ().serve(StreamableHttpClientTransport::from_config(config))
-    };
+    let connect =
+        |subject: &'static str, groups: &'static [&'static str]| signed_in(&url, &key, &issuer, subject, groups);
     let alice = connect("alice", &["devs"]).await.unwrap();
     let bob = connect("bob", &["admins"]).await.unwrap();
     let names = |tools: Vec<rmcp::model::Tool>| tools.into_iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
@@ -198,30 +178,21 @@ async fn each_caller_sees_and_calls_what_the_rules_for_their_groups_allow() {
     assert!(asked.as_ref().is_err_and(|e| e.contains("is for the group ops")), "{asked:?}");
 
     // Alice's session, then Bob's token on it.
-    let http = reqwest::Client::new();
-    let send = |token: String, session: Option<String>, body: Value| {
-        let mut r = http
-            .post(&url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .bearer_auth(token)
-            .body(body.to_string());
-        if let Some(s) = session {
-            r = r.header("mcp-session-id", s);
-        }
-        r.send()
+    let at = url.as_str();
+    let send = move |token: String, session: Option<String>, body: Value| async move {
+        common::post_mcp(at, Some(&token), session.as_deref(), &body).await
     };
     let alice_token = key.sign(&issuer.claims(&url, "alice", &["devs"]));
     let bob_token = key.sign(&issuer.claims(&url, "bob", &["admins"]));
-    let r = send(alice_token.clone(), None, initialize()).await.unwrap();
+    let r = send(alice_token.clone(), None, initialize()).await;
     let session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap().to_string();
     let _ = r.text().await;
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let _ = send(alice_token.clone(), Some(session.clone()), initialized).await.unwrap().text().await;
+    let _ = send(alice_token.clone(), Some(session.clone()), initialized).await.text().await;
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let mine = send(alice_token, Some(session.clone()), list.clone()).await.unwrap().text().await.unwrap();
+    let mine = send(alice_token, Some(session.clone()), list.clone()).await.text().await.unwrap();
     assert!(mine.contains("fx__echo"), "{mine}");
-    let theirs = send(bob_token, Some(session), list).await.unwrap().text().await.unwrap();
+    let theirs = send(bob_token, Some(session), list).await.text().await.unwrap();
     assert!(theirs.contains("belongs to another caller") && !theirs.contains("fx__echo"), "{theirs}");
 }
 
@@ -254,15 +225,7 @@ async fn service_accounts_call_with_api_keys_that_can_be_revoked() {
     client.cancel().await.unwrap();
 
     assert!(sb(&["keys", "revoke", "ci-bot"]).status.success());
-    let r = reqwest::Client::new()
-        .post(&url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .bearer_auth(&key)
-        .body(initialize().to_string())
-        .send()
-        .await
-        .unwrap();
+    let r = common::post_mcp(&url, Some(&key), None, &initialize()).await;
     assert_eq!(r.status(), 401, "a revoked key");
     let as_json = sb(&["keys", "create", "other", "--json"]);
     let shown = String::from_utf8_lossy(&as_json.stdout);
@@ -281,21 +244,14 @@ async fn service_accounts_call_with_api_keys_that_can_be_revoked() {
 /// `unless_groups` entry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_person_has_their_own_rate_limit_per_tool() {
-    let key = Key::new("k1");
-    let issuer = Issuer::start(&[&key]);
-    let home = Home::new(false);
-    home.edit(|config| {
-        config["identity"] = json!({"issuers": [issuer.issuer]});
+    let (key, issuer, home) = team(|config| {
         config["policy"] = json!({"rate_limits": [
             {"tool": "fx__echo", "calls": 5, "per": "hour", "unless_groups": ["admins"]},
         ]});
     });
     let (_gateway, url) = common::http_gateway(&home, &[]);
-    let connect = |subject: &str, groups: &[&str]| {
-        let token = key.sign(&issuer.claims(&url, subject, groups));
-        let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token);
-        ().serve(StreamableHttpClientTransport::from_config(config))
-    };
+    let connect =
+        |subject: &'static str, groups: &'static [&'static str]| signed_in(&url, &key, &issuer, subject, groups);
     let echo =
         || CallToolRequestParams::new("fx__echo").with_arguments(json!({"text": "hi"}).as_object().cloned().unwrap());
     let alice = connect("alice", &["devs"]).await.unwrap();

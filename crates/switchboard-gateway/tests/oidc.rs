@@ -33,18 +33,8 @@ async fn client_token(http: &reqwest::Client, provider: &Provider, client: &str,
 }
 
 /// The status and `WWW-Authenticate` of an `initialize` with `token`.
-async fn knock(http: &reqwest::Client, url: &str, token: &str) -> (u16, String) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-                      "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
-    let r = http
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .bearer_auth(token)
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+async fn knock(url: &str, token: &str) -> (u16, String) {
+    let r = common::post_mcp(url, Some(token), None, &common::initialize()).await;
     let said = r.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     (r.status().as_u16(), said)
 }
@@ -71,7 +61,7 @@ async fn people_sign_in_through_a_real_openid_provider_and_get_what_their_group_
     // runs out while the rest goes on. It is good now (the test can tell), refused later.
     let brief = client_token(&http, &provider, "brief", &url).await;
     let brief_at = Instant::now();
-    assert_eq!(knock(&http, &url, &brief).await.0, 200, "a fresh token of the provider's");
+    assert_eq!(knock(&url, &brief).await.0, 200, "a fresh token of the provider's");
 
     // Alice and Bob sign in, each through the SDK, at the same time.
     let (alice, bob) = (sign_in(&url, "alice", &["fx__echo", "fx__crash"]), sign_in(&url, "bob", &["fx__echo"]));
@@ -118,7 +108,7 @@ async fn people_sign_in_through_a_real_openid_provider_and_get_what_their_group_
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(table.contains(": alice") && !table.contains(": bob"), "{table}");
     // A signed-in person's token is theirs: Alice's serves a raw request too.
-    assert_eq!(knock(&http, &url, alice["token"].as_str().unwrap()).await.0, 200);
+    assert_eq!(knock(&url, alice["token"].as_str().unwrap()).await.0, 200);
 
     // Refused, each with 401 and the challenge naming the metadata.
     let other_audience = client_token(&http, &provider, "robot", "http://127.0.0.1:1/elsewhere/mcp").await;
@@ -132,12 +122,12 @@ async fn people_sign_in_through_a_real_openid_provider_and_get_what_their_group_
     let metadata =
         format!("resource_metadata=\"{}\"", url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"));
     for (what, token) in [("another audience", other_audience), ("expired", brief), ("an unknown key", unknown_key)] {
-        let (status, said) = knock(&http, &url, &token).await;
+        let (status, said) = knock(&url, &token).await;
         assert_eq!(status, 401, "{what}: {said}");
         assert!(said.starts_with("Bearer ") && said.contains(&metadata), "{what}: {said}");
         assert!(said.contains("error=\"invalid_token\""), "{what}: {said}");
     }
     // Still good: the provider's token for the gateway, the minute after.
     let robot = client_token(&http, &provider, "robot", &url).await;
-    assert_eq!(knock(&http, &url, &robot).await.0, 200);
+    assert_eq!(knock(&url, &robot).await.0, 200);
 }

@@ -257,20 +257,55 @@ impl std::ops::DerefMut for Killed {
 
 /// Starts `switchboard gateway --http 127.0.0.1:0 <args>` and returns it with its `/mcp` URL.
 pub fn http_gateway(home: &Home, args: &[&str]) -> (Killed, String) {
-    use std::io::{BufRead, BufReader};
     let mut c = home.switchboard(&["gateway", "--http", "127.0.0.1:0"]);
-    c.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = c.spawn().unwrap();
+    c.args(args);
+    until_said(c, "switchboard gateway: MCP (Streamable HTTP) at ")
+}
+
+/// Runs `c` until dropped, reading its stdout to the line that starts with `prefix`: the rest of
+/// that line (an address).
+fn until_said(mut c: std::process::Command, prefix: &str) -> (Killed, String) {
+    use std::io::{BufRead, BufReader};
+    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = Killed(c.spawn().unwrap());
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let url = loop {
+    let said = loop {
         let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "the gateway printed no address");
-        if let Some(rest) = line.trim().strip_prefix("switchboard gateway: MCP (Streamable HTTP) at ") {
+        assert!(out.read_line(&mut line).unwrap() > 0, "{c:?} printed no line starting {prefix:?}");
+        if let Some(rest) = line.trim().strip_prefix(prefix) {
             break rest.to_string();
         }
     };
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    (Killed(child), url)
+    (child, said)
+}
+
+/// One JSON-RPC message POSTed to a gateway's `/mcp` as a Streamable HTTP client sends it,
+/// with a bearer token and a session when given.
+pub async fn post_mcp(
+    url: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: &serde_json::Value,
+) -> reqwest::Response {
+    let mut r = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(t) = token {
+        r = r.bearer_auth(t);
+    }
+    if let Some(s) = session {
+        r = r.header("mcp-session-id", s);
+    }
+    r.send().await.unwrap()
+}
+
+/// An `initialize` request of the 2025-11-25 revision.
+pub fn initialize() -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+           "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
 }
 
 /// Receives until `want` matches (or `limit` passes); returns whether it did.
@@ -321,18 +356,6 @@ pub fn stdio(home: &Home) -> Vec<String> {
 }
 
 /// Runs `serve` (a `switchboard … serve --port 0` command) until dropped; its base URL.
-pub fn served(mut c: std::process::Command) -> (Killed, String) {
-    use std::io::{BufRead, BufReader};
-    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = Killed(c.spawn().unwrap());
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let base = loop {
-        let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "serve printed no address");
-        if let Some(rest) = line.trim().strip_prefix("switchboard is serving on ") {
-            break rest.to_string();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    (child, base)
+pub fn served(c: std::process::Command) -> (Killed, String) {
+    until_said(c, "switchboard is serving on ")
 }

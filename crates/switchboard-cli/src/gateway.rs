@@ -109,11 +109,14 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
     )
     .instead_of("its client cannot be asked (it declared no elicitation)")
     .in_workspace(ctx.loaded.project_root.clone());
-    let mut options = HubOptions::new(ctx.paths.clone())
-        .elicitor(relay.clone())
-        .sampler(relay.clone())
-        .roots_source(relay.clone())
-        .approver(std::sync::Arc::new(approver));
+    // Over HTTP with `identity`, callers sign in: servers each person gets their own of.
+    let team = listen.is_some() && ctx.loaded.identity.is_some();
+    let mut options =
+        relay.answering(HubOptions::new(ctx.paths.clone())).approver(std::sync::Arc::new(approver)).team(team);
+    if team {
+        // Each person's hub loads the config again with their own input values.
+        options = options.person_config(ctx.options.clone());
+    }
     if args.keep_hidden {
         options = options.screening(switchboard::screen::Screening::Keep);
     }

@@ -41,11 +41,11 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     let approvals = switchboard_server::ApprovalQueue::new();
     let hub = Hub::start(
         &ctx.loaded,
-        HubOptions::new(ctx.paths.clone())
-            .elicitor(relay.clone())
-            .sampler(relay.clone())
-            .roots_source(relay.clone())
-            .approver(approvals.clone()),
+        relay
+            .answering(HubOptions::new(ctx.paths.clone()))
+            .approver(approvals.clone())
+            .team(ctx.loaded.identity.is_some())
+            .person_config(ctx.options.clone()),
     );
     let _follow = ctx.follow(&hub);
     let gateway = switchboard_gateway::Gateway::new(

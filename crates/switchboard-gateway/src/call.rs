@@ -185,7 +185,8 @@ pub(crate) async fn run(
             Some(work) => {
                 let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some())
                     || ctx.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
-                start(shared, session, work, target, ctx.client_capabilities(), modern(&ctx), can_elicit)
+                let caller = crate::caller::principal(&ctx);
+                start(shared, session, work, target, ctx.client_capabilities(), modern(&ctx), can_elicit, caller)
             }
             None => return Err(McpError::invalid_params("nothing to run", None)),
         },
@@ -217,6 +218,7 @@ fn start(
     caps: Option<rmcp::model::ClientCapabilities>,
     resumable: bool,
     can_elicit: bool,
+    principal: Option<switchboard::identity::Principal>,
 ) -> Call {
     let cancel = CancellationToken::new();
     let mut options = CallOptions::new().cancel(cancel.clone());
@@ -238,12 +240,21 @@ fn start(
         None
     };
     let server = match &work {
-        Work::Tool { name, .. } => shared.hub.catalog().tool(name).map(|e| e.server.clone()).unwrap_or_default(),
+        Work::Tool { name, .. } => {
+            shared.hub.catalog_for(principal.as_ref()).tool(name).map(|e| e.server.clone()).unwrap_or_default()
+        }
         Work::Prompt { server, .. } | Work::Resource { server, .. } => server.clone(),
     };
+    // A server each person gets their own of is the caller's own (in their hub, and to the relay).
+    let person = principal.as_ref().filter(|_| shared.hub.is_personal(&server));
+    // A tool call goes to the host's hub, which finds the caller's own (by the caller in its
+    // options); a prompt or a read names its server, so it goes to the hub that holds it.
+    let host = shared.hub.clone();
+    let routed = shared.hub.route(&server, person);
     let (guard, ask_tx, asks) = match &shared.relay {
         Some(relay) => {
-            let (guard, tx, asks) = relay.call_started(&server, session);
+            let route = crate::relay::route(&server, person.map(|p| p.key()).as_deref());
+            let (guard, tx, asks) = relay.call_started(&route, session);
             (Some(guard), tx, asks)
         }
         None => {
@@ -251,7 +262,6 @@ fn start(
             (None, tx, rx)
         }
     };
-    let hub = shared.hub.clone();
     let (names, call): (_, Pin<Box<dyn Future<Output = Outcome> + Send>>) = match work {
         Work::Tool { name, exposed, arguments, caller, answers } => {
             options = options.caller(caller);
@@ -267,11 +277,11 @@ fn start(
             }
             let names = (name != exposed).then(|| (name.clone(), exposed));
             let call: Pin<Box<dyn Future<Output = Outcome> + Send>> = if options.raw_only {
-                Box::pin(async move { Outcome::Tool(hub.call_tool(&name, arguments, options).await) })
+                Box::pin(async move { Outcome::Tool(host.call_tool(&name, arguments, options).await) })
             } else {
                 // The model's form is made here, off the session's path for a big result.
                 Box::pin(async move {
-                    Outcome::Tool(match hub.call_tool(&name, arguments, options).await {
+                    Outcome::Tool(match host.call_tool(&name, arguments, options).await {
                         Ok(out) => out.formatted().await,
                         Err(e) => Err(e),
                     })
@@ -285,14 +295,23 @@ fn start(
             let request = request_options(&options);
             (
                 None,
-                Box::pin(async move { Outcome::Prompt(hub.get_prompt_with(&server, &name, arguments, request).await) }),
+                Box::pin(async move {
+                    Outcome::Prompt(match routed {
+                        Ok(hub) => hub.get_prompt_with(&server, &name, arguments, request).await,
+                        Err(e) => Err(e),
+                    })
+                }),
             )
         }
         Work::Resource { server, uri, exposed } => (
             None,
             Box::pin(async move {
                 let request = request_options(&options);
-                Outcome::Resource(hub.read_resource_with(&server, &uri, request).await.map(|mut r| {
+                let read = match routed {
+                    Ok(hub) => hub.read_resource_with(&server, &uri, request).await,
+                    Err(e) => Err(e),
+                };
+                Outcome::Resource(read.map(|mut r| {
                     if exposed != uri {
                         for c in &mut r.contents {
                             set_uri(c, &exposed);
@@ -404,6 +423,9 @@ async fn drive(shared: &Arc<Shared>, mut running: Call, ctx: &RequestContext<Rol
                     while let Ok(p) = q.try_recv() {
                         forward(&running.progress, p).await;
                     }
+                }
+                if let Some(e) = Box::pin(sign_in_needed(shared, &done, ctx)).await {
+                    return Err(e);
                 }
                 return finish(shared, done, running.names.as_ref());
             }
@@ -539,6 +561,13 @@ fn said(shared: &Shared, text: String, names: Option<&(String, String)>) -> Stri
         None => text,
     };
     shared.said(text)
+}
+
+/// A request that failed for want of the caller's login to their own server: `-32042` with
+/// the sign-in ([`crate::signin`]).
+async fn sign_in_needed(shared: &Shared, outcome: &Outcome, ctx: &RequestContext<RoleServer>) -> Option<McpError> {
+    let (Outcome::Tool(Err(e)) | Outcome::Prompt(Err(e)) | Outcome::Resource(Err(e))) = outcome else { return None };
+    shared.sign_in_error(e, crate::caller::principal(ctx).as_ref()).await
 }
 
 fn finish(shared: &Shared, outcome: Outcome, names: Option<&(String, String)>) -> Result<Done, McpError> {

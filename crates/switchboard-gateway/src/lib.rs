@@ -21,6 +21,7 @@
 
 mod approve;
 mod call;
+mod caller;
 pub mod http;
 mod pump;
 mod relay;
@@ -28,6 +29,7 @@ pub mod search;
 mod servers;
 mod session;
 mod sessions;
+mod signin;
 pub mod stdio;
 pub mod view;
 
@@ -44,6 +46,7 @@ pub use relay::Relay;
 pub use search::ToolSearch;
 pub use session::{START_WAIT, Session};
 pub use sessions::MAX_SESSIONS;
+pub use signin::InputAsked;
 pub use view::{Names, Scope};
 
 /// How the gateway presents the hub.
@@ -145,6 +148,8 @@ pub(crate) struct Shared {
     aliases: Mutex<Vec<(String, String)>>,
     /// List changes are held while this is above zero ([`Gateway::hold_list_changes`]).
     held: std::sync::atomic::AtomicUsize,
+    /// People's sign-ins to their own upstreams under way ([`signin`]).
+    signins: signin::SignIns,
 }
 
 /// The gateway: shared by every downstream session of one hub.
@@ -205,6 +210,7 @@ impl Gateway {
             names: Mutex::new(options.names),
             aliases: Mutex::default(),
             held: std::sync::atomic::AtomicUsize::new(0),
+            signins: signin::SignIns::default(),
         });
         pump::start(&shared);
         Gateway { shared }
@@ -249,6 +255,35 @@ impl Gateway {
         ListChangesHeld { shared: self.shared.clone() }
     }
 
+    /// The address browsers reach this gateway by (`http://127.0.0.1:PORT`, or its public
+    /// URL): a person's sign-in to their own upstream comes back to `/oauth/callback` there.
+    pub fn set_public_url(&self, base: &str) {
+        self.shared.signins.set_base(base);
+    }
+
+    /// Finishes a person's sign-in with the URL their browser came back to (`/oauth/callback`
+    /// with `code` and `state`): `None` when no sign-in of this gateway has that `state`
+    /// (another's, finished, or expired); else the server signed in to, or why not.
+    pub async fn finish_sign_in(&self, callback_url: &str) -> Option<Result<String, String>> {
+        let query = callback_url.split_once('?')?.1;
+        let state = query.split('&').find_map(|kv| kv.strip_prefix("state="))?;
+        let state = percent_decode(state);
+        self.shared.signins.finish(&state, callback_url).await
+    }
+
+    /// What the page a person was sent to for their input values asks (`/inputs?state=…`):
+    /// `None` when no request of this gateway has that `state` (or it expired).
+    pub fn inputs_asked(&self, state: &str) -> Option<Vec<InputAsked>> {
+        self.shared.signins.inputs_asked(state)
+    }
+
+    /// Keeps the values given on that page (by field name) as the person's own and starts
+    /// their servers that waited for them: `None` for an unknown `state`, else the servers, or
+    /// why not.
+    pub async fn give_inputs(&self, state: &str, values: &BTreeMap<String, String>) -> Option<Result<String, String>> {
+        self.shared.signins.give_inputs(state, values).await
+    }
+
     /// Says `server` as `shown` in what clients read (errors): an attached gateway's one
     /// upstream is the workspace's hub, not a server the client knows.
     pub fn say_server_as(&self, server: &str, shown: &str) {
@@ -258,7 +293,104 @@ impl Gateway {
     }
 }
 
+/// `%XX` escapes decoded (a `state` is URL-safe, but a provider may escape it anyway).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 impl Shared {
+    /// Asks `principal`'s sessions that take URL elicitation (`to`, a session that just
+    /// started, else all of theirs) to sign in to each of their own servers that needs a login
+    /// (all of theirs only for a sign-in not under way already: each is asked once).
+    async fn ask_sign_ins(&self, principal: &switchboard::identity::Principal, to: Option<Peer<RoleServer>>) {
+        let Some(person) = self.hub.person(principal) else { return };
+        let key = principal.key();
+        let fresh_only = to.is_none();
+        let peers: Vec<_> = match to {
+            Some(peer) => vec![peer],
+            None => self
+                .sessions()
+                .values()
+                .filter(|s| s.caller.as_ref().is_some_and(|c| c.key() == key))
+                .filter_map(|s| s.peer.clone())
+                .collect(),
+        };
+        let peers: Vec<_> =
+            peers.into_iter().filter(|p| p.peer_info().is_some_and(|i| i.protocol_version.has_initialize())).collect();
+        if peers.is_empty() {
+            return;
+        }
+        let mut asks = Vec::new();
+        let missing = person.inputs_missing();
+        if !missing.is_empty() {
+            asks.extend(self.signins.start_inputs(&person, principal, missing));
+        }
+        for server in person.servers().into_iter().filter(|s| signin::needs_login(&s.status)) {
+            asks.extend(self.signins.start(&person, principal, &server.name).await);
+        }
+        for started in asks.iter().filter(|s| s.new || !fresh_only) {
+            for peer in &peers {
+                self.signins.ask(peer, started).await;
+            }
+        }
+    }
+
+    /// An error of a request as its client gets it: a server of the caller's own that needs
+    /// their login is `-32042` with the sign-in (see [`signin`]).
+    async fn said_error(
+        &self,
+        e: switchboard::Error,
+        caller: Option<&switchboard::identity::Principal>,
+    ) -> rmcp::ErrorData {
+        match self.sign_in_error(&e, caller).await {
+            Some(signin) => signin,
+            None => servers::error(e),
+        }
+    }
+
+    /// `-32042` with the sign-in, for an error that says the caller's own server needs their
+    /// login.
+    async fn sign_in_error(
+        &self,
+        e: &switchboard::Error,
+        caller: Option<&switchboard::identity::Principal>,
+    ) -> Option<rmcp::ErrorData> {
+        let principal = caller?;
+        match (e.remedy(), e) {
+            (Some(switchboard::Remedy::Login { server }), _) if self.hub.is_personal(&server) => {
+                let person = self.hub.person(principal)?;
+                Some(self.signins.start(&person, principal, &server).await?.error())
+            }
+            // Their server waits for values only they have.
+            (_, switchboard::Error::NotConnected { server, .. }) if self.hub.is_personal(server) => {
+                let person = self.hub.person(principal)?;
+                let missing: Vec<_> =
+                    person.inputs_missing().into_iter().filter(|m| m.servers.contains(server)).collect();
+                if missing.is_empty() {
+                    return None;
+                }
+                Some(self.signins.start_inputs(&person, principal, missing)?.error())
+            }
+            _ => None,
+        }
+    }
+
     fn sessions(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, SessionState>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -325,10 +457,11 @@ impl Shared {
         caller: Option<&switchboard::identity::Principal>,
     ) -> Result<Arc<view::View>, UnknownProfile> {
         let filter = self.filter(profile)?;
-        let catalog = self.hub.catalog();
+        let catalog = self.hub.catalog_for(caller);
         let names = asked.unwrap_or_else(|| self.names());
-        // One view per caller only where the policy tells callers apart.
-        let caller = caller.filter(|_| self.hub.rules_depend_on_caller());
+        // One view per caller only where what callers see differs: rules for some callers,
+        // or servers each person gets their own of.
+        let caller = caller.filter(|_| self.hub.rules_depend_on_caller() || self.hub.has_personal_servers());
         let who = caller.map(|p| (p.issuer.clone(), p.subject.clone(), p.groups.clone()));
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (profile.map(str::to_string), asked, who);
@@ -389,17 +522,45 @@ impl Shared {
         seen.next().is_none().then_some(only.name)
     }
 
+    /// What `caller` sees of the servers: the host's, with those each person gets their own of
+    /// as the caller's own are (not started yet: as the host has them).
+    fn servers_for(&self, caller: Option<&switchboard::identity::Principal>) -> Vec<switchboard::ServerInfo> {
+        let host = self.hub.servers();
+        let Some(person) = caller.and_then(|p| self.hub.person(p)) else { return host };
+        let own = person.servers();
+        host.into_iter().map(|s| own.iter().find(|o| o.name == s.name).cloned().unwrap_or(s)).collect()
+    }
+
+    /// The key a subscription to `uri` of `server` is counted under: a server each person gets
+    /// their own of is told apart by whose it is.
+    fn subscription_key(
+        &self,
+        server: &str,
+        uri: &str,
+        caller: Option<&switchboard::identity::Principal>,
+    ) -> (String, String) {
+        let person = caller.filter(|_| self.hub.is_personal(server)).map(|p| p.key());
+        (relay::route(server, person.as_deref()), uri.to_string())
+    }
+
     /// Counts a session's subscription to an upstream resource; the first one subscribes
-    /// upstream.
-    async fn subscribe(&self, session: u64, server: &str, uri: &str) -> Result<(), switchboard::Error> {
-        let key = (server.to_string(), uri.to_string());
+    /// upstream (in the caller's own hub, for a server each person gets their own of).
+    async fn subscribe(
+        &self,
+        session: u64,
+        server: &str,
+        uri: &str,
+        caller: Option<&switchboard::identity::Principal>,
+    ) -> Result<(), switchboard::Error> {
+        let key = self.subscription_key(server, uri, caller);
+        let hub = self.hub.route(server, caller)?;
         let first = {
             let mut subs = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
             let n = subs.entry(key.clone()).or_default();
             *n += 1;
             *n == 1
         };
-        if first && let Err(e) = self.hub.subscribe_resource(server, uri).await {
+        if first && let Err(e) = hub.subscribe_resource(server, uri).await {
             self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
             return Err(e);
         }
@@ -410,8 +571,8 @@ impl Shared {
     }
 
     /// Takes back one count; the last one unsubscribes upstream.
-    async fn unsubscribe(&self, server: &str, uri: &str) {
-        let key = (server.to_string(), uri.to_string());
+    async fn unsubscribe(&self, server: &str, uri: &str, caller: Option<&switchboard::identity::Principal>) {
+        let key = self.subscription_key(server, uri, caller);
         let last = {
             let mut subs = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
             match subs.get_mut(&key) {
@@ -426,7 +587,8 @@ impl Shared {
                 None => false,
             }
         };
-        if last && let Err(e) = self.hub.unsubscribe_resource(server, uri).await {
+        let hub = self.hub.route(server, caller);
+        if last && let Err(e) = async { hub?.unsubscribe_resource(server, uri).await }.await {
             tracing::debug!(server, "unsubscribing from {uri}: {e}");
         }
     }
@@ -443,8 +605,10 @@ impl Shared {
         let shared = self.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                for (server, uri) in state.subscribed {
-                    shared.unsubscribe(&server, &uri).await;
+                for (key, uri) in state.subscribed {
+                    // The server's own name, without whose it is.
+                    let server = key.split('\u{1f}').next().unwrap_or_default();
+                    shared.unsubscribe(server, &uri, state.caller.as_ref()).await;
                 }
             });
         }

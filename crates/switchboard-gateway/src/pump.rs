@@ -1,7 +1,8 @@
 //! The hub's events, fanned out to downstream sessions: list changes (debounced, to every
 //! session and every `subscriptions/listen` stream), log messages (with the server's name as
 //! `logger`, at or above each session's level), resource updates (to the sessions that
-//! subscribed).
+//! subscribed). A person's own servers' events ([`switchboard::Hub::subscribe_people`]) go
+//! to that person's sessions only.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -18,7 +19,43 @@ const DEBOUNCE: Duration = Duration::from_millis(50);
 pub(crate) fn start(shared: &Arc<Shared>) {
     let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
     let mut events = shared.hub.subscribe_changes();
+    let mut people = shared.hub.subscribe_people();
     let weak: Weak<Shared> = Arc::downgrade(shared);
+    let theirs = weak.clone();
+    rt.spawn(async move {
+        loop {
+            let switchboard::PersonEvent { person, event, .. } = match people.recv().await {
+                Ok(e) => e,
+                Err(RecvError::Lagged(_)) => {
+                    let Some(shared) = theirs.upgrade() else { return };
+                    list_changed(&shared).await;
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            };
+            let Some(shared) = theirs.upgrade() else { return };
+            match event {
+                // Each session's view is compared with what it saw: only this person's change.
+                Event::CatalogChanged { .. } | Event::ServerRemoved { .. } => {
+                    tokio::time::sleep(DEBOUNCE).await;
+                    list_changed(&shared).await;
+                }
+                Event::Log { server, level, data, .. } => log(&shared, &server, level, data, Some(&person)).await,
+                Event::ResourceUpdated { server, uri } => {
+                    updated(&shared, &crate::relay::route(&server, Some(&person)), &server, &uri).await
+                }
+                // Their server needs their login (again): their sessions are asked.
+                Event::AuthNeeded { .. } => {
+                    let principal = shared.hub.people().into_iter().map(|(p, _)| p).find(|p| *p.key() == *person);
+                    if let Some(principal) = principal {
+                        let shared = shared.clone();
+                        tokio::spawn(async move { shared.ask_sign_ins(&principal, None).await });
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
     rt.spawn(async move {
         loop {
             let event = match events.recv().await {
@@ -46,8 +83,8 @@ pub(crate) fn start(shared: &Arc<Shared>) {
 
 async fn other(shared: &Shared, event: Event) {
     match event {
-        Event::Log { server, level, data, .. } => log(shared, &server, level, data).await,
-        Event::ResourceUpdated { server, uri } => updated(shared, &server, &uri).await,
+        Event::Log { server, level, data, .. } => log(shared, &server, level, data, None).await,
+        Event::ResourceUpdated { server, uri } => updated(shared, &server, &server, &uri).await,
         _ => {}
     }
 }
@@ -110,10 +147,13 @@ pub(crate) async fn list_changed(shared: &Shared) {
     }
 }
 
-async fn log(shared: &Shared, server: &str, level: LogLevel, data: serde_json::Value) {
+/// A log message of `server` to the sessions that want its level (of `person`'s, for a
+/// person's own server).
+async fn log(shared: &Shared, server: &str, level: LogLevel, data: serde_json::Value, person: Option<&str>) {
     let peers: Vec<_> = shared
         .sessions()
         .values()
+        .filter(|s| person.is_none_or(|p| s.caller.as_ref().is_some_and(|c| *c.key() == *p)))
         .filter(|s| s.level.is_none_or(|min| level >= min))
         .filter_map(|s| s.peer.clone())
         .collect();
@@ -126,8 +166,10 @@ async fn log(shared: &Shared, server: &str, level: LogLevel, data: serde_json::V
     }
 }
 
-async fn updated(shared: &Shared, server: &str, uri: &str) {
-    let key = (server.to_string(), uri.to_string());
+/// `uri` of `server` changed: told to the sessions subscribed under `key` (the server, told
+/// apart by whose it is for a person's own).
+async fn updated(shared: &Shared, key: &str, server: &str, uri: &str) {
+    let key = (key.to_string(), uri.to_string());
     let targets: Vec<_> = shared
         .sessions()
         .values()

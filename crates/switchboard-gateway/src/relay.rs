@@ -34,6 +34,18 @@ use tokio::sync::{mpsc, oneshot};
 pub(crate) struct SessionPeer {
     pub id: u64,
     pub peer: Peer<RoleServer>,
+    /// Who signed in for it ([`switchboard::identity::Principal::key`]), on a protected front.
+    pub person: Option<Arc<str>>,
+}
+
+/// The name a call on `server` is known by to the relay: a server each person gets their own
+/// of is told apart by whose it is, so no question of one person's server reaches another's
+/// call.
+pub(crate) fn route(server: &str, person: Option<&str>) -> String {
+    match person {
+        Some(key) => format!("{server}\u{1f}{key}"),
+        None => server.to_string(),
+    }
 }
 
 /// Where a call's questions go, boxed: a channel takes room for 32 of its items when it is
@@ -220,10 +232,11 @@ impl Relay {
     /// Who answers a question of `server` that no call in flight can take (rule 2 of the
     /// module): among the sessions that can answer it, the one that most recently made a
     /// request to `server`, else the one that most recently made any.
-    fn recent_session(&self, server: &str, need: Need) -> Option<SessionPeer> {
+    fn recent_session(&self, server: &str, need: Need, person: Option<&str>) -> Option<SessionPeer> {
         let st = self.state();
         st.sessions
             .values()
+            .filter(|k| person.is_none_or(|p| k.peer.person.as_deref() == Some(p)))
             .filter(|k| need.met_by(&k.peer.peer))
             .max_by_key(|k| (k.servers.get(server).copied(), k.last))
             .map(|k| k.peer.clone())
@@ -273,24 +286,78 @@ pub(crate) async fn elicit_peer(peer: &Peer<RoleServer>, request: &ElicitationRe
     }
 }
 
+impl Relay {
+    /// `options` with this relay answering servers' questions, and, for each person's own
+    /// servers ([`switchboard::Hub::person`]), the relay for that person.
+    pub fn answering(self: &Arc<Self>, options: switchboard::HubOptions) -> switchboard::HubOptions {
+        let relay = self.clone();
+        options.elicitor(self.clone()).sampler(self.clone()).roots_source(self.clone()).person_options(Arc::new(
+            move |principal, options| {
+                let theirs = relay.for_person(principal);
+                options.elicitor(theirs.clone()).sampler(theirs.clone()).roots_source(theirs)
+            },
+        ))
+    }
+
+    /// Who answers the questions of `principal`'s own servers ([`switchboard::Hub::person`]):
+    /// their calls, else their sessions, never another person's (nor the fallback, which is
+    /// the host's person).
+    pub fn for_person(self: &Arc<Self>, principal: &switchboard::identity::Principal) -> Arc<PersonRelay> {
+        Arc::new(PersonRelay { relay: self.clone(), person: principal.key().into() })
+    }
+
+    async fn elicit_as(&self, request: ElicitationRequest, person: Option<&str>) -> ElicitationAnswer {
+        if let Some(call) = self.call_for(&route(&request.server, person)) {
+            let (reply, answer) = oneshot::channel();
+            if call.send(Box::new(Ask::Elicit { request, reply })).is_ok() {
+                return answer.await.unwrap_or(ElicitationAnswer::Cancel);
+            }
+            return ElicitationAnswer::Cancel;
+        }
+        if let Some(session) = self.recent_session(&route(&request.server, person), Need::Elicitation, person) {
+            return elicit_peer(&session.peer, &request).await;
+        }
+        match self.fallback().filter(|_| person.is_none()) {
+            Some(f) => f.elicit(request).await,
+            None => ElicitationAnswer::Decline,
+        }
+    }
+
+    async fn sample_as(&self, request: SamplingRequest, person: Option<&str>) -> Result<CreateMessageResult, String> {
+        if let Some(call) = self.call_for(&route(&request.server, person)) {
+            let (reply, answer) = oneshot::channel();
+            call.send(Box::new(Ask::Sample { request, reply })).map_err(|_| "the call ended".to_string())?;
+            return answer.await.map_err(|_| "the call ended".to_string())?;
+        }
+        if let Some(session) = self.recent_session(&route(&request.server, person), Need::Sampling, person) {
+            return session.peer.create_message(request.params).await.map_err(|e| format!("the client refused: {e}"));
+        }
+        let fallback = self.sampling_fallback.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let connected = !self.state().sessions.is_empty();
+        match (fallback.filter(|_| person.is_none()), connected) {
+            (Some(f), _) => f.create_message(request).await,
+            (None, true) => Err("no client in front of the gateway offers sampling".into()),
+            (None, false) => Err("no MCP client is connected to the gateway".into()),
+        }
+    }
+
+    async fn roots_as(&self, server: &str, input_key: Option<String>, person: Option<&str>) -> ListRootsResult {
+        let empty = || ListRootsResult::new(Vec::new());
+        if let Some(call) = self.call_for(&route(server, person)) {
+            let (reply, answer) = oneshot::channel();
+            if call.send(Box::new(Ask::Roots { input_key, reply })).is_ok() {
+                return answer.await.unwrap_or_else(|_| empty());
+            }
+            return empty();
+        }
+        let Some(session) = self.recent_session(&route(server, person), Need::Roots, person) else { return empty() };
+        session.peer.list_roots().await.unwrap_or_else(|_| empty())
+    }
+}
+
 impl Elicitor for Relay {
     fn elicit(&self, request: ElicitationRequest) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
-        Box::pin(async move {
-            if let Some(call) = self.call_for(&request.server) {
-                let (reply, answer) = oneshot::channel();
-                if call.send(Box::new(Ask::Elicit { request, reply })).is_ok() {
-                    return answer.await.unwrap_or(ElicitationAnswer::Cancel);
-                }
-                return ElicitationAnswer::Cancel;
-            }
-            if let Some(session) = self.recent_session(&request.server, Need::Elicitation) {
-                return elicit_peer(&session.peer, &request).await;
-            }
-            match self.fallback() {
-                Some(f) => f.elicit(request).await,
-                None => ElicitationAnswer::Decline,
-            }
-        })
+        Box::pin(self.elicit_as(request, None))
     }
 
     fn takes_urls(&self) -> bool {
@@ -303,27 +370,7 @@ impl Sampler for Relay {
         &self,
         request: SamplingRequest,
     ) -> Pin<Box<dyn Future<Output = Result<CreateMessageResult, String>> + Send + '_>> {
-        Box::pin(async move {
-            if let Some(call) = self.call_for(&request.server) {
-                let (reply, answer) = oneshot::channel();
-                call.send(Box::new(Ask::Sample { request, reply })).map_err(|_| "the call ended".to_string())?;
-                return answer.await.map_err(|_| "the call ended".to_string())?;
-            }
-            if let Some(session) = self.recent_session(&request.server, Need::Sampling) {
-                return session
-                    .peer
-                    .create_message(request.params)
-                    .await
-                    .map_err(|e| format!("the client refused: {e}"));
-            }
-            let fallback = self.sampling_fallback.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            let connected = !self.state().sessions.is_empty();
-            match (fallback, connected) {
-                (Some(f), _) => f.create_message(request).await,
-                (None, true) => Err("no client in front of the gateway offers sampling".into()),
-                (None, false) => Err("no MCP client is connected to the gateway".into()),
-            }
-        })
+        Box::pin(self.sample_as(request, None))
     }
 }
 
@@ -336,17 +383,48 @@ impl RootsSource for Relay {
         input_key: Option<String>,
     ) -> Pin<Box<dyn Future<Output = Option<ListRootsResult>> + Send + '_>> {
         let server = server.to_string();
-        Box::pin(async move {
-            let empty = || ListRootsResult::new(Vec::new());
-            if let Some(call) = self.call_for(&server) {
-                let (reply, answer) = oneshot::channel();
-                if call.send(Box::new(Ask::Roots { input_key, reply })).is_ok() {
-                    return Some(answer.await.unwrap_or_else(|_| empty()));
-                }
-                return Some(empty());
-            }
-            let Some(session) = self.recent_session(&server, Need::Roots) else { return Some(empty()) };
-            Some(session.peer.list_roots().await.unwrap_or_else(|_| empty()))
-        })
+        Box::pin(async move { Some(self.roots_as(&server, input_key, None).await) })
+    }
+}
+
+/// The relay for one person's own servers ([`Relay::for_person`]).
+pub struct PersonRelay {
+    relay: Arc<Relay>,
+    person: Arc<str>,
+}
+
+impl std::fmt::Debug for PersonRelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersonRelay").finish_non_exhaustive()
+    }
+}
+
+impl Elicitor for PersonRelay {
+    fn elicit(&self, request: ElicitationRequest) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + '_>> {
+        Box::pin(self.relay.elicit_as(request, Some(&self.person)))
+    }
+
+    fn takes_urls(&self) -> bool {
+        true
+    }
+}
+
+impl Sampler for PersonRelay {
+    fn create_message(
+        &self,
+        request: SamplingRequest,
+    ) -> Pin<Box<dyn Future<Output = Result<CreateMessageResult, String>> + Send + '_>> {
+        Box::pin(self.relay.sample_as(request, Some(&self.person)))
+    }
+}
+
+impl RootsSource for PersonRelay {
+    fn roots(
+        &self,
+        server: &str,
+        input_key: Option<String>,
+    ) -> Pin<Box<dyn Future<Output = Option<ListRootsResult>> + Send + '_>> {
+        let server = server.to_string();
+        Box::pin(async move { Some(self.relay.roots_as(&server, input_key, Some(&self.person)).await) })
     }
 }

@@ -17,21 +17,6 @@ use serde_json::{Value, json};
 use switchboard_testkit::issuer::Key;
 use switchboard_testkit::oidc::Provider;
 
-/// A client-credentials token from the provider for `resource`.
-async fn client_token(http: &reqwest::Client, provider: &Provider, client: &str, resource: &str) -> String {
-    let r: Value = http
-        .post(provider.token_endpoint())
-        .basic_auth(client, Some(format!("{client}-secret")))
-        .form(&[("grant_type", "client_credentials"), ("scope", "mcp"), ("resource", resource)])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    r["access_token"].as_str().unwrap_or_else(|| panic!("no token for {client}: {r}")).to_string()
-}
-
 /// The status and `WWW-Authenticate` of an `initialize` with `token`.
 async fn knock(url: &str, token: &str) -> (u16, String) {
     let r = common::post_mcp(url, Some(token), None, &common::initialize()).await;
@@ -55,11 +40,10 @@ async fn people_sign_in_through_a_real_openid_provider_and_get_what_their_group_
         config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
     });
     let (_gateway, url) = common::http_gateway(&home, &[]);
-    let http = reqwest::Client::new();
 
     // A token that lives one second: taken first, so that its minute of allowed clock skew
     // runs out while the rest goes on. It is good now (the test can tell), refused later.
-    let brief = client_token(&http, &provider, "brief", &url).await;
+    let brief = common::client_token(&provider.token_endpoint(), "brief", &url).await;
     let brief_at = Instant::now();
     assert_eq!(knock(&url, &brief).await.0, 200, "a fresh token of the provider's");
 
@@ -96,7 +80,9 @@ async fn people_sign_in_through_a_real_openid_provider_and_get_what_their_group_
         assert_eq!(principal["issuer"], provider.issuer.as_str(), "{record}");
         assert_eq!(principal["name"], name, "{record}");
     }
-    // One person's calls: `audit --principal`.
+    // One person's calls: `audit --principal` (once the refused call's record is written too:
+    // the log is written every 100 ms).
+    home.audit_record(|r| r["tool"] == "crash" && r["caller"]["principal"]["subject"] == "alice").await;
     for (person, calls) in [("alice", 2), ("bob", 1)] {
         let out = home.switchboard(&["audit", "--principal", person, "--json"]).output().unwrap();
         let log: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -111,7 +97,8 @@ async fn people_sign_in_through_a_real_openid_provider_and_get_what_their_group_
     assert_eq!(knock(&url, alice["token"].as_str().unwrap()).await.0, 200);
 
     // Refused, each with 401 and the challenge naming the metadata.
-    let other_audience = client_token(&http, &provider, "robot", "http://127.0.0.1:1/elsewhere/mcp").await;
+    let other_audience =
+        common::client_token(&provider.token_endpoint(), "robot", "http://127.0.0.1:1/elsewhere/mcp").await;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let unknown_key = Key::new("not-the-providers").sign(&json!({
         "iss": provider.issuer, "aud": url, "sub": "alice", "scope": "mcp", "groups": ["admins"],
@@ -128,6 +115,6 @@ async fn people_sign_in_through_a_real_openid_provider_and_get_what_their_group_
         assert!(said.contains("error=\"invalid_token\""), "{what}: {said}");
     }
     // Still good: the provider's token for the gateway, the minute after.
-    let robot = client_token(&http, &provider, "robot", &url).await;
+    let robot = common::client_token(&provider.token_endpoint(), "robot", &url).await;
     assert_eq!(knock(&url, &robot).await.0, 200);
 }

@@ -14,6 +14,7 @@ mod dashboard;
 mod error;
 mod events;
 pub mod identity;
+mod inputs;
 pub mod listen;
 mod login;
 mod manage;
@@ -221,6 +222,7 @@ fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> st
         sampling,
         tokens: Arc::default(),
         public_url: options.public_url.clone(),
+        gateway: options.gateway.clone(),
     }
 }
 
@@ -327,6 +329,9 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         None => addr.to_string(),
     };
     let login_url = format!("http://{host}/login?code={code}");
+    if let Some(gateway) = &options.gateway {
+        gateway.set_public_url(options.public_url.as_deref().unwrap_or(&format!("http://{host}")));
+    }
     let state = state(hub, access.clone(), options);
     let stopping = state.events.stopping().clone();
     let callback =
@@ -358,6 +363,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         .merge(dashboard::routes())
         .route("/login", axum::routing::get(login_page).with_state(access.clone()))
         .merge(callback)
+        .merge(options.gateway.as_ref().map(inputs::routes).unwrap_or_default())
         .fallback(|| async {
             error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route").into_response()
         })
@@ -463,7 +469,12 @@ pub async fn bind_gateway(
             return Err(ServeError::Identity("--no-auth and `identity` contradict each other".into()));
         }
         let access = Arc::new(security::Access::new(String::new(), addr, &options.hosts));
+        // A person's sign-in to their own upstream comes back here.
+        let resource = config.resource.clone().unwrap_or_else(|| format!("http://{addr}/mcp"));
+        gateway.set_public_url(resource.strip_suffix("/mcp").unwrap_or(&resource));
         let router = protected_mcp(gateway, stopping.child_token(), config.clone(), addr, &options.data_dir)?
+            .route("/oauth/callback", axum::routing::get(login::sign_in_callback).with_state(gateway.clone()))
+            .merge(inputs::routes(gateway))
             .fallback(|| async {
                 error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()
             })

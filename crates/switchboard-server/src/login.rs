@@ -155,6 +155,13 @@ pub async fn callback(State(app): State<AppState>, uri: Uri, headers: HeaderMap)
     };
     let query = uri.query().unwrap_or_default();
     let Some(login) = query.split('&').find_map(|kv| kv.strip_prefix("state=")).and_then(|s| app.logins.take(s)) else {
+        // A caller of `/mcp` signing in to their own upstream.
+        if let Some(gateway) = &app.gateway {
+            let url = format!("{}{uri}", public_base(&headers, app.public_url.as_deref()));
+            if let Some(outcome) = gateway.finish_sign_in(&url).await {
+                return sign_in_page(outcome);
+            }
+        }
         return page(
             StatusCode::BAD_REQUEST,
             Err(
@@ -167,6 +174,29 @@ pub async fn callback(State(app): State<AppState>, uri: Uri, headers: HeaderMap)
     match app.hub.finish_login(login, &url).await {
         Ok(_) => page(StatusCode::OK, Ok(&server)),
         Err(e) => page(StatusCode::BAD_REQUEST, Err(&e.to_string())),
+    }
+}
+
+/// How a person's sign-in to their own upstream went, as a page.
+fn sign_in_page(outcome: Result<String, String>) -> Response {
+    let status = if outcome.is_ok() { StatusCode::OK } else { StatusCode::BAD_REQUEST };
+    let outcome = outcome.as_ref().map(String::as_str).map_err(String::as_str);
+    (status, Html(switchboard::auth::page(outcome).1)).into_response()
+}
+
+/// `GET /oauth/callback` of `gateway --http` whose callers sign in: finishes the caller's
+/// sign-in to their own upstream that the `state` belongs to.
+pub async fn sign_in_callback(
+    State(gateway): State<switchboard_gateway::Gateway>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let url = format!("{}{uri}", public_base(&headers, None));
+    match gateway.finish_sign_in(&url).await {
+        Some(outcome) => sign_in_page(outcome),
+        None => sign_in_page(Err(
+            "this sign-in is unknown or expired (over 10 minutes, or already finished): ask your agent again".into(),
+        )),
     }
 }
 

@@ -37,6 +37,9 @@ pub struct AppState {
     /// The address browsers reach this server by, when it is not the one they send in `Host`
     /// (`--public-url`, behind a proxy).
     pub public_url: Option<String>,
+    /// The gateway at `/mcp`, whose callers' sign-ins to their own upstreams come back to
+    /// `/oauth/callback` too.
+    pub gateway: Option<switchboard_gateway::Gateway>,
 }
 
 /// What a handler returns: a value, or the API's error.

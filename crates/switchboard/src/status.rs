@@ -193,6 +193,10 @@ pub enum ServerStatus {
     /// Stopped because nobody used it for its `idle_shutdown_ms` (a long-running hub's
     /// lease); its tools stay listed, and the next call starts it again.
     Idle,
+    /// Each person who signs in gets a connection of their own (`sharing: per_principal` on
+    /// a gateway whose callers sign in): none is made for the host itself. A person's own
+    /// status is in their hub ([`Hub::person`](crate::Hub::person)).
+    PerPerson,
 }
 
 impl ServerStatus {
@@ -207,6 +211,7 @@ impl ServerStatus {
             ServerStatus::Disconnected { .. } => "disconnected",
             ServerStatus::Stopped => "stopped",
             ServerStatus::Idle => "idle",
+            ServerStatus::PerPerson => "per_person",
         }
     }
 
@@ -255,6 +260,9 @@ impl ServerStatus {
             }
             ServerStatus::Stopped => "disconnected on request; connect it to use it again".into(),
             ServerStatus::Idle => "stopped while unused (idle_shutdown_ms); the next call starts it again".into(),
+            ServerStatus::PerPerson => {
+                "each person who signs in gets their own connection (sharing: per_principal)".into()
+            }
         }
     }
 }
@@ -268,6 +276,7 @@ mod tests {
     fn statuses_read_back_as_written() {
         let statuses = [
             ServerStatus::Idle,
+            ServerStatus::PerPerson,
             ServerStatus::Stopped,
             ServerStatus::Connected {
                 protocol_version: "2025-11-25".into(),

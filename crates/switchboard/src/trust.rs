@@ -145,6 +145,7 @@ mod tests {
             validate_arguments: true,
             idle_shutdown: None,
             always_load: false,
+            sharing: None,
             scope,
             source: PathBuf::from("/p/switchboard.json"),
         }

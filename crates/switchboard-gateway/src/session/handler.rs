@@ -48,6 +48,22 @@ impl ServerHandler for Session {
             .with_instructions(self.instructions())
     }
 
+    /// A session that starts is asked to sign in to each of its caller's own servers that
+    /// needs a login ([`crate::signin`]), once they have had their first try.
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        let Some(principal) = crate::caller::principal_in(&context.extensions) else {
+            tracing::debug!("a session started with no one signed in");
+            return;
+        };
+        let Some(person) = self.shared.hub.person(&principal) else { return };
+        tracing::debug!(person = %principal.shown(), "a session started; its sign-ins are looked at");
+        let (shared, peer) = (self.shared.clone(), context.peer.clone());
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(super::START_WAIT, person.started(|_| true)).await;
+            shared.ask_sign_ins(&principal, Some(peer)).await;
+        });
+    }
+
     async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
         self.register(&ctx)?;
         if let Some(s) = self.shared.sessions().get_mut(&self.id) {

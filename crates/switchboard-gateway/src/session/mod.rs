@@ -38,6 +38,7 @@ impl Drop for Session {
     }
 }
 
+use crate::caller::principal;
 use crate::servers::error;
 
 fn profile_error(e: UnknownProfile) -> McpError {
@@ -49,12 +50,6 @@ fn asked_profile(ctx: &RequestContext<RoleServer>) -> Option<String> {
     let parts = ctx.extensions.get::<http::request::Parts>()?;
     let query = parts.uri.query()?;
     query.split('&').find_map(|kv| kv.strip_prefix("profile=")).map(|p| p.replace("%20", " "))
-}
-
-/// Who signed in for this request, on a protected gateway (the HTTP front's guard put it in
-/// the request's extensions).
-fn principal(ctx: &RequestContext<RoleServer>) -> Option<switchboard::identity::Principal> {
-    ctx.extensions.get::<http::request::Parts>()?.extensions.get::<switchboard::identity::Principal>().cloned()
 }
 
 /// The names a request asked for in its URL (`/mcp?names=short|short:N|prefixed|bare`).
@@ -143,7 +138,8 @@ impl Session {
         }
         // The relay picks who answers a question outside any call by who made a request last.
         if let Some(relay) = &self.shared.relay {
-            relay.session_used(&SessionPeer { id: self.id, peer: ctx.peer.clone() });
+            let person = principal(ctx).map(|p| p.key().into());
+            relay.session_used(&SessionPeer { id: self.id, peer: ctx.peer.clone(), person });
         }
         Ok((profile, names))
     }
@@ -190,7 +186,13 @@ impl Session {
     /// Waits for the servers this client sees to finish their first start, until `deadline`.
     async fn wait_started(&self, ctx: &RequestContext<RoleServer>, deadline: tokio::time::Instant) {
         let Ok(filter) = self.shared.filter(self.profile_for(ctx).as_deref()) else { return };
-        let started = self.shared.hub.started(|name| filter.server(name));
+        let person = principal(ctx).and_then(|p| self.shared.hub.person(&p));
+        let started = async {
+            self.shared.hub.started(|name| filter.server(name)).await;
+            if let Some(person) = &person {
+                person.started(|name| filter.server(name)).await;
+            }
+        };
         let _ = tokio::time::timeout_at(deadline, started).await;
     }
 
@@ -212,7 +214,10 @@ impl Session {
             return Ok((view, Some(found)));
         }
         let filter = self.shared.filter(self.profile_for(ctx).as_deref()).map_err(profile_error)?;
-        if !self.shared.hub.starting(|name| filter.server(name)) {
+        let person = principal(ctx).and_then(|p| self.shared.hub.person(&p));
+        if !self.shared.hub.starting(|name| filter.server(name))
+            && !person.is_some_and(|p| p.starting(|name| filter.server(name)))
+        {
             return Ok((view, None));
         }
         self.wait_started(ctx, tokio::time::Instant::now() + START_WAIT).await;
@@ -281,17 +286,17 @@ impl Session {
         let (_, found) = self.lookup(ctx, |view| view.tool(name).map(|t| t.catalog_name.clone())).await?;
         match found {
             Some(catalog_name) => Ok(catalog_name),
-            None => Err(match self.shared.hub.missing_tool(name) {
+            None => Err(match self.shared.hub.missing_tool_for(name, principal(ctx).as_ref()) {
                 switchboard::Error::UnknownTool { .. } => {
                     McpError::invalid_params(format!("unknown tool `{name}`"), None)
                 }
-                other => error(other),
+                other => self.shared.said_error(other, principal(ctx).as_ref()).await,
             }),
         }
     }
 
-    fn servers_resource(&self) -> ReadResourceResult {
-        crate::servers::resource(&self.shared.hub.servers())
+    fn servers_resource(&self, ctx: &RequestContext<RoleServer>) -> ReadResourceResult {
+        crate::servers::resource(&self.shared.servers_for(principal(ctx).as_ref()))
     }
 }
 
@@ -330,9 +335,15 @@ impl Session {
         let view = self.list_view(&ctx).await?;
         let tools = if self.shared.defers(&view) {
             // The search tools, and the tools that must always load.
-            let always: std::collections::HashSet<String> =
-                self.shared.hub.servers().into_iter().filter(|s| s.always_load).map(|s| s.name).collect();
-            let catalog = self.shared.hub.catalog();
+            let caller = principal(&ctx);
+            let always: std::collections::HashSet<String> = self
+                .shared
+                .servers_for(caller.as_ref())
+                .into_iter()
+                .filter(|s| s.always_load)
+                .map(|s| s.name)
+                .collect();
+            let catalog = self.shared.hub.catalog_for(caller.as_ref());
             let mut tools = crate::search::meta_tools(view.tools.len());
             tools.extend(view.tools.iter().filter_map(|t| {
                 let server = catalog.tool(&t.catalog_name).map(|e| e.server.as_str()).unwrap_or_default();
@@ -359,7 +370,7 @@ impl Session {
                 let args = arguments.clone().unwrap_or_default();
                 match name.as_str() {
                     crate::search::SEARCH_TOOLS => {
-                        let catalog = self.shared.hub.catalog();
+                        let catalog = self.shared.hub.catalog_for(principal(&ctx).as_ref());
                         return Ok(CallToolResponse::Complete(crate::search::search(&view, &catalog, &args)));
                     }
                     crate::search::DESCRIBE_TOOLS => {
@@ -467,7 +478,7 @@ impl Session {
     ) -> Result<ReadResourceResponse, McpError> {
         if request.uri == SERVERS_URI && self.shared.transparent_server().is_none() {
             self.register(&ctx)?;
-            return Ok(ReadResourceResponse::Complete(self.servers_resource()));
+            return Ok(ReadResourceResponse::Complete(self.servers_resource(&ctx)));
         }
         let (view, owner) = self.lookup(&ctx, |view| view.resource_owner(&request.uri)).await?;
         let owner = owner.or_else(|| {
@@ -502,7 +513,7 @@ impl Session {
         let (_, owner) = self.lookup(&ctx, |view| view.resource_owner(&request.uri)).await?;
         let owner =
             owner.ok_or_else(|| McpError::resource_not_found(format!("no server offers `{}`", request.uri), None))?;
-        self.shared.subscribe(self.id, &owner.server, &owner.uri).await.map_err(error)
+        self.shared.subscribe(self.id, &owner.server, &owner.uri, principal(&ctx).as_ref()).await.map_err(error)
     }
 
     #[allow(deprecated)]
@@ -513,10 +524,11 @@ impl Session {
     ) -> Result<(), McpError> {
         let view = self.view(&ctx).await?;
         let Some(owner) = view.resource_owner(&request.uri) else { return Ok(()) };
-        let key = (owner.server.clone(), owner.uri.clone());
+        let caller = principal(&ctx);
+        let key = self.shared.subscription_key(&owner.server, &owner.uri, caller.as_ref());
         let had = self.shared.sessions().get_mut(&self.id).is_some_and(|s| s.subscribed.remove(&key));
         if had {
-            self.shared.unsubscribe(&owner.server, &owner.uri).await;
+            self.shared.unsubscribe(&owner.server, &owner.uri, caller.as_ref()).await;
         }
         Ok(())
     }
@@ -549,7 +561,12 @@ impl Session {
         // The client's `notifications/cancelled` for this request (or the end of its session)
         // cancels `ctx.ct`: the upstream is told with its own request id.
         let options = switchboard::RequestOptions::new().cancel(ctx.ct.clone());
-        let mut result = self.shared.hub.complete_with(&server, request, options).await.map_err(error)?;
+        let caller = principal(&ctx);
+        let hub = self.shared.hub.route(&server, caller.as_ref()).map_err(error)?;
+        let mut result = match hub.complete_with(&server, request, options).await {
+            Ok(result) => result,
+            Err(e) => return Err(self.shared.said_error(e, caller.as_ref()).await),
+        };
         // A 2026-07-28 client needs `resultType` (an upstream of an earlier revision sends
         // none); rmcp takes it off again for clients of earlier revisions.
         result.result_type = Some(rmcp::model::ResultType::COMPLETE);
@@ -562,10 +579,11 @@ impl Session {
         let sink = context.sink().clone();
         let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
         let view = self.list_view(ctx).await?;
+        let caller = principal(ctx);
         let mut owned = Vec::new();
         for uri in &uris {
             if let Some(owner) = view.resource_owner(uri) {
-                if let Err(e) = self.shared.subscribe(self.id, &owner.server, &owner.uri).await {
+                if let Err(e) = self.shared.subscribe(self.id, &owner.server, &owner.uri, caller.as_ref()).await {
                     tracing::debug!("subscribing to {uri} for a listen stream: {e}");
                 } else {
                     owned.push(owner);
@@ -581,10 +599,10 @@ impl Session {
             s.listens.retain(|l| l.id() != &id);
         }
         for owner in owned {
-            let key = (owner.server.clone(), owner.uri.clone());
+            let key = self.shared.subscription_key(&owner.server, &owner.uri, caller.as_ref());
             let had = self.shared.sessions().get_mut(&self.id).is_some_and(|s| s.subscribed.remove(&key));
             if had {
-                self.shared.unsubscribe(&owner.server, &owner.uri).await;
+                self.shared.unsubscribe(&owner.server, &owner.uri, caller.as_ref()).await;
             }
         }
         Ok(())

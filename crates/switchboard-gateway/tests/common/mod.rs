@@ -266,7 +266,15 @@ pub fn http_gateway(home: &Home, args: &[&str]) -> (Killed, String) {
 /// that line (an address).
 fn until_said(mut c: std::process::Command, prefix: &str) -> (Killed, String) {
     use std::io::{BufRead, BufReader};
-    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    // `SWITCHBOARD_TEST_STDERR=<RUST_LOG filter>` shows what the process logs (to debug a test).
+    let stderr = match std::env::var("SWITCHBOARD_TEST_STDERR") {
+        Ok(filter) => {
+            c.env("RUST_LOG", filter);
+            Stdio::inherit()
+        }
+        Err(_) => Stdio::null(),
+    };
+    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr);
     let mut child = Killed(c.spawn().unwrap());
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let said = loop {
@@ -300,6 +308,22 @@ pub async fn post_mcp(
         r = r.header("mcp-session-id", s);
     }
     r.send().await.unwrap()
+}
+
+/// A client-credentials token from an OpenID provider of the tests
+/// (`switchboard_testkit::oidc`) for `client` (its secret is `<client>-secret`) and `resource`.
+pub async fn client_token(token_endpoint: &str, client: &str, resource: &str) -> String {
+    let r: serde_json::Value = reqwest::Client::new()
+        .post(token_endpoint)
+        .basic_auth(client, Some(format!("{client}-secret")))
+        .form(&[("grant_type", "client_credentials"), ("scope", "mcp"), ("resource", resource)])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    r["access_token"].as_str().unwrap_or_else(|| panic!("no token for {client}: {r}")).to_string()
 }
 
 /// An `initialize` request of the 2025-11-25 revision.

@@ -203,6 +203,14 @@ pub(super) fn offers_dpop(metadata: &AuthorizationMetadata) -> bool {
         .is_some_and(|algs| algs.iter().any(|a| a.as_str() == Some("ES256")))
 }
 
+/// Whether a `WWW-Authenticate` value has a challenge of the `DPoP` scheme.
+fn names_dpop(challenge: &str) -> bool {
+    challenge.split(',').any(|part| {
+        let scheme = part.trim_start().split([' ', '=']).next().unwrap_or_default();
+        scheme.eq_ignore_ascii_case("dpop") && !part.trim_start()[scheme.len()..].starts_with('=')
+    })
+}
+
 /// The server's DPoP key when its tokens are to be bound (`oauth.dpop`, and for `auto` what the
 /// authorization server offers): the one stored with its tokens, else a new one, stored.
 pub(super) fn dpop_for(
@@ -352,7 +360,10 @@ pub async fn begin(
         .and_then(|v| v.as_bool())
         .unwrap_or(false);
     let can_register = metadata.registration_endpoint.is_some();
-    let offered = offers_dpop(&metadata);
+    // A resource server that refused with a challenge of the `Bearer` scheme alone takes no
+    // DPoP-bound token (RFC 9449 §7.1: one that does names the `DPoP` scheme), whatever its
+    // authorization server offers.
+    let offered = offers_dpop(&metadata) && challenge.is_none_or(names_dpop);
     manager.set_metadata(metadata.clone());
     let entry = store.entry(&http.url)?.unwrap_or_default();
     // SEP-2350: a new login asks for what was granted before as well as what is asked for now
@@ -429,7 +440,16 @@ pub(crate) async fn can_identify(http: &HttpConfig, challenge: Option<&str>) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::scope_union;
+    #[test]
+    fn a_challenge_names_the_dpop_scheme_or_not() {
+        assert!(names_dpop("DPoP resource_metadata=\"https://r/x\""));
+        assert!(names_dpop("Bearer realm=\"x\", DPoP algs=\"ES256\""));
+        assert!(!names_dpop("Bearer error=\"invalid_token\", resource_metadata=\"https://r/x\""));
+        // A parameter called `dpop`, not a scheme.
+        assert!(!names_dpop("Bearer realm=\"x\", dpop=1"));
+    }
+
+    use super::{names_dpop, scope_union};
 
     fn v(s: &[&str]) -> Vec<String> {
         s.iter().map(|s| s.to_string()).collect()

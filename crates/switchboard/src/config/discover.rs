@@ -260,6 +260,7 @@ impl Loader<'_> {
             None => Default::default(),
         };
         let declared = super::inputs::declared(&root);
+        let users = super::inputs::users(&root);
         for id in super::inputs::referenced(&root) {
             match given.get(&id) {
                 Some(v) => {
@@ -273,7 +274,8 @@ impl Loader<'_> {
                         default: None,
                         options: Vec::new(),
                     });
-                    loaded.inputs_missing.push(super::MissingInput { file: path.to_path_buf(), input });
+                    let servers = users.get(&id).cloned().unwrap_or_default();
+                    loaded.inputs_missing.push(super::MissingInput { file: path.to_path_buf(), input, servers });
                 }
             }
         }
@@ -397,6 +399,8 @@ fn refuse_managed(loaded: &mut LoadedConfig) {
                 source: c.source.clone(),
                 message: format!("denied by the managed file {}: {why}", managed.file.display()),
                 denied: true,
+                sharing: c.sharing,
+                remote: matches!(c.transport, super::TransportConfig::Http(_)),
             });
         }
     }

@@ -182,6 +182,9 @@ pub(crate) fn parse_server_value(name: &str, value: &Value, ctx: &mut FileCtx<'_
 
 fn parse_named(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> ServerEntry {
     let (scope, source) = (ctx.scope, ctx.path.to_path_buf());
+    // What an invalid entry still says of whom it serves.
+    let sharing = value.get("sharing").cloned().and_then(|v| as_sharing("sharing", v).ok());
+    let remote = value.get("url").is_some();
     let invalid = |message: String| {
         ServerEntry::Invalid(InvalidServer {
             name: name.to_string(),
@@ -189,6 +192,8 @@ fn parse_named(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> ServerEntry 
             source: source.clone(),
             message,
             denied: false,
+            sharing,
+            remote,
         })
     };
     if let Err(msg) = validate_name(name) {
@@ -259,6 +264,7 @@ const SERVER_FIELDS: &[&str] = &[
     "keep_alive",
     "always_load",
     "alwaysLoad",
+    "sharing",
     "env_passthrough",
     "inherit_env",
     "sandbox",
@@ -301,6 +307,7 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
     let idle = take(&mut obj, &["idle_shutdown_ms"])?.map(|(f, v)| as_ms(&f, v)).transpose()?;
     let keep_alive = take(&mut obj, &["keep_alive"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
     let always_load = take(&mut obj, &["always_load", "alwaysLoad"])?.map(|(f, v)| as_bool(&f, v)).transpose()?;
+    let sharing = take(&mut obj, &["sharing"])?.map(|(f, v)| as_sharing(&f, v)).transpose()?;
     if idle.is_some() && keep_alive == Some(true) {
         return err("keep_alive", "contradicts `idle_shutdown_ms`; keep one");
     }
@@ -523,9 +530,18 @@ fn parse_entry(name: &str, value: &Value, ctx: &mut FileCtx<'_>) -> Result<Serve
         // Without its own, the file's (or the default) is put in by the loader.
         idle_shutdown: if keep_alive == Some(true) { None } else { Some(idle.unwrap_or(Duration::ZERO)) },
         always_load: always_load.unwrap_or(false),
+        sharing,
         scope: ctx.scope,
         source: PathBuf::from(ctx.path),
     })
+}
+
+fn as_sharing(field: &str, value: Value) -> Result<super::Sharing, FieldError> {
+    match value.as_str() {
+        Some("shared") => Ok(super::Sharing::Shared),
+        Some("per_principal") => Ok(super::Sharing::PerPrincipal),
+        _ => Err((Some(field.to_string()), format!("must be \"shared\" or \"per_principal\", found {value}"))),
+    }
 }
 
 /// The variables of a dotenv file (`KEY=value` lines, `#` comments, quotes, `export`).

@@ -38,6 +38,8 @@ pub struct MissingInput {
     pub file: PathBuf,
     /// What the file declares of it (just the id when it declares nothing).
     pub input: InputDecl,
+    /// The servers of the file that use it.
+    pub servers: BTreeSet<String>,
 }
 
 /// The declarations in a file's `inputs` array (those without an id are skipped).
@@ -83,6 +85,21 @@ pub(crate) fn referenced(value: &Value) -> BTreeSet<String> {
     }
     let mut out = BTreeSet::new();
     walk(value, &mut out);
+    out
+}
+
+/// For each input id, the servers of `root` whose entries use it (in every shape of server
+/// map: `servers`, `mcpServers`, and ZCode's `mcpServers.servers`).
+pub(crate) fn users(root: &Value) -> BTreeMap<String, BTreeSet<String>> {
+    let maps = [root.get("servers"), root.get("mcpServers"), root.get("mcpServers").and_then(|m| m.get("servers"))];
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for map in maps.into_iter().flatten().filter_map(Value::as_object) {
+        for (server, entry) in map {
+            for id in referenced(entry) {
+                out.entry(id).or_default().insert(server.clone());
+            }
+        }
+    }
     out
 }
 

@@ -276,10 +276,38 @@ pub struct ServerConfig {
     /// Where tool definitions are deferred behind a search (`gateway --tool-search`), this
     /// server's tools are listed in full anyway (`always_load`, `alwaysLoad`; default false).
     pub always_load: bool,
+    /// Whether one connection serves every caller or each signed-in person gets their own
+    /// (`sharing`); `None`: as [`ServerConfig::per_person`] decides by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<Sharing>,
     /// Which kind of file it came from.
     pub scope: Scope,
     /// The file it came from.
     pub source: PathBuf,
+}
+
+/// Who a server's connection serves (`sharing`), where callers sign in ([`crate::identity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Sharing {
+    /// One connection (one process, one login) for everyone: it sees no person's secrets.
+    Shared,
+    /// A connection of each person's own, made on their first use with their login and
+    /// inputs, stopped when idle.
+    PerPrincipal,
+}
+
+impl ServerConfig {
+    /// Whether each signed-in person gets a connection of their own: never where no one signs
+    /// in (`team` false: one person), else as `sharing` says, by default for a remote server
+    /// (its login is a person's) and not for a local one.
+    pub fn per_person(&self, team: bool) -> bool {
+        team && match self.sharing {
+            Some(sharing) => sharing == Sharing::PerPrincipal,
+            None => matches!(self.transport, TransportConfig::Http(_)),
+        }
+    }
 }
 
 impl StdioConfig {
@@ -380,6 +408,10 @@ pub struct InvalidServer {
     pub message: String,
     /// Refused by the managed file (not a broken entry).
     pub denied: bool,
+    /// Its `sharing`, when it said one that could be read.
+    pub sharing: Option<Sharing>,
+    /// Whether it names a URL (a remote server) rather than a command.
+    pub remote: bool,
 }
 
 /// A server as configured: valid, or invalid with the reason.
@@ -396,6 +428,22 @@ pub enum ServerEntry {
 }
 
 impl ServerEntry {
+    /// Whether each signed-in person gets a connection of their own
+    /// ([`ServerConfig::per_person`]), for an invalid entry too (as far as it says: a server
+    /// that waits for a person's input is theirs).
+    pub fn per_person(&self, team: bool) -> bool {
+        match self {
+            ServerEntry::Valid(c) => c.per_person(team),
+            ServerEntry::Invalid(i) => {
+                team && !i.denied
+                    && match i.sharing {
+                        Some(sharing) => sharing == Sharing::PerPrincipal,
+                        None => i.remote,
+                    }
+            }
+        }
+    }
+
     /// The server's name.
     pub fn name(&self) -> &str {
         match self {

@@ -55,7 +55,8 @@ pub enum OAuthGrant {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DpopMode {
-    /// When the authorization server offers it (ES256 in `dpop_signing_alg_values_supported`).
+    /// When the authorization server offers it (ES256 in `dpop_signing_alg_values_supported`)
+    /// and the server's challenge, when it sent one, names the `DPoP` scheme.
     #[default]
     Auto,
     /// Always (a server that does not offer it gets proofs it may ignore).

@@ -26,9 +26,10 @@ use crate::error::Error;
 use crate::status::ServerStatus;
 
 impl Hub {
-    /// The token store this hub uses (`<data>/auth.json`).
+    /// The token store this hub uses (`<data>/auth.json`; a person's hub, theirs in
+    /// `<data>/people/<key>/`).
     pub fn token_store(&self) -> TokenStore {
-        TokenStore::in_dir(&self.inner.options.paths.data_dir)
+        TokenStore::in_dir(&self.inner.credentials)
     }
 
     fn http_config(&self, server: &str) -> Result<HttpConfig, Error> {

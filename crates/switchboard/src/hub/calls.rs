@@ -240,6 +240,29 @@ impl Hub {
         arguments: Option<JsonObject>,
         options: CallOptions,
     ) -> Result<ToolOutput, Error> {
+        // A signed-in caller's tools include their own servers' (see `people`).
+        if let Some(person) = options.caller.principal().and_then(|p| self.person(p)) {
+            let mut catalog = self.catalog_for(person.principal());
+            if catalog.tool(name).is_none() && person.wait_for(name, options.cancel.as_ref()).await {
+                catalog = self.catalog_for(person.principal());
+            }
+            match catalog.tool(name) {
+                Some(entry) if self.is_personal(&entry.server) => {
+                    let qualified = format!("{}/{}", entry.server, entry.tool.name);
+                    return Box::pin(person.call_tool(&qualified, arguments, options)).await;
+                }
+                Some(_) => {}
+                None if self
+                    .inner
+                    .all_slots()
+                    .iter()
+                    .any(|s| self.is_personal_slot(s) && crate::catalog::naming::may_belong(name, &s.name)) =>
+                {
+                    return Err(person.missing_tool(name));
+                }
+                None => {}
+            }
+        }
         let mut catalog = self.catalog();
         if catalog.tool(name).is_none() && self.wait_for(name, options.cancel.as_ref()).await {
             catalog = self.catalog();

@@ -42,6 +42,15 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
     let Some(config) = slot.config() else {
         return Err(StartFailure::new(FailureKind::ConfigInvalid, slot.state().status.summary()));
     };
+    // Each person's own: the host makes no connection of it (its people's hubs do).
+    if inner.person.is_none() && config.per_person(inner.options.team) {
+        if !matches!(slot.state().status, ServerStatus::PerPerson) {
+            slot.state().lists = Arc::default();
+            inner.rebuild_catalog();
+            inner.set_status(slot, ServerStatus::PerPerson);
+        }
+        return Err(StartFailure::new(FailureKind::Unsupported, ServerStatus::PerPerson.summary()));
+    }
     inner.set_status(slot, ServerStatus::Connecting);
     let epoch = slot.epoch.fetch_add(1, Ordering::SeqCst) + 1;
     let ctx = ConnectCtx {
@@ -54,7 +63,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         notification_rate: inner.options.notification_rate,
         elicitor: inner.options.elicitor.clone(),
         sampler: inner.options.sampler.clone(),
-        tokens: crate::auth::TokenStore::in_dir(&inner.options.paths.data_dir),
+        tokens: crate::auth::TokenStore::in_dir(&inner.credentials),
         paths: inner.options.paths.clone(),
         refusals: slot.refusals.clone(),
         roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),

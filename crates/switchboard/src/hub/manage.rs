@@ -16,6 +16,9 @@ impl Hub {
     /// trusted, connects it. Returns its status once the start has settled.
     pub async fn add_server(&self, entry: ServerEntry) -> Result<ServerStatus, Error> {
         let name = entry.name().to_string();
+        // Each person's own: their hubs get it too.
+        let personal = (self.inner.person.is_none() && super::personal(&self.inner.options, &entry))
+            .then(|| (entry.clone(), self.inner.people.all()));
         let slot = Arc::new(Slot::new(entry, |c| c.scope != Scope::Project || self.is_trusted(c)));
         let status = slot.state().status.clone();
         {
@@ -33,11 +36,19 @@ impl Hub {
         if matches!(status, ServerStatus::Connecting) {
             let _ = connect(&self.inner, &slot).await;
         }
+        if let Some((entry, hubs)) = personal {
+            for hub in hubs {
+                let _ = Box::pin(hub.add_server(entry.clone())).await;
+            }
+        }
         Ok(slot.state().status.clone())
     }
 
     /// Removes a server from the hub: its connection closes and its process tree ends.
     pub async fn remove_server(&self, name: &str) -> Result<(), Error> {
+        for hub in self.inner.people.all() {
+            let _ = Box::pin(hub.remove_server(name)).await;
+        }
         let slot = self
             .inner
             .slots

@@ -19,6 +19,7 @@ mod health;
 mod lease;
 mod manage;
 mod options;
+mod people;
 mod pipeline;
 mod reload;
 mod request;
@@ -42,7 +43,8 @@ pub use auth::Comeback;
 pub use calls::{CallOptions, ToolOutput};
 pub use complete::Completing;
 pub use follow::ConfigWatch;
-pub use options::HubOptions;
+pub use options::{HubOptions, PersonOptions};
+pub use people::PersonEvent;
 pub use request::RequestOptions;
 pub use retry::Reconnect;
 pub use view::{HubView, ViewFilter};
@@ -118,8 +120,15 @@ pub(crate) struct Inner {
     calls: AtomicU64,
     /// Where cut results are kept (`<data>/results`).
     spill_dir: Arc<std::path::Path>,
-    /// Policy, approvals and the audit log.
-    gate: crate::policy::gate::Gate,
+    /// Policy, approvals and the audit log (one for a hub and its people's).
+    gate: Arc<crate::policy::gate::Gate>,
+    /// Whose servers these are: `None` for the host's hub, a person for theirs
+    /// ([`Hub::person`]), which holds only the servers each person gets their own of.
+    person: Option<Arc<crate::identity::Principal>>,
+    /// Where logins are kept: the data folder, or `<data>/people/<key>` for a person's hub.
+    credentials: PathBuf,
+    /// The hubs of the people who signed in ([`people`]); none in a person's hub.
+    people: people::People,
     /// The text checks of servers' definitions ([`crate::screen::Scanner`]).
     /// The scanner's rules and the secret patterns, compiled in the background from the
     /// start ([`crate::screen::compiled`]).
@@ -153,6 +162,11 @@ impl Hub {
     /// Creates the hub and starts every enabled, trusted server in parallel. Returns at once;
     /// use [`Hub::ready`] to wait until every start has settled.
     pub fn start(config: &LoadedConfig, options: HubOptions) -> Hub {
+        Hub::start_part(config, options, Part::Host)
+    }
+
+    /// A hub of the host's servers ([`Part::Host`]), or of one person's own.
+    fn start_part(config: &LoadedConfig, options: HubOptions, part: Part) -> Hub {
         let trust = TrustStore::open(&options.paths.data_dir);
         if let Err(e) = &trust {
             tracing::warn!("{e}; project servers stay untrusted");
@@ -160,12 +174,23 @@ impl Hub {
         let events = crate::events::EventBus::default();
         let (changed, _) = watch::channel(0);
         let mut slots = BTreeMap::new();
+        let person = match &part {
+            Part::Host => None,
+            Part::Person { principal, .. } => Some(principal.clone()),
+        };
         for (name, entry) in &config.servers {
-            if options.only.as_ref().is_some_and(|only| !only.contains(name)) {
+            if !wanted(&options, person.is_some(), name, entry) {
                 continue;
             }
             let trusted = |c: &ServerConfig| trust.as_ref().is_ok_and(|t| t.is_trusted(&config.project_root, c));
-            slots.insert(name.clone(), Arc::new(Slot::new(entry.clone(), trusted)));
+            let slot = Slot::new(entry.clone(), trusted);
+            // The host makes no connection of a server each person gets their own of.
+            if person.is_none() && personal(&options, entry) && matches!(slot.state().status, ServerStatus::Connecting)
+            {
+                slot.state().status = ServerStatus::PerPerson;
+                slot.mark_started();
+            }
+            slots.insert(name.clone(), Arc::new(slot));
         }
         let n = HUB_COUNTER.fetch_add(1, Ordering::Relaxed);
         let id = format!("{}-{n}", std::process::id());
@@ -189,7 +214,14 @@ impl Hub {
         }
         let record = crate::process::record::Record::new(&options.paths.data_dir, &id);
         let spill_dir = Arc::from(options.paths.data_dir.join("results"));
-        let gate = crate::policy::gate::Gate::new(config, &options.paths.data_dir);
+        let (gate, checks, credentials) = match part {
+            Part::Host => (
+                Arc::new(crate::policy::gate::Gate::new(config, &options.paths.data_dir)),
+                crate::screen::compiled::Compiled::warming(),
+                options.paths.data_dir.clone(),
+            ),
+            Part::Person { gate, checks, credentials, .. } => (gate, checks, credentials),
+        };
         // Its servers learn which configs the connection passed through, itself included.
         let config_id = crate::workspace::config_key(config);
         let chain = crate::chain::Chain::inherited(&options.host_env).with(&config_id).to_value();
@@ -197,7 +229,10 @@ impl Hub {
             chain,
             config_id,
             gate,
-            checks: crate::screen::compiled::Compiled::warming(),
+            checks,
+            person,
+            credentials,
+            people: people::People::new(config),
             tool_names: Mutex::default(),
             spill_dir,
             host_env: Arc::new(options.host_env.clone()),
@@ -396,6 +431,8 @@ impl Hub {
     /// 2 s even when servers ignore signals.
     pub async fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
+        let people = self.inner.people.take_all();
+        let people = futures::future::join_all(people.iter().map(|hub| Box::pin(hub.shutdown())));
         for task in self.inner.tasks.lock().unwrap_or_else(PoisonError::into_inner).drain(..) {
             task.abort();
         }
@@ -406,7 +443,7 @@ impl Hub {
         let closes = futures::future::join_all(conns.iter().map(|c| c.close()));
         let kills = futures::future::join_all(trees.iter().map(|t| t.terminate()));
         // Past the bound the supervisors finish on their own (they see this process go).
-        let _ = tokio::time::timeout(bound, futures::future::join(closes, kills)).await;
+        let _ = tokio::time::timeout(bound, futures::future::join3(closes, kills, people)).await;
         // Calls that ended with their servers are in the log too.
         self.inner.gate.flush();
     }
@@ -437,6 +474,32 @@ fn info(slot: &Slot) -> ServerInfo {
             _ => None,
         }),
     }
+}
+
+/// Which servers a hub holds.
+enum Part {
+    /// The host's: every server (those each person gets their own of, unconnected).
+    Host,
+    /// One person's own servers, sharing the host's policy, audit and checks.
+    Person {
+        principal: Arc<crate::identity::Principal>,
+        gate: Arc<crate::policy::gate::Gate>,
+        checks: Arc<crate::screen::compiled::Compiled>,
+        /// Their folder, where their logins are kept.
+        credentials: PathBuf,
+    },
+}
+
+/// Whether `entry` is a server each person gets a connection of their own of, in a hub run
+/// with `options`.
+fn personal(options: &HubOptions, entry: &crate::config::ServerEntry) -> bool {
+    entry.per_person(options.team)
+}
+
+/// Whether a hub (a person's: `person`) holds the server `name`: the host's holds every one
+/// `only` lets in, a person's those of them each person gets their own of.
+fn wanted(options: &HubOptions, person: bool, name: &str, entry: &crate::config::ServerEntry) -> bool {
+    options.only.as_ref().is_none_or(|only| only.contains(name)) && (!person || personal(options, entry))
 }
 
 impl Inner {

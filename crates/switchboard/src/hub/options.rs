@@ -52,7 +52,24 @@ pub struct HubOptions {
     /// Whether hidden characters are removed from what servers say or only found
     /// (default: removed; see [`Screening`](crate::screen::Screening)).
     pub screening: crate::screen::Screening,
+    /// Callers sign in (a gateway or `serve` with `identity`): a server whose `sharing` says
+    /// so ([`ServerConfig::per_person`](crate::config::ServerConfig::per_person)) gets a
+    /// connection of each person's own ([`Hub::person`](crate::Hub::person)) and none of the
+    /// host's. Default false: one person, every server shared.
+    pub team: bool,
+    /// How the hub of one person's own servers ([`Hub::person`](crate::Hub::person)) is
+    /// told apart from the host's: who answers their servers' questions. Without it their
+    /// servers ask no one (no elicitor, sampler or roots of the host's reach them).
+    pub person_options: Option<PersonOptions>,
+    /// How the config was loaded, so that each person's hub loads it again with their own
+    /// input values (`${input:ID}`, kept in `<data>/people/<key>/inputs.json`,
+    /// [`Hub::give_input`](crate::Hub::give_input)); without it a person's hub takes the
+    /// host's config as it is (the host's input values).
+    pub person_config: Option<crate::config::LoadOptions>,
 }
+
+/// Makes a person's hub's options from the host's ([`HubOptions::person_options`]).
+pub type PersonOptions = Arc<dyn Fn(&crate::identity::Principal, HubOptions) -> HubOptions + Send + Sync + 'static>;
 
 impl std::fmt::Debug for HubOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,6 +84,7 @@ impl std::fmt::Debug for HubOptions {
             .field("roots", &self.roots)
             .field("reconnect", &self.reconnect)
             .field("screening", &self.screening)
+            .field("team", &self.team)
             .finish_non_exhaustive()
     }
 }
@@ -90,6 +108,9 @@ impl HubOptions {
             results_max_bytes: 500 * 1000 * 1000,
             notification_rate: crate::transport::flood::DEFAULT_RATE,
             screening: crate::screen::Screening::Remove,
+            team: false,
+            person_options: None,
+            person_config: None,
         }
     }
 
@@ -132,6 +153,24 @@ impl HubOptions {
     /// ([`Screening::Keep`](crate::screen::Screening::Keep)).
     pub fn screening(mut self, screening: crate::screen::Screening) -> Self {
         self.screening = screening;
+        self
+    }
+
+    /// For callers who sign in: servers shared or each person's own as their `sharing` says.
+    pub fn team(mut self, team: bool) -> Self {
+        self.team = team;
+        self
+    }
+
+    /// With who answers the questions of each person's own servers.
+    pub fn person_options(mut self, f: PersonOptions) -> Self {
+        self.person_options = Some(f);
+        self
+    }
+
+    /// With each person's own input values, from the config loaded again with `options`.
+    pub fn person_config(mut self, options: crate::config::LoadOptions) -> Self {
+        self.person_config = Some(options);
         self
     }
 

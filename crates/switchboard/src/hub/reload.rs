@@ -19,6 +19,7 @@ fn needs_restart(old: &ServerConfig, new: &ServerConfig) -> bool {
         || old.protocol_version != new.protocol_version
         || old.max_message_bytes != new.max_message_bytes
         || old.scope != new.scope
+        || old.sharing != new.sharing
 }
 
 impl Hub {
@@ -80,6 +81,8 @@ impl Hub {
         // The policy changed: decisions cached in the catalog's entries are made anew.
         self.inner.rebuild_catalog();
         self.inner.changed.send_modify(|n| *n += 1);
+        self.inner.people.set_config(config);
+        self.reload_people().await;
         report
     }
 

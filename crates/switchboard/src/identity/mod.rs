@@ -139,6 +139,24 @@ pub struct Principal {
     pub scopes: Vec<String>,
 }
 
+impl Principal {
+    /// A stable key for this person that says nothing of them: the first 128 bits of
+    /// SHA-256 over issuer and subject, in hex (their folder under `<data>/people/`).
+    pub fn key(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        hash.update(self.issuer.as_bytes());
+        hash.update([0]);
+        hash.update(self.subject.as_bytes());
+        hash.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// How to name them to people: their name, else their subject.
+    pub fn shown(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.subject)
+    }
+}
+
 /// Why a token is refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -1,0 +1,122 @@
+// One person of a team at a gateway whose callers sign in, with an upstream each person signs
+// in to as themselves (`whoami_upstream.mjs` behind a second OpenID provider): the TypeScript
+// SDK 1.x client signs in to the gateway through its own OAuth support as <login>, declares
+// URL-mode elicitation, and when the gateway asks it to open the upstream's sign-in (an
+// `elicitation/create` with `mode: "url"`) accepts, and plays the browser: signs in to the
+// upstream's provider as <login>, consents, and lands on the gateway's `/oauth/callback`. Then
+// it waits for the upstream's tool to be listed and calls it <calls> times, 25 in flight.
+//
+//   node team_client.mjs <sdk folder> <gateway /mcp URL> <login> <calls> [<tool suffix>]
+//
+// A URL that is the gateway's own page for the person's values (`/inputs?state=`) is filled
+// in with `<login>-token` for every field. The tool called is the one whose name ends with
+// <tool suffix> (default `whoami`).
+//
+// Prints one JSON object: the gateway token's claims and digest, the elicitations it got and
+// the ones it was told are complete, where the browser landed, the tools listed, and what the
+// upstream said of each call (whose token: `sub` and token digest, counted; other tools'
+// texts, counted).
+import { createHash } from "node:crypto";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [sdkDir, gateway, login, count, suffix = "whoami"] = process.argv.slice(2);
+const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
+const { Client } = await load("client/index.js");
+const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
+const { UnauthorizedError } = await load("client/auth.js");
+const { ElicitRequestSchema, ElicitationCompleteNotificationSchema } = await load("types.js");
+const { Browser, OAuthState, REDIRECT } = await import(new URL("./browser.mjs", import.meta.url).href);
+
+const digest = (token) => createHash("sha256").update(token).digest("hex").slice(0, 16);
+const callback = `${new URL(gateway).origin}/oauth/callback`;
+const state = new OAuthState();
+const elicited = [];
+const completed = [];
+const landed = [];
+
+function client() {
+  const c = new Client({ name: `team-${login}`, version: "1.0.0" }, { capabilities: { elicitation: { url: {} } } });
+  c.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const p = request.params;
+    elicited.push({ mode: p.mode, url: p.url, elicitationId: p.elicitationId, message: p.message });
+    if (p.mode !== "url") return { action: "decline" };
+    // The person agreed to open it: the answer goes back now, the browser takes its time.
+    landed.push(
+      (async () => {
+        if (new URL(p.url).pathname === "/inputs") return fillIn(p.url);
+        const back = await new Browser(login, callback).signIn(p.url);
+        const res = await fetch(back.href);
+        return { status: res.status, at: back.origin + back.pathname, page: (await res.text()).slice(0, 300) };
+      })().catch((e) => ({ error: String(e) })),
+    );
+    return { action: "accept" };
+  });
+  c.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => completed.push(n.params.elicitationId));
+  return c;
+}
+
+/** The gateway's page for this person's values: every field given `<login>-token`. */
+async function fillIn(url) {
+  const page = await (await fetch(url)).text();
+  const fields = [...page.matchAll(/<input name="([^"]+)" type="(text|password)"/g)].map((m) => m[1]);
+  const body = new URLSearchParams({ state: new URL(url).searchParams.get("state") });
+  for (const f of fields) body.set(f, `${login}-token`);
+  const res = await fetch(new URL("/inputs", url), { method: "POST", body });
+  return { status: res.status, at: "/inputs", fields, page: (await res.text()).slice(0, 300) };
+}
+
+async function connect() {
+  const c = client();
+  await c.connect(new StreamableHTTPClientTransport(new URL(gateway), { authProvider: state }));
+  return c;
+}
+
+let c;
+try {
+  c = await connect();
+} catch (e) {
+  if (!(e instanceof UnauthorizedError) || !state.authorizationUrl) throw e;
+  const back = await new Browser(login, REDIRECT).signIn(state.authorizationUrl);
+  await new StreamableHTTPClientTransport(new URL(gateway), { authProvider: state }).finishAuth(back.searchParams.get("code"));
+  c = await connect();
+}
+
+// The upstream's tool, once this person's login to it is done (told by `list_changed`, or
+// found on looking again).
+let tools = [];
+const until = Date.now() + 30000;
+while (Date.now() < until) {
+  tools = (await c.listTools()).tools.map((t) => t.name);
+  if (tools.some((t) => t.endsWith(suffix))) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
+const whoami = tools.find((t) => t.endsWith(suffix));
+const report = { subs: {}, digests: {}, texts: {}, errors: [] };
+if (whoami) {
+  let left = Number(count);
+  const worker = async () => {
+    while (left > 0) {
+      left--;
+      try {
+        const r = await c.callTool({ name: whoami, arguments: {} });
+        const text = r.content.map((c) => c.text ?? "").join("");
+        if (suffix !== "whoami") {
+          report.texts[text] = (report.texts[text] ?? 0) + 1;
+          continue;
+        }
+        const said = JSON.parse(text);
+        report.subs[said.sub] = (report.subs[said.sub] ?? 0) + 1;
+        report.digests[said.token] = (report.digests[said.token] ?? 0) + 1;
+      } catch (e) {
+        report.errors.push(String(e));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 25 }, worker));
+}
+const browser = await Promise.all(landed);
+await c.close();
+const token = state.tokens()?.access_token ?? "";
+const claims = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString() || "null");
+process.stdout.write(JSON.stringify({ claims, token: digest(token), elicited, completed, browser, tools, whoami: report }) + "\n");

@@ -1,0 +1,254 @@
+//! Each person's own upstream credentials. A team's gateway (callers sign in through the
+//! organisation's OpenID provider) in front of an upstream protected by a second, separate
+//! authorization server (`whoami_upstream.mjs`: the TypeScript SDK server with its bearer
+//! middleware, tokens checked with `jose`; its tool says whose token each request carried).
+//! The upstream is `sharing: per_principal` by default (a remote server in a team), so the
+//! gateway makes no connection of its own: Alice and Bob each get asked, by URL-mode
+//! elicitation, to sign in to it as themselves; their browsers come back to the gateway; then
+//! 1,000 calls from both at once each reach the upstream with their own caller's token.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Child, Command, Stdio};
+
+use common::Home;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use switchboard_testkit::oidc::Provider;
+
+/// The upstream each person signs in to, protected by `issuer`.
+struct Upstream {
+    url: String,
+    child: Child,
+}
+
+impl Upstream {
+    fn start(issuer: &str) -> Upstream {
+        let mut child = Command::new(switchboard_testkit::node22_bin().join("node"))
+            .arg(common::script("whoami_upstream.mjs"))
+            .arg(switchboard_testkit::node_peers())
+            .arg(issuer)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let said: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("the upstream did not start: {line}"));
+        Upstream { url: said["url"].as_str().unwrap().to_string(), child }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The SDK client of `login`, signed in to the gateway at `url`, making `calls` calls.
+fn person(url: &str, login: &str, calls: usize) -> Command {
+    let mut c = Command::new(switchboard_testkit::node22_bin().join("node"));
+    c.arg(common::script("team_client.mjs"))
+        .arg(switchboard_testkit::node_peers())
+        .arg(url)
+        .arg(login)
+        .arg(calls.to_string());
+    c
+}
+
+fn digest(token: &str) -> String {
+    Sha256::digest(token.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every string in a JSON document, at any depth.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+        Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers_token() {
+    let (org, theirs) =
+        tokio::join!(tokio::task::spawn_blocking(Provider::start), tokio::task::spawn_blocking(Provider::start));
+    let (org, theirs) = (org.unwrap(), theirs.unwrap());
+    let upstream = Upstream::start(&theirs.issuer);
+    let home = Home::new(false);
+    home.edit(|config| {
+        config["identity"] = json!({"issuers": [org.issuer], "scopes": ["mcp"]});
+        config["servers"]["up"] = json!({"url": upstream.url});
+    });
+    let (gateway, url) = common::http_gateway(&home, &[]);
+    let origin = url.trim_end_matches("/mcp").to_string();
+
+    // Alice and Bob at once, 500 calls each, 25 in flight each.
+    let (alice, bob) = (person(&url, "alice", 500), person(&url, "bob", 500));
+    let (alice, bob) = tokio::join!(
+        tokio::task::spawn_blocking(move || common::report(alice)),
+        tokio::task::spawn_blocking(move || common::report(bob))
+    );
+    let (alice, bob) = (alice.unwrap(), bob.unwrap());
+    let mut seen = BTreeMap::new();
+    for (login, r) in [("alice", &alice), ("bob", &bob)] {
+        assert_eq!(r["claims"]["sub"], login, "signed in to the gateway as themselves: {r}");
+        // Asked once, by URL-mode elicitation, to sign in to the upstream's own provider,
+        // coming back to the gateway; told when it was done.
+        let asked = r["elicited"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{r}");
+        let at = reqwest::Url::parse(asked[0]["url"].as_str().unwrap()).unwrap();
+        assert_eq!(asked[0]["mode"], "url", "{r}");
+        assert!(at.as_str().starts_with(&theirs.issuer), "the upstream's provider, not the organisation's: {r}");
+        let query: BTreeMap<_, _> = at.query_pairs().into_owned().collect();
+        assert_eq!(query.get("redirect_uri"), Some(&format!("{origin}/oauth/callback")), "{r}");
+        assert_eq!(query.get("resource"), Some(&upstream.url), "{r}");
+        assert_eq!(r["browser"][0]["status"], 200, "the gateway finished the sign-in: {r}");
+        assert_eq!(r["completed"], json!([asked[0]["elicitationId"]]), "{r}");
+        // Every call reached the upstream with this person's token, and only theirs.
+        assert_eq!(r["whoami"]["errors"], json!([]), "{r}");
+        assert_eq!(r["whoami"]["subs"], json!({login: 500}), "{r}");
+        let digests: Vec<String> = r["whoami"]["digests"].as_object().unwrap().keys().cloned().collect();
+        assert!(!digests.contains(&r["token"].as_str().unwrap().to_string()), "the gateway's token went upstream: {r}");
+        seen.insert(login, digests);
+    }
+    assert!(seen["alice"].iter().all(|d| !seen["bob"].contains(d)), "a token served both: {seen:?}");
+
+    // Each login is kept in its person's own folder (0600), none in the host's.
+    let data = switchboard_testkit::data_dir(home.path());
+    let host: Value =
+        std::fs::read(data.join("auth.json")).map(|b| serde_json::from_slice(&b).unwrap()).unwrap_or_default();
+    assert!(!host.to_string().contains(&upstream.url), "the host keeps no login to it: {host}");
+    let mut owners = Vec::new();
+    for folder in std::fs::read_dir(data.join("people")).unwrap().flatten() {
+        let file = folder.path().join("auth.json");
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+        let mut kept = Vec::new();
+        strings(&serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap(), &mut kept);
+        let kept: Vec<String> = kept.iter().map(|s| digest(s)).collect();
+        let whose: Vec<&str> =
+            seen.iter().filter(|(_, d)| d.iter().any(|d| kept.contains(d))).map(|(p, _)| *p).collect();
+        assert_eq!(whose.len(), 1, "{} holds the token of exactly one person: {whose:?}", file.display());
+        owners.push(whose[0]);
+    }
+    owners.sort();
+    assert_eq!(owners, ["alice", "bob"]);
+
+    // Someone who has not signed in to it (a service account of the organisation's provider):
+    // a call gets -32042 with their own sign-in, never Alice's or Bob's login.
+    let robot = common::client_token(&org.token_endpoint(), "robot", &url).await;
+    let r = common::post_mcp(&url, Some(&robot), None, &common::initialize()).await;
+    let session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap().to_string();
+    let _ = r.text().await;
+    let tool = alice["tools"].as_array().unwrap().iter().find(|t| t.as_str().unwrap().ends_with("whoami")).unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {}}});
+    let said = common::post_mcp(&url, Some(&robot), Some(&session), &call).await.text().await.unwrap();
+    let said: Value = said
+        .lines()
+        .find_map(|l| l.strip_prefix("data: ").and_then(|d| serde_json::from_str(d).ok()))
+        .or_else(|| serde_json::from_str(&said).ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(said["error"]["code"], -32042, "{said}");
+    let elicitation = &said["error"]["data"]["elicitations"][0];
+    assert_eq!(elicitation["mode"], "url", "{said}");
+    assert!(elicitation["url"].as_str().unwrap().starts_with(&theirs.issuer), "{said}");
+    assert!(said["error"]["message"].as_str().unwrap().contains("sign in"), "{said}");
+
+    // A gateway started again keeps every login: Alice is not asked again.
+    drop(gateway);
+    let (_gateway, url) = common::http_gateway(&home, &[]);
+    let again = tokio::task::spawn_blocking(move || common::report(person(&url, "alice", 3))).await.unwrap();
+    assert_eq!(again["elicited"], json!([]), "{again}");
+    assert_eq!(again["whoami"]["subs"], json!({"alice": 3}), "{again}");
+}
+
+/// `MY_TOKEN` in a process's environment (`/proc/<pid>/environ`).
+fn token_of(pid: i32) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    environ
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"MY_TOKEN="))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+/// A local server each person gets their own of (`sharing: per_principal`), whose config takes
+/// a value only the person has (`${input:my_token}` in its env): Alice and Bob are each sent
+/// to the gateway's own page for it (URL-mode elicitation), give theirs, and each gets a
+/// process of their own (`@modelcontextprotocol/server-everything`) started with their value
+/// and no one else's (read back through `/proc`); the host starts none, keeps no value, and
+/// the processes stop when idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_person_gets_their_own_local_server_started_with_their_own_values() {
+    let org = tokio::task::spawn_blocking(Provider::start).await.unwrap();
+    let marker = switchboard_testkit::unique_marker("per-person");
+    let home = Home::new(false);
+    home.edit(|config| {
+        config["identity"] = json!({"issuers": [org.issuer], "scopes": ["mcp"]});
+        config["inputs"] =
+            json!([{"type": "promptString", "id": "my_token", "description": "Your token", "password": true}]);
+        config["servers"]["mine"] = json!({
+            "command": switchboard_testkit::node22_bin().join("node"),
+            "args": [switchboard_testkit::node_peer("server-everything"), "stdio", marker],
+            "env": {"MY_TOKEN": "${input:my_token}"},
+            "sharing": "per_principal",
+            "idle_shutdown_ms": 1500,
+        });
+    });
+    let (gateway, url) = common::http_gateway(&home, &[]);
+    let (mut alice, mut bob) = (person(&url, "alice", 20), person(&url, "bob", 20));
+    alice.arg("get-env");
+    bob.arg("get-env");
+    let (alice, bob) = tokio::join!(
+        tokio::task::spawn_blocking(move || common::report(alice)),
+        tokio::task::spawn_blocking(move || common::report(bob))
+    );
+    let (alice, bob) = (alice.unwrap(), bob.unwrap());
+    for (login, r) in [("alice", &alice), ("bob", &bob)] {
+        let asked = r["elicited"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{r}");
+        let at = asked[0]["url"].as_str().unwrap();
+        assert!(
+            at.starts_with(&format!("{}/inputs?state=", url.trim_end_matches("/mcp"))),
+            "the gateway's own page: {r}"
+        );
+        assert!(!asked[0]["message"].as_str().unwrap().contains("token"), "no value in the message: {r}");
+        assert_eq!(r["browser"][0]["status"], 200, "{r}");
+        assert_eq!(r["completed"], json!([asked[0]["elicitationId"]]), "{r}");
+        assert_eq!(r["whoami"]["errors"], json!([]), "{r}");
+        let texts = r["whoami"]["texts"].as_object().unwrap();
+        assert_eq!(texts.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), 20, "{r}");
+        // The server's own secret is redacted in what it returns (policy.secrets: redact).
+        assert!(texts.keys().all(|t| !t.contains(&format!("{login}-token"))), "{r}");
+    }
+    // Two processes, each with its person's value and no other.
+    let pids = switchboard_testkit::pids_with_arg(&marker);
+    let mut tokens: Vec<String> = pids.iter().filter_map(|p| token_of(*p)).collect();
+    tokens.sort();
+    tokens.dedup();
+    assert_eq!(tokens, ["alice-token", "bob-token"], "{pids:?}");
+    // Kept per person, 0600; the host's file has none.
+    let data = switchboard_testkit::data_dir(home.path());
+    let host = std::fs::read_to_string(data.join("inputs.json")).unwrap_or_default();
+    assert!(!host.contains("-token"), "{host}");
+    let mut kept = Vec::new();
+    for folder in std::fs::read_dir(data.join("people")).unwrap().flatten() {
+        let file = folder.path().join("inputs.json");
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600, "{}", file.display());
+        kept.push(std::fs::read_to_string(&file).unwrap());
+    }
+    assert_eq!(kept.len(), 2);
+    assert!(kept.iter().all(|k| k.contains("alice-token") != k.contains("bob-token")), "{kept:?}");
+    // Unused past its idle time, each person's process stops.
+    let left = switchboard_testkit::wait_gone(&marker, std::time::Duration::from_secs(15));
+    assert!(left.is_empty(), "still running: {left:?}");
+    drop(gateway);
+}

@@ -1,0 +1,296 @@
+//! Each signed-in person's own servers. In a hub run for callers who sign in
+//! ([`HubOptions::team`](super::HubOptions)), a server whose `sharing` is `per_principal` (by
+//! default a remote one: its login is a person's) gets no connection of the host's; each
+//! person gets a hub of their own for such servers, made on their first request
+//! ([`Hub::person`]): their logins kept in `<data>/people/<key>/` (never the host's, never
+//! another person's), their processes started on first use and stopped by the same idle lease
+//! as any, the host's policy, audit and checks shared. What they see is the host's catalog
+//! and their own ([`Hub::catalog_for`]); a request names its caller and goes to the hub that
+//! holds the server ([`Hub::route`]). Their hub's events go to the host's subscribers of
+//! people's events ([`Hub::subscribe_people`]), marked as theirs, never to the host's bus.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+
+use tokio::sync::broadcast;
+
+use super::{Hub, Part};
+use crate::catalog::{Catalog, CompiledFilter, ServerLists};
+use crate::config::LoadedConfig;
+use crate::error::Error;
+use crate::events::{Event, ReloadReport};
+use crate::identity::Principal;
+use crate::status::ServerStatus;
+
+/// An event of one person's hub.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PersonEvent {
+    /// Whose ([`Principal::key`]).
+    pub person: Arc<str>,
+    /// What happened.
+    pub event: Event,
+}
+
+/// The people's hubs of a host's hub.
+pub(super) struct People {
+    /// The config their hubs start from (the host's, as last loaded).
+    config: RwLock<Arc<LoadedConfig>>,
+    hubs: Mutex<HashMap<String, Arc<Person>>>,
+    events: broadcast::Sender<PersonEvent>,
+}
+
+struct Person {
+    hub: Hub,
+    /// The host's catalog and theirs as one, for the snapshots it was made of.
+    merged: Mutex<Merged>,
+}
+
+#[derive(Default)]
+struct Merged {
+    host: Weak<Catalog>,
+    own: Weak<Catalog>,
+    catalog: Arc<Catalog>,
+}
+
+impl People {
+    pub(super) fn new(config: &LoadedConfig) -> People {
+        People {
+            config: RwLock::new(Arc::new(config.clone())),
+            hubs: Mutex::default(),
+            events: broadcast::channel(1024).0,
+        }
+    }
+
+    fn hubs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Person>>> {
+        self.hubs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The config as it is now.
+    pub(super) fn config(&self) -> Arc<LoadedConfig> {
+        self.config.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Takes a new config (a hub's, as it runs now).
+    pub(super) fn set_config(&self, config: &LoadedConfig) {
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config.clone());
+    }
+
+    /// Every person's hub.
+    pub(super) fn all(&self) -> Vec<Hub> {
+        self.hubs().values().map(|p| p.hub.clone()).collect()
+    }
+
+    /// Forgets every person's hub (the host's is shutting down); returns them, to shut down.
+    pub(super) fn take_all(&self) -> Vec<Hub> {
+        self.hubs().drain().map(|(_, p)| p.hub.clone()).collect()
+    }
+}
+
+impl Hub {
+    /// Whether some server gets a connection of each person's own (in a hub for callers who
+    /// sign in: [`HubOptions::team`](super::HubOptions)).
+    pub fn has_personal_servers(&self) -> bool {
+        self.inner.person.is_none() && self.inner.all_slots().iter().any(|s| self.is_personal_slot(s))
+    }
+
+    /// Whether `server` is one each person gets their own connection of.
+    pub fn is_personal(&self, server: &str) -> bool {
+        self.inner.person.is_none() && self.inner.slot(server).is_ok_and(|s| self.is_personal_slot(&s))
+    }
+
+    pub(super) fn is_personal_slot(&self, slot: &super::Slot) -> bool {
+        slot.entry().per_person(self.inner.options.team)
+    }
+
+    /// Whose servers this hub holds: `None` for the host's hub.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.inner.person.as_deref()
+    }
+
+    /// The hub of `principal`'s own servers, made (its servers starting) on first need;
+    /// `None` when no server is each person's own. Their logins are kept in
+    /// `<data>/people/<key>/`; their statuses, logins and logouts are this hub's.
+    pub fn person(&self, principal: &Principal) -> Option<Hub> {
+        self.person_entry(principal).map(|p| p.hub.clone())
+    }
+
+    fn person_entry(&self, principal: &Principal) -> Option<Arc<Person>> {
+        if !self.has_personal_servers() || self.inner.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
+        let key = principal.key();
+        let people = &self.inner.people;
+        if let Some(p) = people.hubs().get(&key) {
+            return Some(p.clone());
+        }
+        let credentials = self.inner.options.paths.data_dir.join("people").join(&key);
+        if let Err(e) = crate::fsutil::create_private_dir(&credentials) {
+            tracing::warn!("the folder of {}'s logins: {e}", principal.shown());
+        }
+        let config = self.config_of(&credentials);
+        let part = Part::Person {
+            principal: Arc::new(principal.clone()),
+            gate: self.inner.gate.clone(),
+            checks: self.inner.checks.clone(),
+            credentials,
+        };
+        let mut hubs = people.hubs();
+        // Another request may have made it meanwhile.
+        if let Some(p) = hubs.get(&key) {
+            return Some(p.clone());
+        }
+        let mut options = self.inner.options.clone();
+        options.elicitor = None;
+        options.sampler = None;
+        options.roots_source = None;
+        if let Some(make) = self.inner.options.person_options.clone() {
+            options = make(principal, options);
+        }
+        let hub = Hub::start_part(&config, options, part);
+        forward(&hub, key.clone().into(), people.events.clone());
+        tracing::info!(person = %principal.shown(), "started the servers of a person's own");
+        let person = Arc::new(Person { hub, merged: Mutex::default() });
+        hubs.insert(key, person.clone());
+        Some(person)
+    }
+
+    /// The config as the person whose folder is `folder` has it: loaded again with their input
+    /// values when the host says how ([`HubOptions::person_config`](super::HubOptions)).
+    fn config_of(&self, folder: &Path) -> Arc<LoadedConfig> {
+        match &self.inner.options.person_config {
+            Some(options) => {
+                let mut options = options.clone();
+                options.inputs_file = Some(folder.join("inputs.json"));
+                Arc::new(crate::config::load(&options))
+            }
+            None => self.inner.people.config(),
+        }
+    }
+
+    /// The inputs (`${input:ID}`) this hub's servers use that have no value yet: for a
+    /// person's hub, theirs, of their own servers.
+    pub fn inputs_missing(&self) -> Vec<crate::config::MissingInput> {
+        let mut missing = self.inner.people.config().inputs_missing.clone();
+        missing.retain(|m| m.servers.iter().any(|s| self.inner.slot(s).is_ok()));
+        missing
+    }
+
+    /// Keeps `value` for the input `id` of `file` as this person's own (a person's hub only:
+    /// `<data>/people/<key>/inputs.json`, 0600), then loads their config again so that their
+    /// servers that waited for it start.
+    pub async fn give_input(&self, file: &Path, id: &str, value: &str) -> Result<ReloadReport, Error> {
+        if self.inner.person.is_none() || self.inner.options.person_config.is_none() {
+            return Err(Error::Invalid {
+                message: "only a person's own hub, on a host that loads their config, keeps their inputs".into(),
+            });
+        }
+        let store = crate::config::InputStore::at(self.inner.credentials.join("inputs.json"));
+        let (file, id, value) = (file.to_path_buf(), id.to_string(), value.to_string());
+        tokio::task::spawn_blocking(move || store.set(&file, &id, &value))
+            .await
+            .map_err(|e| Error::storage(format!("keeping an input: {e}"), e))?
+            .map_err(|e| Error::storage(format!("keeping an input: {e}"), e))?;
+        let config = self.config_of(&self.inner.credentials);
+        Ok(self.reload(&config).await)
+    }
+
+    /// The people whose hubs run now, each with their servers.
+    pub fn people(&self) -> Vec<(Principal, Vec<super::ServerInfo>)> {
+        let mut all: Vec<_> = self
+            .inner
+            .people
+            .all()
+            .into_iter()
+            .filter_map(|hub| Some((hub.principal()?.clone(), hub.servers())))
+            .collect();
+        all.sort_by(|a, b| (&a.0.issuer, &a.0.subject).cmp(&(&b.0.issuer, &b.0.subject)));
+        all
+    }
+
+    /// What `principal` sees: the host's catalog and their own servers' as one (the host's
+    /// alone when they have none, or for no one).
+    pub fn catalog_for(&self, principal: Option<&Principal>) -> Arc<Catalog> {
+        let host = self.catalog();
+        let Some(person) = principal.and_then(|p| self.person_entry(p)) else { return host };
+        let own = person.hub.catalog();
+        let mut merged = person.merged.lock().unwrap_or_else(PoisonError::into_inner);
+        // The weak references keep the snapshots' allocations, so no address is reused.
+        if Weak::ptr_eq(&merged.host, &Arc::downgrade(&host)) && Weak::ptr_eq(&merged.own, &Arc::downgrade(&own)) {
+            return merged.catalog.clone();
+        }
+        let mut lists: Vec<(String, Arc<ServerLists>, Arc<CompiledFilter>)> = Vec::new();
+        for hub in [self, &person.hub] {
+            for slot in hub.inner.all_slots() {
+                if hub.inner.person.is_none() && self.is_personal_slot(&slot) {
+                    continue;
+                }
+                lists.push((slot.name.clone(), slot.state().lists.clone(), slot.filter()));
+            }
+        }
+        let catalog = Arc::new(Catalog::build(lists.iter().map(|(n, l, f)| (n.as_str(), &**l, &**f))));
+        *merged = Merged { host: Arc::downgrade(&host), own: Arc::downgrade(&own), catalog: catalog.clone() };
+        catalog
+    }
+
+    /// The hub that holds `server` for `principal`: theirs for a server each person gets their
+    /// own of (an error naming why for no one), else this one.
+    pub fn route(&self, server: &str, principal: Option<&Principal>) -> Result<Hub, Error> {
+        if !self.is_personal(server) {
+            return Ok(self.clone());
+        }
+        match principal.and_then(|p| self.person(p)) {
+            Some(hub) => Ok(hub),
+            None => Err(Error::not_connected(server, &ServerStatus::PerPerson)),
+        }
+    }
+
+    /// Why `name` is not in what `principal` sees ([`Hub::missing_tool`], in their own hub for
+    /// a name of a server each person gets their own of).
+    pub fn missing_tool_for(&self, name: &str, principal: Option<&Principal>) -> Error {
+        let theirs = self
+            .inner
+            .all_slots()
+            .iter()
+            .any(|s| self.is_personal_slot(s) && crate::catalog::naming::may_belong(name, &s.name));
+        match principal.filter(|_| theirs).and_then(|p| self.person(p)) {
+            Some(person) => person.missing_tool(name),
+            None => self.missing_tool(name),
+        }
+    }
+
+    /// Applies the host's new config to every person's hub (each loaded again with their
+    /// input values when the host says how).
+    pub(super) async fn reload_people(&self) {
+        for hub in self.inner.people.all() {
+            let config = hub.config_of(&hub.inner.credentials);
+            Box::pin(hub.reload(&config)).await;
+        }
+    }
+
+    /// Events of the people's hubs from now on (changes of state, not single calls), each
+    /// marked with whose it is.
+    pub fn subscribe_people(&self) -> broadcast::Receiver<PersonEvent> {
+        self.inner.people.events.subscribe()
+    }
+}
+
+/// Sends a person's hub's changes on to the host's subscribers of people's events, for as
+/// long as their hub lives.
+fn forward(hub: &Hub, person: Arc<str>, to: broadcast::Sender<PersonEvent>) {
+    let mut events = hub.subscribe_changes();
+    let task = tokio::spawn(async move {
+        loop {
+            let event = match events.recv().await {
+                Ok(e) => e,
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    Event::CatalogChanged { server: String::new(), tools: 0, resources: 0, prompts: 0 }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            let _ = to.send(PersonEvent { person: person.clone(), event });
+        }
+    });
+    hub.inner.track(task.abort_handle());
+}

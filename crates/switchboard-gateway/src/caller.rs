@@ -12,3 +12,12 @@ pub(crate) fn principal(ctx: &RequestContext<RoleServer>) -> Option<switchboard:
 pub(crate) fn principal_in(extensions: &rmcp::model::Extensions) -> Option<switchboard::identity::Principal> {
     extensions.get::<http::request::Parts>()?.extensions.get::<switchboard::identity::Principal>().cloned()
 }
+
+/// The access token the request carried (`Authorization: Bearer`), for a caller whose own
+/// servers exchange it ([`switchboard::Hub::set_caller_token`]).
+pub(crate) fn bearer(ctx: &RequestContext<RoleServer>) -> Option<&str> {
+    let parts = ctx.extensions.get::<http::request::Parts>()?;
+    let value = parts.headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}

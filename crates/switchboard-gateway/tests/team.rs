@@ -77,8 +77,16 @@ fn strings(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers_token() {
+/// The organisation's provider, the upstream's own, the upstream (`up`, each person's own by
+/// default), and a home whose callers sign in with the organisation's.
+struct Team {
+    org: Provider,
+    theirs: Provider,
+    upstream: Upstream,
+    home: Home,
+}
+
+async fn team() -> Team {
     let (org, theirs) =
         tokio::join!(tokio::task::spawn_blocking(Provider::start), tokio::task::spawn_blocking(Provider::start));
     let (org, theirs) = (org.unwrap(), theirs.unwrap());
@@ -88,6 +96,12 @@ async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers
         config["identity"] = json!({"issuers": [org.issuer], "scopes": ["mcp"]});
         config["servers"]["up"] = json!({"url": upstream.url});
     });
+    Team { org, theirs, upstream, home }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers_token() {
+    let Team { org, theirs, upstream, home } = team().await;
     let (gateway, url) = common::http_gateway(&home, &[]);
     let origin = url.trim_end_matches("/mcp").to_string();
 
@@ -251,4 +265,80 @@ async fn each_person_gets_their_own_local_server_started_with_their_own_values()
     let left = switchboard_testkit::wait_gone(&marker, std::time::Duration::from_secs(15));
     assert!(left.is_empty(), "still running: {left:?}");
     drop(gateway);
+}
+
+/// An upstream whose authorization server accepts the organisation's tokens in exchange
+/// (`oauth.grant: token_exchange`, RFC 8693; the upstream's provider trusts the organisation's):
+/// no one signs in to it; each caller's own token is exchanged, once per person however many
+/// calls arrive at once (one exchange in flight per person and upstream, the result kept until
+/// it expires), and each call reaches the upstream with the token of its caller's exchange,
+/// never with the caller's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_callers_own_token_is_exchanged_once_and_never_forwarded() {
+    let org = tokio::task::spawn_blocking(Provider::start).await.unwrap();
+    let issuer = org.issuer.clone();
+    let theirs = tokio::task::spawn_blocking(move || Provider::exchanging_from(&issuer)).await.unwrap();
+    let upstream = Upstream::start(&theirs.issuer);
+    let home = Home::new(false);
+    home.edit(|config| {
+        config["identity"] = json!({"issuers": [org.issuer], "scopes": ["mcp"]});
+        config["servers"]["up"] = json!({"url": upstream.url,
+            "oauth": {"grant": "token_exchange", "client_id": "exchanger", "client_secret": "exchanger-secret"}});
+    });
+    let (_gateway, url) = common::http_gateway(&home, &[]);
+    let (alice, bob) = (person(&url, "alice", 200), person(&url, "bob", 200));
+    let (alice, bob) = tokio::join!(
+        tokio::task::spawn_blocking(move || common::report(alice)),
+        tokio::task::spawn_blocking(move || common::report(bob))
+    );
+    let (alice, bob) = (alice.unwrap(), bob.unwrap());
+    let mut seen = BTreeMap::new();
+    for (login, r) in [("alice", &alice), ("bob", &bob)] {
+        assert_eq!(r["elicited"], json!([]), "nothing to sign in to: {r}");
+        assert_eq!(r["whoami"]["errors"], json!([]), "{r}");
+        assert_eq!(r["whoami"]["subs"], json!({login: 200}), "{r}");
+        let digests: Vec<String> = r["whoami"]["digests"].as_object().unwrap().keys().cloned().collect();
+        assert_eq!(digests.len(), 1, "one exchanged token served all of {login}'s calls: {r}");
+        assert_ne!(digests[0], r["token"].as_str().unwrap(), "the caller's own token went upstream: {r}");
+        seen.insert(login, digests[0].clone());
+    }
+    assert_ne!(seen["alice"], seen["bob"]);
+    let counted: Value = reqwest::get(format!("{}/test/exchanges", theirs.issuer)).await.unwrap().json().await.unwrap();
+    assert_eq!(counted, json!({"alice": 1, "bob": 1}), "one exchange per person");
+}
+
+/// `serve` of a team: Bob signs in to its `/mcp`, then to his own upstream through serve's own
+/// callback; the API (the host's token) lists the people who signed in, with their servers and
+/// their logins to them (server, scopes), and never a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tokens() {
+    let Team { org: _org, theirs: _theirs, upstream: _upstream, home } = team().await;
+    let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
+    let url = format!("{base}/mcp");
+    let bob = tokio::task::spawn_blocking(move || common::report(person(&url, "bob", 5))).await.unwrap();
+    assert_eq!(bob["browser"][0]["status"], 200, "serve's own callback finished it: {bob}");
+    assert_eq!(bob["whoami"]["subs"], json!({"bob": 5}), "{bob}");
+    let people = reqwest::Client::new()
+        .get(format!("{base}/api/people"))
+        .bearer_auth(home.token())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let listed: Value = serde_json::from_str(&people).unwrap();
+    let everyone = listed["people"].as_array().unwrap();
+    assert_eq!(everyone.len(), 1, "{listed}");
+    let person = &everyone[0];
+    assert_eq!(person["principal"]["subject"], "bob", "{listed}");
+    assert_eq!(person["active"], true, "{listed}");
+    assert_eq!(person["servers"][0]["status"]["state"], "connected", "{listed}");
+    assert_eq!(person["logins"][0]["servers"], json!(["up"]), "{listed}");
+    assert_eq!(person["logins"][0]["logged_in"], true, "{listed}");
+    // No token: no JWT (`eyJ…`) and none of the token's words.
+    assert!(
+        !people.contains("eyJ") && !people.contains("access_token") && !people.contains("refresh_token"),
+        "{people}"
+    );
 }

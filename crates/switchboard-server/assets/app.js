@@ -10,6 +10,7 @@ import { $, activity, announce, api, enc, state } from "./core.js";
 import { h } from "./dom.js";
 import { firstLine, renderPrompts, renderResources } from "./library.js";
 import * as asking from "./asking.js";
+import { followPeople } from "./people.js";
 
 // ---------------------------------------------------------------- status words
 
@@ -729,6 +730,7 @@ async function main() {
   $("login").hidden = true;
   $("app").hidden = false;
   connectEvents();
+  followPeople();
 }
 
 main();

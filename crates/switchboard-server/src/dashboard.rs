@@ -40,6 +40,7 @@ const ASSETS: &[Asset] = &[
     asset!("core.js", "text/javascript; charset=utf-8"),
     asset!("dom.js", "text/javascript; charset=utf-8"),
     asset!("library.js", "text/javascript; charset=utf-8"),
+    asset!("people.js", "text/javascript; charset=utf-8"),
     asset!("questions.js", "text/javascript; charset=utf-8"),
     asset!("sampling.js", "text/javascript; charset=utf-8"),
     asset!("schema.js", "text/javascript; charset=utf-8"),

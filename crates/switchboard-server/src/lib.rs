@@ -18,6 +18,7 @@ mod inputs;
 pub mod listen;
 mod login;
 mod manage;
+mod people;
 mod questions;
 mod queue;
 mod running;
@@ -147,7 +148,7 @@ pub enum ServeError {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "switchboard", description = "The switchboard hub over HTTP: MCP servers, their tools, resources and prompts, and live events."),
-    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "elicitation"), (name = "approval"), (name = "sampling"), (name = "session"), (name = "audit")),
+    tags((name = "servers"), (name = "catalog"), (name = "events"), (name = "elicitation"), (name = "approval"), (name = "sampling"), (name = "session"), (name = "audit"), (name = "people")),
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
@@ -188,6 +189,7 @@ fn api(state: state::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(api::events))
         .routes(routes!(audit::audit))
         .routes(routes!(audit::health))
+        .routes(routes!(people::list))
         .routes(routes!(answers::questions::list))
         .routes(routes!(answers::questions::answer))
         .routes(routes!(answers::approvals::list, answers::approvals::request))

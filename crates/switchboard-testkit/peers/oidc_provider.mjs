@@ -10,7 +10,14 @@
 // - resource indicators (RFC 8707): an access token is a JWT for the one loopback resource the
 //   client names, with the `mcp` scope and the person's `name` and `groups` as claims;
 // - two confidential clients for the refusal cases: `robot` (client credentials, tokens of an
-//   hour) and `brief` (tokens of one second).
+//   hour) and `brief` (tokens of one second);
+// - with `--exchange-from <issuer>`: token exchange (RFC 8693, registered as an extension grant
+//   of `oidc-provider`) for the confidential client `exchanger`: a subject token that is an
+//   access token of that issuer (checked against its keys) is exchanged for this provider's
+//   JWT for the loopback `resource` asked, with the same `sub`; `GET /test/exchanges` counts the
+//   exchanges made per `sub`.
+//
+//   node oidc_provider.mjs <oidc-provider folder> [--exchange-from <issuer>]
 //
 // Prints one line `{"issuer": "http://127.0.0.1:PORT"}` once it listens; ends when stdin closes.
 import { generateKeyPairSync } from "node:crypto";
@@ -18,8 +25,12 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [dir] = process.argv.slice(2);
+const [dir, ...options] = process.argv.slice(2);
 const { default: Provider } = await import(pathToFileURL(path.join(dir, "node_modules/oidc-provider/lib/index.js")).href);
+const jose = await import(pathToFileURL(path.join(dir, "node_modules/jose/dist/webapi/index.js")).href);
+const trusted = options[0] === "--exchange-from" ? options[1] : undefined;
+const TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token";
 
 const PEOPLE = {
   alice: { name: "Alice", groups: ["devs"] },
@@ -67,6 +78,9 @@ const provider = new Provider(issuer, {
       response_types: [],
       redirect_uris: [],
     },
+    ...(trusted
+      ? [{ client_id: "exchanger", client_secret: "exchanger-secret", grant_types: [TOKEN_EXCHANGE], response_types: [], redirect_uris: [] }]
+      : []),
   ],
   async findAccount(_ctx, id) {
     const person = PEOPLE[id];
@@ -103,6 +117,51 @@ const provider = new Provider(issuer, {
   },
 });
 provider.on("server_error", (_ctx, err) => console.error("oidc-provider:", err));
+
+// Token exchange: the subject token must be an access token of the trusted issuer.
+const exchanges = {};
+if (trusted) {
+  const metadata = await (await fetch(`${trusted}/.well-known/openid-configuration`)).json();
+  const trustedKeys = jose.createRemoteJWKSet(new URL(metadata.jwks_uri));
+  const signingKey = await jose.importJWK({ ...ec, alg: "ES256" }, "ES256");
+  const params = ["subject_token", "subject_token_type", "requested_token_type", "resource", "scope", "audience"];
+  provider.registerGrantType(
+    TOKEN_EXCHANGE,
+    async (ctx) => {
+      const { subject_token: subject, subject_token_type: kind, resource } = ctx.oidc.params;
+      if (kind !== ACCESS_TOKEN) throw new Provider.errors.InvalidRequest("subject_token_type must be an access token");
+      if (!loopback(resource)) throw new Provider.errors.InvalidTarget("a loopback resource is required");
+      let claims;
+      try {
+        ({ payload: claims } = await jose.jwtVerify(subject, trustedKeys, { issuer: trusted }));
+      } catch (e) {
+        throw new Provider.errors.InvalidGrant(`subject_token: ${e.message}`);
+      }
+      exchanges[claims.sub] = (exchanges[claims.sub] ?? 0) + 1;
+      const now = Math.floor(Date.now() / 1000);
+      const client = ctx.oidc.client.clientId;
+      const token = await new jose.SignJWT({ scope: "mcp", client_id: client, act: { sub: client } })
+        .setProtectedHeader({ alg: "ES256", kid: "ec-1", typ: "at+jwt" })
+        .setIssuer(issuer)
+        .setSubject(claims.sub)
+        .setAudience(resource)
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .setJti(crypto.randomUUID())
+        .sign(signingKey);
+      ctx.body = { access_token: token, issued_token_type: ACCESS_TOKEN, token_type: "Bearer", expires_in: 300, scope: "mcp" };
+    },
+    params,
+    ["resource", "audience"],
+  );
+  provider.use(async (ctx, next) => {
+    if (ctx.path === "/test/exchanges") {
+      ctx.body = exchanges;
+      return;
+    }
+    await next();
+  });
+}
 
 const server = provider.listen(port, "127.0.0.1", () => {
   process.stdout.write(JSON.stringify({ issuer }) + "\n");

@@ -27,11 +27,22 @@ pub struct Provider {
 impl Provider {
     /// Starts one and waits until it listens.
     pub fn start() -> Provider {
+        Provider::start_with(&[])
+    }
+
+    /// One that exchanges access tokens of `issuer` (RFC 8693) for the client `exchanger`
+    /// (secret `exchanger-secret`); `GET <issuer>/test/exchanges` counts them per `sub`.
+    pub fn exchanging_from(issuer: &str) -> Provider {
+        Provider::start_with(&["--exchange-from", issuer])
+    }
+
+    fn start_with(args: &[&str]) -> Provider {
         let dir = folder();
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/oidc_provider.mjs");
         let mut child = Command::new(super::node22_bin().join("node"))
             .arg(script)
             .arg(&dir)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

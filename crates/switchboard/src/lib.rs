@@ -60,8 +60,8 @@ pub mod workspace;
 
 pub use error::{Cause, Error};
 pub use hub::{
-    CallOptions, Comeback, Completing, ConfigWatch, Hub, HubOptions, HubView, PersonEvent, PersonOptions, Reconnect,
-    ReloadReport, RequestOptions, ServerInfo, ToolOutput, ViewFilter,
+    CallOptions, Comeback, Completing, ConfigWatch, Hub, HubOptions, HubView, PersonEvent, PersonInfo, PersonOptions,
+    Reconnect, ReloadReport, RequestOptions, ServerInfo, ToolOutput, ViewFilter,
 };
 pub use paths::Paths;
 pub use remedy::Remedy;

@@ -287,7 +287,9 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
             "opencode": {"url": "https://e.example/mcp", "oauth": {"clientId": "oc", "clientSecret": "${TOKEN}", "scope": "a b"}},
             "opencode_twice": {"url": "https://e.example/mcp", "oauth": {"clientId": "oc", "client_id": "oc"}},
             "no_dpop": {"url": "https://e.example/mcp", "oauth": {"dpop": false}},
-            "bad_dpop": {"url": "https://e.example/mcp", "oauth": {"dpop": "sometimes"}}
+            "bad_dpop": {"url": "https://e.example/mcp", "oauth": {"dpop": "sometimes"}},
+            "exchange": {"url": "https://f.example/mcp", "oauth": {"grant": "token_exchange", "client_id": "gw", "client_secret": "${TOKEN}"}},
+            "exchange_anonymous": {"url": "https://f.example/mcp", "oauth": {"grant": "token_exchange"}}
         }}"#,
     );
     let loaded = config::load(&options(dir.path(), &dir.path().join("none.json"), vec![file]));
@@ -308,6 +310,8 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
     );
     let TransportConfig::Http(http) = &valid(loaded.servers.get("no_dpop")).transport else { panic!() };
     assert_eq!(http.oauth.dpop, switchboard::config::DpopMode::Never);
+    let TransportConfig::Http(http) = &valid(loaded.servers.get("exchange")).transport else { panic!() };
+    assert_eq!(http.oauth.grant, switchboard::config::OAuthGrant::TokenExchange);
     assert_eq!(
         match &valid(loaded.servers.get("ok")).transport {
             TransportConfig::Http(h) => h.oauth.dpop,
@@ -320,7 +324,7 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
     assert_eq!(http.oauth.client_id.as_deref(), Some("oc"));
     assert_eq!(http.oauth.client_secret.as_deref(), Some("s3cret"));
     assert_eq!(http.oauth.scopes, ["a", "b"]);
-    for name in ["ok", "ent", "wif", "opencode"] {
+    for name in ["ok", "ent", "wif", "opencode", "exchange"] {
         let c = valid(loaded.servers.get(name));
         for shown in [format!("{c:?}"), serde_json::to_string(c).unwrap()] {
             assert!(!shown.contains("s3cret") && !shown.contains("plain-secret"), "{name}: {shown}");
@@ -339,6 +343,7 @@ fn the_oauth_block_is_checked_field_by_field_and_its_secrets_never_shown() {
         ("assertion_elsewhere", "oauth.assertion", "jwt_bearer"),
         ("opencode_twice", "oauth.clientId", "written again"),
         ("bad_dpop", "oauth.dpop", "sometimes"),
+        ("exchange_anonymous", "oauth.grant", "token_exchange needs `client_id`"),
     ] {
         let d = loaded
             .diagnostics

@@ -119,7 +119,7 @@ impl Session {
                 peer: Some(ctx.peer.clone()),
                 profile: profile.clone(),
                 names,
-                caller,
+                caller: caller.clone(),
                 ..Default::default()
             };
             self.shared.sessions().insert(self.id, state);
@@ -135,6 +135,13 @@ impl Session {
             {
                 return Err(McpError::invalid_request("this session belongs to another caller", None));
             }
+        }
+        // Their own servers exchange the token of their latest request (kept in memory only).
+        if let Some(who) = &caller
+            && self.shared.hub.has_personal_servers()
+            && let (Some(person), Some(token)) = (self.shared.hub.person(who), crate::caller::bearer(ctx))
+        {
+            person.set_caller_token(token);
         }
         // The relay picks who answers a question outside any call by who made a request last.
         if let Some(relay) = &self.shared.relay {

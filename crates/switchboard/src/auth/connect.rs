@@ -30,6 +30,7 @@ pub(crate) async fn connection_manager(
     server: &str,
     http: &HttpConfig,
     store: &TokenStore,
+    subject: Option<String>,
 ) -> Result<Option<Authorised>, LoginError> {
     let entry = store.entry(&http.url).unwrap_or_else(|e| {
         tracing::warn!(server, "the token store cannot be read: {e}");
@@ -40,6 +41,21 @@ pub(crate) async fn connection_manager(
     // Grants with no refresh token: a token missing or expiring is obtained anew.
     let enterprise =
         matches!(http.oauth.grant, crate::config::OAuthGrant::Enterprise | crate::config::OAuthGrant::JwtBearer);
+    if http.oauth.grant == crate::config::OAuthGrant::TokenExchange {
+        // The caller's token, exchanged anew when the one kept for them is missing or expired.
+        let mut manager = manager(server, http, store).await?;
+        manager.set_metadata(discover(&manager, http, None).await?);
+        if !has_tokens || manager.get_access_token().await.is_err() {
+            let subject = subject.ok_or_else(|| LoginError::Protocol {
+                step: "token exchange",
+                message: "no caller's token to exchange: this server is used by people signed in to a gateway \
+                          (`oauth.grant: token_exchange`)"
+                    .into(),
+            })?;
+            super::grants::token_exchange(server, http, store, &subject).await?;
+        }
+        return Ok(Some(Authorised { manager, dpop: None, oauth_http: None }));
+    }
     if !has_tokens && !machine && !enterprise {
         return Ok(None);
     }

@@ -24,6 +24,10 @@ pub async fn client_credentials(server: &str, http: &HttpConfig, store: &TokenSt
         match http.oauth.grant {
             crate::config::OAuthGrant::Enterprise => runtime.block_on(enterprise(&server, &http, &store)),
             crate::config::OAuthGrant::JwtBearer => runtime.block_on(jwt_bearer(&server, &http, &store)),
+            crate::config::OAuthGrant::TokenExchange => Err(LoginError::Protocol {
+                step: "token exchange",
+                message: "a token exchange is made for a caller signed in to a gateway, on their request".into(),
+            }),
             _ => runtime.block_on(exchange_client_credentials(&server, &http, &store)),
         }
     };
@@ -143,11 +147,50 @@ async fn jwt_bearer(server: &str, http: &HttpConfig, store: &TokenStore) -> Resu
     if assertion.is_empty() {
         return Err(fail("the workload's JWT is empty".into()));
     }
+    let grant = [("grant_type", JWT_BEARER), ("assertion", assertion.as_str())];
+    extension_grant(step, "the workload's JWT", server, http, store, &grant).await
+}
+
+/// The grant type of RFC 8693.
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
+/// Token exchange (RFC 8693): `subject` (the caller's own access token, of the organisation's
+/// provider) is exchanged at the server's authorization server, as the configured client, for
+/// an access token for the server (`resource`), which is stored as any other. `subject` goes
+/// only to that token endpoint, never to the server.
+pub(crate) async fn token_exchange(
+    server: &str,
+    http: &HttpConfig,
+    store: &TokenStore,
+    subject: &str,
+) -> Result<(), LoginError> {
+    let grant = [
+        ("grant_type", TOKEN_EXCHANGE),
+        ("subject_token", subject),
+        ("subject_token_type", "urn:ietf:params:oauth:token-type:access_token"),
+        ("requested_token_type", "urn:ietf:params:oauth:token-type:access_token"),
+    ];
+    extension_grant("token exchange", "the caller's token", server, http, store, &grant).await
+}
+
+/// An extension grant at the server's authorization server (its token endpoint, from
+/// discovery): `grant`'s fields, the server's URL as `resource`, the configured scopes, the
+/// configured client (HTTP Basic with a secret, else `client_id` in the form); the token it
+/// gives is stored. A refusal is reported as the server said it (`what` was refused).
+async fn extension_grant(
+    step: &'static str,
+    what: &str,
+    server: &str,
+    http: &HttpConfig,
+    store: &TokenStore,
+    grant: &[(&str, &str)],
+) -> Result<(), LoginError> {
+    let fail = |message: String| LoginError::Protocol { step, message };
     let manager = manager(server, http, store).await?;
     let metadata = discover(&manager, http, None).await?;
     let issuer = metadata.issuer.clone().unwrap_or_else(|| metadata.token_endpoint.clone());
-    let mut form: Vec<(&str, &str)> =
-        vec![("grant_type", JWT_BEARER), ("assertion", &assertion), ("resource", &http.url)];
+    let mut form: Vec<(&str, &str)> = grant.to_vec();
+    form.push(("resource", &http.url));
     let scope = http.oauth.scopes.join(" ");
     if !scope.is_empty() {
         form.push(("scope", &scope));
@@ -172,9 +215,7 @@ async fn jwt_bearer(server: &str, http: &HttpConfig, store: &TokenStore) -> Resu
             .as_str()
             .map(|d| format!(" ({})", crate::text::excerpt(d, 200)))
             .unwrap_or_default();
-        return Err(fail(format!(
-            "the authorization server refused the workload's JWT: {error}{said} (HTTP {status})"
-        )));
+        return Err(fail(format!("the authorization server refused {what}: {error}{said} (HTTP {status})")));
     }
     let access_token = body["access_token"].as_str().ok_or_else(|| fail("the answer has no access_token".into()))?;
     let scopes = match body["scope"].as_str() {

@@ -10,7 +10,7 @@
 //!   "scopes": ["files:read"],                  // default: the server's challenge, else its list
 //!   "callback_port": 19876,                    // 0: any free port
 //!   "redirect_uri": "http://localhost:8080/callback", // a pre-registered one (else the loopback callback)
-//!   "grant": "authorization_code",             // or "client_credentials", "enterprise", "jwt_bearer"
+//!   "grant": "authorization_code",             // or "client_credentials", "enterprise", "jwt_bearer", "token_exchange"
 //!   "private_key_file": "~/keys/sb.pem",       // client_credentials with private_key_jwt
 //!   "signing_algorithm": "ES256",
 //!   "assertion_file": "/var/run/secrets/tokens/mcp", // jwt_bearer: the workload's JWT (or "assertion": "${VAR}")
@@ -48,6 +48,11 @@ pub enum OAuthGrant {
     /// workload (a Kubernetes service account token, a cloud's identity token) is exchanged
     /// for an access token. No browser, no client secret.
     JwtBearer,
+    /// Token exchange (RFC 8693), in a gateway whose callers sign in: the caller's own access
+    /// token (the organisation's) is exchanged, as this client (`client_id`), at the server's
+    /// authorization server for a token for the server, per person, cached until it expires.
+    /// The caller's token itself never goes to the server. No browser.
+    TokenExchange,
 }
 
 /// When tokens are bound to a key of this host (DPoP, RFC 9449).
@@ -327,15 +332,23 @@ pub(crate) fn parse(
         Some("client_credentials") => OAuthGrant::ClientCredentials,
         Some("enterprise") => OAuthGrant::Enterprise,
         Some("jwt_bearer") => OAuthGrant::JwtBearer,
+        Some("token_exchange") => OAuthGrant::TokenExchange,
         Some(other) => {
             return fail(
                 "grant",
                 format!(
-                    "unknown grant `{other}`: use authorization_code, client_credentials, enterprise or jwt_bearer"
+                    "unknown grant `{other}`: use authorization_code, client_credentials, enterprise, jwt_bearer or \
+                     token_exchange"
                 ),
             );
         }
     };
+    if grant == OAuthGrant::TokenExchange && client_id.is_none() {
+        return fail(
+            "grant",
+            "token_exchange needs `client_id` (the client that exchanges, at the server's authorization server)",
+        );
+    }
     let assertion = match (assertion_value, assertion_file) {
         (Some(_), Some(_)) => return fail("assertion_file", "and `assertion` both given: keep one"),
         (Some(v), None) => Some(AssertionSource::Value(v)),

@@ -130,6 +130,8 @@ pub(crate) struct ConnectCtx {
     pub chain: String,
     /// Whether hidden characters in its questions and requests for a completion are removed.
     pub screening: crate::screen::Screening,
+    /// The caller's own access token, for a server whose grant exchanges it (a person's hub).
+    pub subject: Option<String>,
 }
 
 /// What the server said about itself.

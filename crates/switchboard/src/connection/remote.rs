@@ -69,13 +69,15 @@ pub(super) async fn start(
     let manager = match &http.bearer_token_env_var {
         Some(_) => None,
         None => {
-            crate::auth::connect::connection_manager(&config.name, http, &ctx.tokens).await.map_err(|e| match e {
-                // Not a login to do: the server is tried again with the usual backoff.
-                crate::auth::LoginError::Unreachable { .. } => {
-                    with_url(StartFailure::new(FailureKind::NetworkUnreachable, format!("OAuth: {e}")))
-                }
-                e => with_url(StartFailure::new(FailureKind::NeedsAuth, format!("OAuth: {e}"))),
-            })?
+            crate::auth::connect::connection_manager(&config.name, http, &ctx.tokens, ctx.subject.clone())
+                .await
+                .map_err(|e| match e {
+                    // Not a login to do: the server is tried again with the usual backoff.
+                    crate::auth::LoginError::Unreachable { .. } => {
+                        with_url(StartFailure::new(FailureKind::NetworkUnreachable, format!("OAuth: {e}")))
+                    }
+                    e => with_url(StartFailure::new(FailureKind::NeedsAuth, format!("OAuth: {e}"))),
+                })?
         }
     };
     let oauth = manager.is_some();

@@ -70,6 +70,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         roots_source: inner.options.roots_source.clone(),
         chain: inner.chain.clone(),
         screening: inner.options.screening,
+        subject: inner.subject.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
     };
     match Connection::start(&config, &ctx).await {
         Ok((mut conn, changes, mut lists)) => {

@@ -44,7 +44,7 @@ pub use calls::{CallOptions, ToolOutput};
 pub use complete::Completing;
 pub use follow::ConfigWatch;
 pub use options::{HubOptions, PersonOptions};
-pub use people::PersonEvent;
+pub use people::{PersonEvent, PersonInfo};
 pub use request::RequestOptions;
 pub use retry::Reconnect;
 pub use view::{HubView, ViewFilter};
@@ -129,6 +129,9 @@ pub(crate) struct Inner {
     credentials: PathBuf,
     /// The hubs of the people who signed in ([`people`]); none in a person's hub.
     people: people::People,
+    /// A person's hub: their current access token (the organisation's), which a server of
+    /// `grant: token_exchange` exchanges; in memory only.
+    subject: Mutex<Option<String>>,
     /// The text checks of servers' definitions ([`crate::screen::Scanner`]).
     /// The scanner's rules and the secret patterns, compiled in the background from the
     /// start ([`crate::screen::compiled`]).
@@ -233,6 +236,7 @@ impl Hub {
             person,
             credentials,
             people: people::People::new(config),
+            subject: Mutex::new(None),
             tool_names: Mutex::default(),
             spill_dir,
             host_env: Arc::new(options.host_env.clone()),

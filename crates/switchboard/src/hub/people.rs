@@ -141,6 +141,11 @@ impl Hub {
         if let Some(p) = hubs.get(&key) {
             return Some(p.clone());
         }
+        // Who the folder is theirs, for the people's list (never a token).
+        let record = serde_json::json!({"principal": principal, "seen_ms": crate::status::now_ms()});
+        if let Err(e) = crate::write_private(&part_folder(&part).join("person.json"), record.to_string().as_bytes()) {
+            tracing::warn!("the record of {}'s folder: {e}", principal.shown());
+        }
         let mut options = self.inner.options.clone();
         options.elicitor = None;
         options.sampler = None;
@@ -194,6 +199,39 @@ impl Hub {
             .map_err(|e| Error::storage(format!("keeping an input: {e}"), e))?;
         let config = self.config_of(&self.inner.credentials);
         Ok(self.reload(&config).await)
+    }
+
+    /// A person's hub: their access token as their latest request carried it (the
+    /// organisation's), which their servers of `oauth.grant: token_exchange` exchange for a
+    /// token of the server's (never sent to the server itself). Kept in memory only.
+    pub fn set_caller_token(&self, token: &str) {
+        if self.inner.person.is_none() {
+            return;
+        }
+        {
+            let mut subject = self.inner.subject.lock().unwrap_or_else(PoisonError::into_inner);
+            if subject.as_deref() == Some(token) {
+                return;
+            }
+            *subject = Some(token.to_string());
+        }
+        // A server that could not exchange (no token yet, or an expired one) tries again now.
+        for slot in self.inner.all_slots() {
+            let exchanges = slot.config().is_some_and(|c| match &c.transport {
+                crate::config::TransportConfig::Http(h) => h.oauth.grant == crate::config::OAuthGrant::TokenExchange,
+                _ => false,
+            });
+            let refused =
+                matches!(slot.state().status, ServerStatus::Failed { kind: crate::status::FailureKind::NeedsAuth, .. });
+            if exchanges && refused {
+                let inner = self.inner.clone();
+                let handle = tokio::spawn(async move {
+                    super::retry::reset(&slot);
+                    let _ = super::connect::connect(&inner, &slot).await;
+                });
+                self.inner.track(handle.abort_handle());
+            }
+        }
     }
 
     /// The people whose hubs run now, each with their servers.
@@ -273,6 +311,72 @@ impl Hub {
     /// marked with whose it is.
     pub fn subscribe_people(&self) -> broadcast::Receiver<PersonEvent> {
         self.inner.people.events.subscribe()
+    }
+}
+
+/// The folder of a person's part.
+fn part_folder(part: &Part) -> &Path {
+    match part {
+        Part::Person { credentials, .. } => credentials,
+        Part::Host => Path::new(""),
+    }
+}
+
+/// A person who signed in to this host's gateway at some time (their folder in
+/// `<data>/people/`), as the people's list shows them: never a token.
+#[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
+pub struct PersonInfo {
+    /// Who.
+    pub principal: Principal,
+    /// Their servers run in this process now (they made a request since it started).
+    pub active: bool,
+    /// When their servers were last started for them (Unix milliseconds).
+    pub seen_ms: Option<u64>,
+    /// Their own servers and each one's status, while active.
+    pub servers: Vec<super::ServerInfo>,
+    /// Their logins to their own servers (which, granted scopes, expiry; never the tokens).
+    pub logins: Vec<crate::auth::LoginInfo>,
+}
+
+impl Hub {
+    /// Everyone who has a folder in `<data>/people/` (who signed in here at some time), the
+    /// active first, then by name: their servers while active, their logins (never a token).
+    pub fn known_people(&self) -> Vec<PersonInfo> {
+        let folder = self.inner.options.paths.data_dir.join("people");
+        let running: HashMap<String, Hub> =
+            self.inner.people.hubs().iter().map(|(k, p)| (k.clone(), p.hub.clone())).collect();
+        // The URLs of the servers each person gets their own of, to name their logins by.
+        let servers: Vec<(String, String)> = self
+            .inner
+            .all_slots()
+            .iter()
+            .filter(|s| self.is_personal_slot(s))
+            .filter_map(|s| match &s.config()?.transport {
+                crate::config::TransportConfig::Http(h) => Some((s.name.clone(), h.url.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut all = Vec::new();
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let key = entry.file_name().to_string_lossy().into_owned();
+            let record: Option<serde_json::Value> =
+                std::fs::read(entry.path().join("person.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
+            let Some(record) = record else { continue };
+            let Ok(principal) = serde_json::from_value::<Principal>(record["principal"].clone()) else { continue };
+            let hub = running.get(&key);
+            let store = crate::auth::TokenStore::in_dir(&entry.path());
+            let logins = crate::auth::list_logins(&store, &servers).unwrap_or_default();
+            all.push(PersonInfo {
+                principal,
+                active: hub.is_some(),
+                seen_ms: record["seen_ms"].as_u64(),
+                servers: hub.map(Hub::servers).unwrap_or_default(),
+                logins,
+            });
+        }
+        all.sort_by(|a, b| (!a.active, a.principal.shown()).cmp(&(!b.active, b.principal.shown())));
+        all
     }
 }
 

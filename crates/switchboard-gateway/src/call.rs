@@ -567,7 +567,7 @@ fn said(shared: &Shared, text: String, names: Option<&(String, String)>) -> Stri
 /// the sign-in ([`crate::signin`]).
 async fn sign_in_needed(shared: &Shared, outcome: &Outcome, ctx: &RequestContext<RoleServer>) -> Option<McpError> {
     let (Outcome::Tool(Err(e)) | Outcome::Prompt(Err(e)) | Outcome::Resource(Err(e))) = outcome else { return None };
-    shared.sign_in_error(e, crate::caller::principal(ctx).as_ref()).await
+    shared.sign_in_error(e, ctx).await
 }
 
 fn finish(shared: &Shared, outcome: Outcome, names: Option<&(String, String)>) -> Result<Done, McpError> {

@@ -356,26 +356,38 @@ impl Shared {
     async fn said_error(
         &self,
         e: switchboard::Error,
-        caller: Option<&switchboard::identity::Principal>,
+        ctx: &rmcp::service::RequestContext<RoleServer>,
     ) -> rmcp::ErrorData {
-        match self.sign_in_error(&e, caller).await {
+        match self.sign_in_error(&e, ctx).await {
             Some(signin) => signin,
             None => servers::error(e),
         }
     }
 
     /// `-32042` with the sign-in, for an error that says the caller's own server needs their
-    /// login.
+    /// login (or their values); the session is told when it is done.
     async fn sign_in_error(
         &self,
         e: &switchboard::Error,
-        caller: Option<&switchboard::identity::Principal>,
+        ctx: &rmcp::service::RequestContext<RoleServer>,
     ) -> Option<rmcp::ErrorData> {
-        let principal = caller?;
+        let caller = caller::principal(ctx);
+        let principal = caller.as_ref()?;
+        let started = self.sign_in_for(e, principal).await?;
+        self.signins.told(&started, &ctx.peer);
+        Some(started.error())
+    }
+
+    /// The sign-in (or the request for values) an error of `principal`'s own server calls for.
+    async fn sign_in_for(
+        &self,
+        e: &switchboard::Error,
+        principal: &switchboard::identity::Principal,
+    ) -> Option<signin::Started> {
         match (e.remedy(), e) {
             (Some(switchboard::Remedy::Login { server }), _) if self.hub.is_personal(&server) => {
                 let person = self.hub.person(principal)?;
-                Some(self.signins.start(&person, principal, &server).await?.error())
+                self.signins.start(&person, principal, &server).await
             }
             // Their server waits for values only they have.
             (_, switchboard::Error::NotConnected { server, .. }) if self.hub.is_personal(server) => {
@@ -385,7 +397,7 @@ impl Shared {
                 if missing.is_empty() {
                     return None;
                 }
-                Some(self.signins.start_inputs(&person, principal, missing)?.error())
+                self.signins.start_inputs(&person, principal, missing)
             }
             _ => None,
         }

@@ -193,6 +193,13 @@ impl SignIns {
         Some(started)
     }
 
+    /// Notes that a session was told of `started` (the error `-32042`): it is told when done.
+    pub(crate) fn told(&self, started: &Started, peer: &Peer<RoleServer>) {
+        if let Some(p) = self.pending().get_mut(&started.elicitation_id) {
+            p.asked.push(peer.clone());
+        }
+    }
+
     /// Asks a session's client to open the sign-in (URL-mode elicitation, outside any request).
     pub(crate) async fn ask(&self, peer: &Peer<RoleServer>, started: &Started) {
         let takes_urls =

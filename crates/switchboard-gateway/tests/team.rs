@@ -177,6 +177,20 @@ async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers
     assert!(elicitation["url"].as_str().unwrap().starts_with(&theirs.issuer), "{said}");
     assert!(said["error"]["message"].as_str().unwrap().contains("sign in"), "{said}");
 
+    // Step-up: a tool of the upstream needs a scope Alice's login lacks (403
+    // `insufficient_scope`): her call gets -32042 with a new sign-in asking for it; once done
+    // (she is told), the call goes through with the wider token, hers still.
+    let mut stepping = person(&url, "alice", 1);
+    stepping.args(["whoami", "whoami_admin"]);
+    let stepped = tokio::task::spawn_blocking(move || common::report(stepping)).await.unwrap();
+    let step = &stepped["stepUp"];
+    assert_eq!(step["first"]["code"], -32042, "{stepped}");
+    assert!(step["scope"].as_str().unwrap_or_default().split(' ').any(|s| s == "mcp:admin"), "{stepped}");
+    assert_eq!(step["landed"], 200, "{stepped}");
+    assert_eq!(step["completed"], true, "{stepped}");
+    assert_eq!(step["then"]["sub"], "alice", "{stepped}");
+    assert!(step["then"]["scopes"].as_array().unwrap().iter().any(|s| s == "mcp:admin"), "{stepped}");
+
     // A gateway started again keeps every login: Alice is not asked again.
     drop(gateway);
     let (_gateway, url) = common::http_gateway(&home, &[]);
@@ -330,15 +344,32 @@ async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tok
     let listed: Value = serde_json::from_str(&people).unwrap();
     let everyone = listed["people"].as_array().unwrap();
     assert_eq!(everyone.len(), 1, "{listed}");
-    let person = &everyone[0];
-    assert_eq!(person["principal"]["subject"], "bob", "{listed}");
-    assert_eq!(person["active"], true, "{listed}");
-    assert_eq!(person["servers"][0]["status"]["state"], "connected", "{listed}");
-    assert_eq!(person["logins"][0]["servers"], json!(["up"]), "{listed}");
-    assert_eq!(person["logins"][0]["logged_in"], true, "{listed}");
+    let entry = &everyone[0];
+    assert_eq!(entry["principal"]["subject"], "bob", "{listed}");
+    assert_eq!(entry["active"], true, "{listed}");
+    assert_eq!(entry["servers"][0]["status"]["state"], "connected", "{listed}");
+    assert_eq!(entry["logins"][0]["servers"], json!(["up"]), "{listed}");
+    assert_eq!(entry["logins"][0]["logged_in"], true, "{listed}");
     // No token: no JWT (`eyJ…`) and none of the token's words.
     assert!(
         !people.contains("eyJ") && !people.contains("access_token") && !people.contains("refresh_token"),
         "{people}"
     );
+
+    // Bob logged out of `up` by the host: his next session is asked to sign in again.
+    let key = entry["key"].as_str().unwrap();
+    let out: Value = reqwest::Client::new()
+        .delete(format!("{base}/api/people/{key}/servers/up/auth"))
+        .bearer_auth(home.token())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(out["had_tokens"], true, "{out}");
+    let url = format!("{base}/mcp");
+    let again = tokio::task::spawn_blocking(move || common::report(person(&url, "bob", 2))).await.unwrap();
+    assert_eq!(again["elicited"].as_array().map(Vec::len), Some(1), "{again}");
+    assert_eq!(again["whoami"]["subs"], json!({"bob": 2}), "{again}");
 }

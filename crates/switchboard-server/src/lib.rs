@@ -190,6 +190,7 @@ fn api(state: state::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(audit::audit))
         .routes(routes!(audit::health))
         .routes(routes!(people::list))
+        .routes(routes!(people::logout))
         .routes(routes!(answers::questions::list))
         .routes(routes!(answers::questions::answer))
         .routes(routes!(answers::approvals::list, answers::approvals::request))

@@ -1,10 +1,13 @@
 //! `GET /api/people`: the people who signed in to this host's gateway (`identity`), each with
 //! their own servers and logins to them (which server, scopes, expiry: never a token). The
 //! API's token is the host's person's (the operator's), who sees everyone; a person's calls
-//! are `GET /api/audit?principal=<subject>`.
+//! are `GET /api/audit?principal=<subject>`. `DELETE /api/people/{key}/servers/{name}/auth`
+//! logs one person out of one of their own servers (their next request asks them to sign in
+//! again).
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -28,4 +31,30 @@ pub async fn list(State(app): State<AppState>) -> ApiResult<Json<People>> {
     let people =
         tokio::task::spawn_blocking(move || hub.known_people()).await.map_err(|e| ApiError::internal(e.to_string()))?;
     Ok(Json(People { people }))
+}
+
+/// A person's logout.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PersonLoggedOut {
+    /// Whether tokens were held (and are now deleted).
+    had_tokens: bool,
+}
+
+#[utoipa::path(delete, path = "/api/people/{key}/servers/{name}/auth", tag = "people",
+    params(("key" = String, Path, description = "The person (`key` in `GET /api/people`)"),
+           ("name" = String, Path, description = "One of their own servers")),
+    responses((status = 200, body = PersonLoggedOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn logout(
+    State(app): State<AppState>,
+    Path((key, name)): Path<(String, String)>,
+) -> ApiResult<Json<PersonLoggedOut>> {
+    crate::state::find(&app.hub, &name)?;
+    match app.hub.logout_person(&key, &name).await {
+        Ok(had_tokens) => Ok(Json(PersonLoggedOut { had_tokens })),
+        Err(switchboard::Error::Invalid { message }) => {
+            Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message))
+        }
+        Err(e) => Err(e.into()),
+    }
 }

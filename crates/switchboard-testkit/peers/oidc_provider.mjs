@@ -8,7 +8,8 @@
 // - dynamic client registration (what MCP clients use), PKCE S256 (required), refresh tokens, the provider's own sign-in and consent pages (devInteractions), which the client
 //   scripts fill in as a person would;
 // - resource indicators (RFC 8707): an access token is a JWT for the one loopback resource the
-//   client names, with the `mcp` scope and the person's `name` and `groups` as claims;
+//   client names, with the scopes asked of `mcp` and `mcp:admin` and the person's `name` and
+//   `groups` as claims;
 // - two confidential clients for the refusal cases: `robot` (client credentials, tokens of an
 //   hour) and `brief` (tokens of one second);
 // - with `--exchange-from <issuer>`: token exchange (RFC 8693, registered as an extension grant
@@ -88,7 +89,7 @@ const provider = new Provider(issuer, {
     return { accountId: id, async claims() { return { sub: id, name: person.name, groups: person.groups }; } };
   },
   claims: { openid: ["sub"], profile: ["name"], groups: ["groups"] },
-  scopes: ["openid", "profile", "groups", "mcp"],
+  scopes: ["openid", "profile", "groups", "mcp", "mcp:admin"],
   pkce: { required: () => true },
   // Refresh tokens for clients registered for them (as an organisation's provider gives MCP
   // clients), which also offers the grant to registration.
@@ -107,7 +108,7 @@ const provider = new Provider(issuer, {
       useGrantedResource: async () => true,
       getResourceServerInfo: async (_ctx, resource) => {
         if (!loopback(resource)) throw new Provider.errors.InvalidTarget();
-        return { scope: "mcp", audience: resource, accessTokenFormat: "jwt", jwt: { sign: { alg: "ES256" } } };
+        return { scope: "mcp mcp:admin", audience: resource, accessTokenFormat: "jwt", jwt: { sign: { alg: "ES256" } } };
       },
     },
   },

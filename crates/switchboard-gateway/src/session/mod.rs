@@ -297,7 +297,7 @@ impl Session {
                 switchboard::Error::UnknownTool { .. } => {
                     McpError::invalid_params(format!("unknown tool `{name}`"), None)
                 }
-                other => self.shared.said_error(other, principal(ctx).as_ref()).await,
+                other => self.shared.said_error(other, ctx).await,
             }),
         }
     }
@@ -572,7 +572,7 @@ impl Session {
         let hub = self.shared.hub.route(&server, caller.as_ref()).map_err(error)?;
         let mut result = match hub.complete_with(&server, request, options).await {
             Ok(result) => result,
-            Err(e) => return Err(self.shared.said_error(e, caller.as_ref()).await),
+            Err(e) => return Err(self.shared.said_error(e, &ctx).await),
         };
         // A 2026-07-28 client needs `resultType` (an upstream of an earlier revision sends
         // none); rmcp takes it off again for clients of earlier revisions.

@@ -6,7 +6,11 @@
 // upstream's provider as <login>, consents, and lands on the gateway's `/oauth/callback`. Then
 // it waits for the upstream's tool to be listed and calls it <calls> times, 25 in flight.
 //
-//   node team_client.mjs <sdk folder> <gateway /mcp URL> <login> <calls> [<tool suffix>]
+//   node team_client.mjs <sdk folder> <gateway /mcp URL> <login> <calls> [<tool suffix> [<step-up tool>]]
+//
+// With <step-up tool>, that tool is called once more at the end: when the gateway answers
+// -32042 (the upstream wants a scope the login lacks), the URL it gives is signed in to, the
+// completion awaited, and the call made again.
 //
 // A URL that is the gateway's own page for the person's values (`/inputs?state=`) is filled
 // in with `<login>-token` for every field. The tool called is the one whose name ends with
@@ -20,7 +24,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [sdkDir, gateway, login, count, suffix = "whoami"] = process.argv.slice(2);
+const [sdkDir, gateway, login, count, suffix = "whoami", stepUpTool] = process.argv.slice(2);
 const load = (p) => import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
 const { Client } = await load("client/index.js");
 const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
@@ -115,8 +119,36 @@ if (whoami) {
   };
   await Promise.all(Array.from({ length: 25 }, worker));
 }
+let stepUp = null;
+if (stepUpTool) {
+  const name = tools.find((t) => t.endsWith(stepUpTool));
+  stepUp = { name };
+  try {
+    await c.callTool({ name, arguments: {} });
+    stepUp.first = "ok";
+  } catch (e) {
+    stepUp.first = { code: e.code, message: e.message };
+    const elicitation = e.data?.elicitations?.[0] ?? e.elicitations?.[0];
+    if (elicitation?.url) {
+      try {
+        stepUp.scope = new URL(elicitation.url).searchParams.get("scope");
+        const back = await new Browser(login, callback).signIn(elicitation.url);
+        const res = await fetch(back.href);
+        stepUp.landed = res.status;
+        stepUp.page = (await res.text()).slice(0, 300);
+        const until = Date.now() + 15000;
+        while (!completed.includes(elicitation.elicitationId) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+        stepUp.completed = completed.includes(elicitation.elicitationId);
+        const r = await c.callTool({ name, arguments: {} });
+        stepUp.then = JSON.parse(r.content.map((x) => x.text ?? "").join(""));
+      } catch (e) {
+        stepUp.error = String(e);
+      }
+    }
+  }
+}
 const browser = await Promise.all(landed);
 await c.close();
 const token = state.tokens()?.access_token ?? "";
 const claims = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString() || "null");
-process.stdout.write(JSON.stringify({ claims, token: digest(token), elicited, completed, browser, tools, whoami: report }) + "\n");
+process.stdout.write(JSON.stringify({ claims, token: digest(token), elicited, completed, browser, tools, whoami: report, stepUp }) + "\n");

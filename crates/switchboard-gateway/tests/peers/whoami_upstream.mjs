@@ -3,7 +3,9 @@
 // own bearer middleware (RFC 9728 metadata, 401 with `WWW-Authenticate`), access tokens checked
 // with `jose` against the provider's keys, issuer and audience (this server's URL). Its one
 // tool, `whoami`, says whose token the request carried: the token's `sub` and a digest of the
-// token itself (never the token).
+// token itself (never the token). `whoami_admin` says the same, for a token with the scope
+// `mcp:admin` only: a call without it is refused with 403 `insufficient_scope` naming the
+// scopes it needs (a step-up, as the MCP authorization spec has it).
 //
 //   node whoami_upstream.mjs <sdk folder> <issuer>
 //
@@ -55,10 +57,29 @@ function server() {
     const digest = createHash("sha256").update(auth?.token ?? "").digest("hex").slice(0, 16);
     return { content: [{ type: "text", text: JSON.stringify({ sub: auth?.extra?.sub ?? null, token: digest }) }] };
   });
+  s.registerTool("whoami_admin", { description: "The same, with the scope mcp:admin." }, async (extra) => {
+    const digest = createHash("sha256").update(extra.authInfo?.token ?? "").digest("hex").slice(0, 16);
+    const said = { sub: extra.authInfo?.extra?.sub ?? null, token: digest, scopes: extra.authInfo?.scopes ?? [] };
+    return { content: [{ type: "text", text: JSON.stringify(said) }] };
+  });
   return s;
 }
 
-app.post("/mcp", bearer, async (req, res) => {
+/** A call of `whoami_admin` without the scope it needs: 403 with the challenge. */
+function needsAdmin(req, res, next) {
+  const calls = [req.body].flat().filter((m) => m?.method === "tools/call" && m?.params?.name === "whoami_admin");
+  if (calls.length && !req.auth.scopes.includes("mcp:admin")) {
+    const metadata = getOAuthProtectedResourceMetadataUrl(resource);
+    res
+      .status(403)
+      .set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="mcp mcp:admin", resource_metadata="${metadata}"`)
+      .json({ error: "insufficient_scope" });
+    return;
+  }
+  next();
+}
+
+app.post("/mcp", bearer, needsAdmin, async (req, res) => {
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   const s = server();
   res.on("close", () => {

@@ -385,6 +385,11 @@ pub async fn begin(
             tracing::info!(server, "the secret of the client registered for it expired: registering a new one");
             None
         }
+        // Registered for fewer scopes than this login asks (a step-up): a new one, for all.
+        Some(c) if c.scopes.as_ref().is_some_and(|had| !scopes.iter().all(|s| had.contains(s))) => {
+            tracing::info!(server, "the client registered for it is for fewer scopes: registering a new one");
+            None
+        }
         other => other,
     };
     if let Some(id) = &oauth.client_id {
@@ -412,6 +417,7 @@ pub async fn begin(
             redirect_uri: Some(redirect_uri.to_string()),
             registered_at: now(),
             client_secret_expires_at: oauth_http.registered_expiry(),
+            scopes: Some(scopes.clone()),
         };
         store.update(&http.url, server, |e| e.client = Some(record))?;
         request = request.with_preregistered_client(&client.client_id);

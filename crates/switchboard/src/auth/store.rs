@@ -60,6 +60,11 @@ pub struct ClientRecord {
     /// authorization server said: an expired client is registered again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret_expires_at: Option<u64>,
+    /// The scopes it was registered for, when switchboard registered it: a login that asks
+    /// for more (a step-up) registers a client anew, since an authorization server may hold
+    /// a client to the scopes it registered with. `None`: not known (reused as it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
 }
 
 impl ClientRecord {
@@ -274,6 +279,7 @@ impl CredentialStore for UrlStore {
                         redirect_uri: None,
                         registered_at: now(),
                         client_secret_expires_at: None,
+                        scopes: None,
                     });
                 }
                 e.credentials = Some(credentials);

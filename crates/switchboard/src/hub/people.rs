@@ -327,6 +327,8 @@ fn part_folder(part: &Part) -> &Path {
 #[derive(Debug, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub struct PersonInfo {
+    /// Their folder's name under `<data>/people/` ([`Principal::key`]): how the API names them.
+    pub key: String,
     /// Who.
     pub principal: Principal,
     /// Their servers run in this process now (they made a request since it started).
@@ -364,19 +366,49 @@ impl Hub {
                 std::fs::read(entry.path().join("person.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
             let Some(record) = record else { continue };
             let Ok(principal) = serde_json::from_value::<Principal>(record["principal"].clone()) else { continue };
-            let hub = running.get(&key);
+            let hub = running.get(&key).cloned();
             let store = crate::auth::TokenStore::in_dir(&entry.path());
             let logins = crate::auth::list_logins(&store, &servers).unwrap_or_default();
             all.push(PersonInfo {
+                key,
                 principal,
                 active: hub.is_some(),
                 seen_ms: record["seen_ms"].as_u64(),
-                servers: hub.map(Hub::servers).unwrap_or_default(),
+                servers: hub.as_ref().map(Hub::servers).unwrap_or_default(),
                 logins,
             });
         }
         all.sort_by(|a, b| (!a.active, a.principal.shown()).cmp(&(!b.active, b.principal.shown())));
         all
+    }
+}
+
+impl Hub {
+    /// Logs the person whose folder is `key` out of their own server `server`: their tokens
+    /// for it are deleted (the client registered is kept), and, while their servers run, it is
+    /// connected again, which asks them to sign in again. Returns whether tokens were held.
+    pub async fn logout_person(&self, key: &str, server: &str) -> Result<bool, Error> {
+        if !self.is_personal(server) {
+            return Err(Error::Invalid {
+                message: format!("`{server}` is not a server each person gets their own of"),
+            });
+        }
+        let running = self.inner.people.hubs().get(key).map(|p| p.hub.clone());
+        if let Some(hub) = running {
+            return hub.logout(server).await;
+        }
+        let folder = self.inner.options.paths.data_dir.join("people").join(key);
+        let known =
+            key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()) && folder.join("person.json").is_file();
+        if !known {
+            return Err(Error::Invalid { message: format!("no person `{key}` signed in here") });
+        }
+        let url = match self.inner.slot(server)?.config().map(|c| c.transport.clone()) {
+            Some(crate::config::TransportConfig::Http(h)) => h.url,
+            _ => return Err(Error::Invalid { message: format!("`{server}` has no login (not a remote server)") }),
+        };
+        let store = crate::auth::TokenStore::in_dir(&folder);
+        crate::auth::logout(&store, &url, server).await.map_err(|e| Error::auth(server, e))
     }
 }
 

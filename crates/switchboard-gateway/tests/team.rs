@@ -332,15 +332,11 @@ async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tok
     let bob = tokio::task::spawn_blocking(move || common::report(person(&url, "bob", 5))).await.unwrap();
     assert_eq!(bob["browser"][0]["status"], 200, "serve's own callback finished it: {bob}");
     assert_eq!(bob["whoami"]["subs"], json!({"bob": 5}), "{bob}");
-    let people = reqwest::Client::new()
-        .get(format!("{base}/api/people"))
-        .bearer_auth(home.token())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let http = reqwest::Client::new();
+    let api = |request: reqwest::RequestBuilder| async {
+        request.bearer_auth(home.token()).send().await.unwrap().text().await.unwrap()
+    };
+    let people = api(http.get(format!("{base}/api/people"))).await;
     let listed: Value = serde_json::from_str(&people).unwrap();
     let everyone = listed["people"].as_array().unwrap();
     assert_eq!(everyone.len(), 1, "{listed}");
@@ -358,15 +354,8 @@ async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tok
 
     // Bob logged out of `up` by the host: his next session is asked to sign in again.
     let key = entry["key"].as_str().unwrap();
-    let out: Value = reqwest::Client::new()
-        .delete(format!("{base}/api/people/{key}/servers/up/auth"))
-        .bearer_auth(home.token())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let out: Value =
+        serde_json::from_str(&api(http.delete(format!("{base}/api/people/{key}/servers/up/auth"))).await).unwrap();
     assert_eq!(out["had_tokens"], true, "{out}");
     let url = format!("{base}/mcp");
     let again = tokio::task::spawn_blocking(move || common::report(person(&url, "bob", 2))).await.unwrap();

@@ -351,6 +351,43 @@ impl Shared {
         }
     }
 
+    /// What `principal` has to do before their own servers work: each server that needs their
+    /// login, and their servers that wait for their values (by server).
+    fn sign_ins_needed(&self, principal: &switchboard::identity::Principal) -> Option<(Hub, Vec<String>, Vec<String>)> {
+        let person = self.hub.person(principal)?;
+        let logins: Vec<String> =
+            person.servers().into_iter().filter(|s| signin::needs_login(&s.status)).map(|s| s.name).collect();
+        let mut waiting: Vec<String> = person.inputs_missing().into_iter().flat_map(|m| m.servers).collect();
+        waiting.sort();
+        waiting.dedup();
+        (!logins.is_empty() || !waiting.is_empty()).then_some((person, logins, waiting))
+    }
+
+    /// The `sign_in` tool, for a caller who has something to do before their own servers work.
+    fn sign_in_tool(&self, principal: Option<&switchboard::identity::Principal>) -> Option<rmcp::model::Tool> {
+        let (_, logins, waiting) = self.sign_ins_needed(principal?)?;
+        Some(signin::tool(&logins, &waiting))
+    }
+
+    /// A call of the `sign_in` tool: the addresses to open, each sign-in (or request for
+    /// values) started; the session is told as each is done.
+    async fn sign_in_call(&self, ctx: &rmcp::service::RequestContext<RoleServer>) -> rmcp::model::CallToolResult {
+        let Some(principal) = caller::principal(ctx) else { return signin::nothing_to_do() };
+        let Some((person, logins, waiting)) = self.sign_ins_needed(&principal) else { return signin::nothing_to_do() };
+        let mut started = Vec::new();
+        if !waiting.is_empty() {
+            let missing = person.inputs_missing();
+            started.extend(self.signins.start_inputs(&person, &principal, missing));
+        }
+        for server in &logins {
+            started.extend(self.signins.start(&person, &principal, server).await);
+        }
+        for s in &started {
+            self.signins.told(s, &ctx.peer);
+        }
+        signin::result(&started)
+    }
+
     /// An error of a request as its client gets it: a server of the caller's own that needs
     /// their login is `-32042` with the sign-in (see [`signin`]).
     async fn said_error(

@@ -334,6 +334,54 @@ async fn tell_done(asked: &[Peer<RoleServer>], id: &str) {
     }
 }
 
+/// The name of the gateway's own tool that starts a caller's sign-ins.
+pub const SIGN_IN: &str = "sign_in";
+
+/// The `sign_in` tool, listed to a caller whose own servers need their login (`logins`) or
+/// wait for their values (`waiting`): what any client of any revision can call, so that its
+/// person is given the addresses (a 2026-07-28 client takes no request outside a call).
+pub(crate) fn tool(logins: &[String], waiting: &[String]) -> rmcp::model::Tool {
+    let mut needs = Vec::new();
+    if !logins.is_empty() {
+        needs.push(format!("your login to {}", logins.join(", ")));
+    }
+    if !waiting.is_empty() {
+        needs.push(format!("your values for {}", waiting.join(", ")));
+    }
+    let schema = serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false});
+    let schema = match schema {
+        serde_json::Value::Object(o) => std::sync::Arc::new(o),
+        _ => std::sync::Arc::default(),
+    };
+    rmcp::model::Tool::new(
+        SIGN_IN,
+        format!(
+            "Some of your own servers need {} before their tools appear. Call this to get the address to \
+             open in a browser, and give it to the person; their tools are listed once they are done.",
+            needs.join(" and ")
+        ),
+        schema,
+    )
+}
+
+/// What a call of `sign_in` returns: each address to open.
+pub(crate) fn result(started: &[Started]) -> rmcp::model::CallToolResult {
+    let lines: Vec<String> = started.iter().map(|s| format!("- {}", s.message())).collect();
+    let text = if lines.is_empty() {
+        "These sign-ins cannot start here: the gateway has no address a browser comes back to.".to_string()
+    } else {
+        format!("Ask the person to open, in their browser:\n{}", lines.join("\n"))
+    };
+    rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)])
+}
+
+/// What a call of `sign_in` returns when there is nothing to do.
+pub(crate) fn nothing_to_do() -> rmcp::model::CallToolResult {
+    rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(
+        "Nothing to sign in to: your own servers have your logins and values.",
+    )])
+}
+
 /// Whether a status asks for a browser login.
 pub(crate) fn needs_login(status: &ServerStatus) -> bool {
     matches!(status, ServerStatus::Failed { kind: FailureKind::NeedsAuth, .. })

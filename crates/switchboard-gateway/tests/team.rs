@@ -63,6 +63,35 @@ fn person(url: &str, login: &str, calls: usize) -> Command {
     c
 }
 
+/// A request of a 2026-07-28 client (no session), with `token`: the JSON-RPC answer.
+async fn modern(url: &str, token: &str, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "modern", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
+    answer(&request.body(body.to_string()).send().await.unwrap().text().await.unwrap())
+}
+
+/// The JSON-RPC answer in a response body (JSON, or the first event of a stream).
+fn answer(said: &str) -> Value {
+    said.lines()
+        .find_map(|l| l.strip_prefix("data: ").and_then(|d| serde_json::from_str(d).ok()))
+        .or_else(|| serde_json::from_str(said).ok())
+        .unwrap_or_else(|| panic!("{said}"))
+}
+
 fn digest(token: &str) -> String {
     Sha256::digest(token.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
@@ -165,17 +194,23 @@ async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers
     let _ = r.text().await;
     let tool = alice["tools"].as_array().unwrap().iter().find(|t| t.as_str().unwrap().ends_with("whoami")).unwrap();
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {}}});
-    let said = common::post_mcp(&url, Some(&robot), Some(&session), &call).await.text().await.unwrap();
-    let said: Value = said
-        .lines()
-        .find_map(|l| l.strip_prefix("data: ").and_then(|d| serde_json::from_str(d).ok()))
-        .or_else(|| serde_json::from_str(&said).ok())
-        .unwrap_or_else(|| panic!("{said}"));
+    let said = answer(&common::post_mcp(&url, Some(&robot), Some(&session), &call).await.text().await.unwrap());
     assert_eq!(said["error"]["code"], -32042, "{said}");
     let elicitation = &said["error"]["data"]["elicitations"][0];
     assert_eq!(elicitation["mode"], "url", "{said}");
     assert!(elicitation["url"].as_str().unwrap().starts_with(&theirs.issuer), "{said}");
     assert!(said["error"]["message"].as_str().unwrap().contains("sign in"), "{said}");
+
+    // A 2026-07-28 client (stateless: no session to be asked on) of the same person: its list
+    // has `sign_in`, which gives the address of their own sign-in.
+    let list = modern(&url, &robot, "tools/list", json!({})).await;
+    let tools: Vec<&str> =
+        list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(tools.contains(&"sign_in") && !tools.iter().any(|t| t.ends_with("whoami")), "{list}");
+    let said = modern(&url, &robot, "tools/call", json!({"name": "sign_in", "arguments": {}})).await;
+    let text = said["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains(&format!("{}/auth?", theirs.issuer)) && text.contains("oauth%2Fcallback"), "{said}");
+    assert!(!alice["tools"].as_array().unwrap().iter().any(|t| t == "sign_in"), "signed in: no sign_in for alice");
 
     // Step-up: a tool of the upstream needs a scope Alice's login lacks (403
     // `insufficient_scope`): her call gets -32042 with a new sign-in asking for it; once done

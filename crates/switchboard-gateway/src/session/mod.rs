@@ -360,6 +360,13 @@ impl Session {
         } else {
             view.tools.iter().map(|t| t.tool.clone()).collect()
         };
+        let mut tools = tools;
+        // A caller whose own servers wait for them is given the way to do it.
+        if !tools.iter().any(|t| t.name == crate::signin::SIGN_IN)
+            && let Some(sign_in) = self.shared.sign_in_tool(principal(&ctx).as_ref())
+        {
+            tools.push(sign_in);
+        }
         let result = ListToolsResult::with_all_items(tools);
         Ok(self.listing(&ctx, result))
     }
@@ -370,6 +377,12 @@ impl Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let (mut name, mut arguments) = (request.name.to_string(), request.arguments.take());
+        if name == crate::signin::SIGN_IN && request.request_state.is_none() {
+            let view = self.view(&ctx).await?;
+            if view.tool(&name).is_none() {
+                return Ok(CallToolResponse::Complete(self.shared.sign_in_call(&ctx).await));
+            }
+        }
         // Off (the default), a call's path is as it was: no second look at the view.
         if request.request_state.is_none() && self.shared.options.tool_search != crate::ToolSearch::Off {
             let view = self.view(&ctx).await?;

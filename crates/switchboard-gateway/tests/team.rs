@@ -266,7 +266,9 @@ async fn each_person_gets_their_own_local_server_started_with_their_own_values()
             "idle_shutdown_ms": 1500,
         });
     });
-    let (gateway, url) = common::http_gateway(&home, &[]);
+    // Through `serve` (its `/mcp` is the gateway; its API lists the people).
+    let (serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
+    let url = format!("{base}/mcp");
     let (mut alice, mut bob) = (person(&url, "alice", 20), person(&url, "bob", 20));
     alice.arg("get-env");
     bob.arg("get-env");
@@ -310,10 +312,33 @@ async fn each_person_gets_their_own_local_server_started_with_their_own_values()
     }
     assert_eq!(kept.len(), 2);
     assert!(kept.iter().all(|k| k.contains("alice-token") != k.contains("bob-token")), "{kept:?}");
-    // Unused past its idle time, each person's process stops.
+    let people = |base: String, token: String| async move {
+        let r = reqwest::Client::new().get(format!("{base}/api/people")).bearer_auth(token).send().await.unwrap();
+        r.json::<Value>().await.unwrap()
+    };
+    // Their hubs hold their own server alone (the shared `fx` is the host's), before and
+    // after their values were given (which loads their config again).
+    let listed = people(base.clone(), home.token()).await;
+    for p in listed["people"].as_array().unwrap() {
+        let names: Vec<&str> = p["servers"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
+        assert_eq!(names, ["mine"], "{listed}");
+    }
+    // Unused past its idle time, each person's process stops, then their hub is ended too
+    // (their values stay in their folder).
     let left = switchboard_testkit::wait_gone(&marker, std::time::Duration::from_secs(15));
     assert!(left.is_empty(), "still running: {left:?}");
-    drop(gateway);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let listed = loop {
+        let listed = people(base.clone(), home.token()).await;
+        let active = listed["people"].as_array().unwrap().iter().filter(|p| p["active"] == true).count();
+        if active == 0 || std::time::Instant::now() > deadline {
+            break listed;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let everyone = listed["people"].as_array().unwrap();
+    assert!(everyone.len() == 2 && everyone.iter().all(|p| p["active"] == false), "{listed}");
+    drop(serve);
 }
 
 /// An upstream whose authorization server accepts the organisation's tokens in exchange
@@ -378,6 +403,8 @@ async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tok
     let entry = &everyone[0];
     assert_eq!(entry["principal"]["subject"], "bob", "{listed}");
     assert_eq!(entry["active"], true, "{listed}");
+    assert_eq!(entry["servers"].as_array().map(Vec::len), Some(1), "their own server alone: {listed}");
+    assert_eq!(entry["servers"][0]["name"], "up", "{listed}");
     assert_eq!(entry["servers"][0]["status"]["state"], "connected", "{listed}");
     assert_eq!(entry["logins"][0]["servers"], json!(["up"]), "{listed}");
     assert_eq!(entry["logins"][0]["logged_in"], true, "{listed}");

@@ -14,16 +14,6 @@ use crate::status::ServerStatus;
 /// The shortest and longest time between two looks.
 const TICK: (Duration, Duration) = (Duration::from_millis(25), Duration::from_secs(15));
 
-/// The server's lease: how long it may go unused; `None`: for ever.
-fn lease(slot: &Slot) -> Option<Duration> {
-    let config = slot.config()?;
-    if !config.enabled {
-        return None;
-    }
-    // Zero: added at run time without its own; the default applies.
-    config.idle_shutdown.map(|d| if d.is_zero() { crate::config::DEFAULT_IDLE_SHUTDOWN } else { d })
-}
-
 /// Starts looking after the leases of `inner`'s servers (for as long as the hub lives).
 pub(super) fn spawn(inner: &Arc<Inner>) {
     let weak: Weak<Inner> = Arc::downgrade(inner);
@@ -31,7 +21,8 @@ pub(super) fn spawn(inner: &Arc<Inner>) {
         loop {
             let tick = {
                 let Some(inner) = weak.upgrade() else { return };
-                let shortest = inner.all_slots().iter().filter_map(|s| lease(s)).min();
+                let own = inner.all_slots().iter().filter_map(|s| s.lease()).min();
+                let shortest = own.into_iter().chain(super::people::shortest_lease(&inner)).min();
                 shortest.map_or(TICK.1, |d| (d / 4).clamp(TICK.0, TICK.1))
             };
             tokio::time::sleep(tick).await;
@@ -44,6 +35,7 @@ pub(super) fn spawn(inner: &Arc<Inner>) {
                     stop(&inner, &slot).await;
                 }
             }
+            super::people::sweep(&inner);
         }
     });
     inner.track(task.abort_handle());
@@ -51,7 +43,7 @@ pub(super) fn spawn(inner: &Arc<Inner>) {
 
 /// How long past its lease the server has gone unused, if it has.
 fn expired(slot: &Slot) -> Option<Duration> {
-    let limit = lease(slot)?;
+    let limit = slot.lease()?;
     {
         let st = slot.state();
         if !matches!(st.status, ServerStatus::Connected { .. }) || !st.subscribed.is_empty() {

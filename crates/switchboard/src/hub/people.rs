@@ -45,6 +45,8 @@ struct Person {
     hub: Hub,
     /// The host's catalog and theirs as one, for the snapshots it was made of.
     merged: Mutex<Merged>,
+    /// When a request of theirs last asked for their hub.
+    used: Mutex<std::time::Instant>,
 }
 
 #[derive(Default)]
@@ -123,6 +125,7 @@ impl Hub {
         let key = principal.key();
         let people = &self.inner.people;
         if let Some(p) = people.hubs().get(&key) {
+            *p.used.lock().unwrap_or_else(PoisonError::into_inner) = std::time::Instant::now();
             return Some(p.clone());
         }
         let credentials = self.inner.options.paths.data_dir.join("people").join(&key);
@@ -156,7 +159,7 @@ impl Hub {
         let hub = Hub::start_part(&config, options, part);
         forward(&hub, key.clone().into(), people.events.clone());
         tracing::info!(person = %principal.shown(), "started the servers of a person's own");
-        let person = Arc::new(Person { hub, merged: Mutex::default() });
+        let person = Arc::new(Person { hub, merged: Mutex::default(), used: Mutex::new(std::time::Instant::now()) });
         hubs.insert(key, person.clone());
         Some(person)
     }
@@ -312,6 +315,37 @@ impl Hub {
     pub fn subscribe_people(&self) -> broadcast::Receiver<PersonEvent> {
         self.inner.people.events.subscribe()
     }
+}
+
+/// Ends the hubs of people who have not used them for the longest lease of their servers
+/// (`idle_shutdown_ms`; those are stopped by then), and whose servers have nothing live: a hub per person who ever came would otherwise be kept for ever. Their
+/// logins and values stay in their folder; their next request makes their hub again.
+pub(super) fn sweep(inner: &Arc<super::Inner>) {
+    let idle = |p: &Person| {
+        let slots = p.hub.inner.all_slots();
+        let Some(longest) = slots.iter().filter_map(|s| s.lease()).max() else { return false };
+        let unused = p.used.lock().unwrap_or_else(PoisonError::into_inner).elapsed() >= longest;
+        unused
+            && slots.iter().all(|s| {
+                let st = s.state();
+                st.conn.as_ref().is_none_or(|c| c.is_closed()) && st.subscribed.is_empty() && s.idle_for().is_some()
+            })
+    };
+    let gone: Vec<(String, Hub)> = {
+        let mut hubs = inner.people.hubs();
+        let keys: Vec<String> = hubs.iter().filter(|(_, p)| idle(p)).map(|(k, _)| k.clone()).collect();
+        keys.into_iter().filter_map(|k| hubs.remove(&k).map(|p| (k, p.hub.clone()))).collect()
+    };
+    for (_, hub) in gone {
+        tracing::info!(person = %hub.principal().map(Principal::shown).unwrap_or_default(), "their servers unused: ending their hub");
+        tokio::spawn(async move { hub.shutdown().await });
+    }
+}
+
+/// The shortest lease of the people's servers (how often [`sweep`] should look).
+pub(super) fn shortest_lease(inner: &super::Inner) -> Option<std::time::Duration> {
+    let hubs: Vec<Hub> = inner.people.all();
+    hubs.iter().flat_map(|h| h.inner.all_slots()).filter_map(|s| s.lease()).min()
 }
 
 /// The folder of a person's part.

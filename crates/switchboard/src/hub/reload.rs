@@ -25,18 +25,24 @@ fn needs_restart(old: &ServerConfig, new: &ServerConfig) -> bool {
 impl Hub {
     /// Applies `config` (loaded again from the same files) to the running hub, server by
     /// server, and replaces the policy. Servers outside [`HubOptions::only`](super::HubOptions)
-    /// stay out.
+    /// stay out; a person's hub ([`Hub::person`]) holds only the servers each person gets
+    /// their own of, and the people's hubs take the new config too.
     pub async fn reload(&self, config: &LoadedConfig) -> ReloadReport {
         let mut report = ReloadReport::default();
-        let wanted = |name: &str| self.inner.options.only.as_ref().is_none_or(|only| only.contains(name));
-        self.inner.gate.set_policy(config);
+        let person = self.inner.person.is_some();
+        let wanted = |name: &str, entry: &ServerEntry| super::wanted(&self.inner.options, person, name, entry);
+        // The policy is the host's (a person's hub shares its gate).
+        if !person {
+            self.inner.gate.set_policy(config);
+        }
         for slot in self.inner.all_slots() {
-            if !config.servers.contains_key(&slot.name) && self.remove_server(&slot.name).await.is_ok() {
+            let kept = config.servers.get(&slot.name).is_some_and(|e| wanted(&slot.name, e));
+            if !kept && self.remove_server(&slot.name).await.is_ok() {
                 report.removed.push(slot.name.clone());
             }
         }
         for (name, entry) in &config.servers {
-            if !wanted(name) {
+            if !wanted(name, entry) {
                 continue;
             }
             let Ok(slot) = self.inner.slot(name) else {

@@ -112,6 +112,17 @@ impl Slot {
         }
     }
 
+    /// Its lease ([`super::lease`]): how long it may go unused in a long-running hub; `None`:
+    /// for ever.
+    pub(super) fn lease(&self) -> Option<std::time::Duration> {
+        let config = self.config()?;
+        if !config.enabled {
+            return None;
+        }
+        // Zero: added at run time without its own; the default applies.
+        config.idle_shutdown.map(|d| if d.is_zero() { crate::config::DEFAULT_IDLE_SHUTDOWN } else { d })
+    }
+
     /// Whether its first attempt to connect is over (a reconnection later does not count).
     pub(super) fn started(&self) -> bool {
         self.started.load(std::sync::atomic::Ordering::Acquire)

@@ -164,6 +164,11 @@ async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers
         seen.insert(login, digests);
     }
     assert!(seen["alice"].iter().all(|d| !seen["bob"].contains(d)), "a token served both: {seen:?}");
+    // What it took (`-- --nocapture`): both people's calls ran at once.
+    eprintln!(
+        "1,000 calls through each person's own login (25 in flight each): alice {} ms, bob {} ms",
+        alice["whoami"]["ms"], bob["whoami"]["ms"]
+    );
 
     // Each login is kept in its person's own folder (0600), none in the host's.
     let data = switchboard_testkit::data_dir(home.path());
@@ -423,4 +428,27 @@ async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tok
     let again = tokio::task::spawn_blocking(move || common::report(person(&url, "bob", 2))).await.unwrap();
     assert_eq!(again["elicited"].as_array().map(Vec::len), Some(1), "{again}");
     assert_eq!(again["whoami"]["subs"], json!({"bob": 2}), "{again}");
+}
+
+/// How long 500 calls of a shared local server take through the same gateway and client,
+/// then 500 of a person's own upstream, one after the other (a measurement, with the debug
+/// build the tests use: `cargo test -p switchboard-gateway --test team timing -- --ignored
+/// --nocapture`); every call must succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn timing_a_shared_server_beside() {
+    let Team { org: _org, theirs: _theirs, upstream: _upstream, home } = team().await;
+    let (_gateway, url) = common::http_gateway(&home, &[]);
+    let mut shared = person(&url, "alice", 500);
+    shared.arg("fx__add").env("TEAM_ARGS", r#"{"a": 1, "b": 2}"#);
+    let mut own = person(&url, "bob", 500);
+    own.arg("whoami");
+    let shared = tokio::task::spawn_blocking(move || common::report(shared)).await.unwrap();
+    let own = tokio::task::spawn_blocking(move || common::report(own)).await.unwrap();
+    assert_eq!(shared["whoami"]["errors"], json!([]), "{shared}");
+    assert_eq!(own["whoami"]["subs"], json!({"bob": 500}), "{own}");
+    eprintln!(
+        "500 calls, 25 in flight: shared fx__add {} ms; own whoami {} ms",
+        shared["whoami"]["ms"], own["whoami"]["ms"]
+    );
 }

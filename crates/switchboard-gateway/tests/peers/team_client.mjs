@@ -103,7 +103,7 @@ if (whoami) {
     while (left > 0) {
       left--;
       try {
-        const r = await c.callTool({ name: whoami, arguments: {} });
+        const r = await c.callTool({ name: whoami, arguments: JSON.parse(process.env.TEAM_ARGS ?? "{}") });
         const text = r.content.map((c) => c.text ?? "").join("");
         if (suffix !== "whoami") {
           report.texts[text] = (report.texts[text] ?? 0) + 1;
@@ -117,7 +117,9 @@ if (whoami) {
       }
     }
   };
+  const began = performance.now();
   await Promise.all(Array.from({ length: 25 }, worker));
+  report.ms = Math.round(performance.now() - began);
 }
 let stepUp = null;
 if (stepUpTool) {

@@ -196,7 +196,7 @@ impl SignIns {
     /// Notes that a session was told of `started` (the error `-32042`): it is told when done.
     pub(crate) fn told(&self, started: &Started, peer: &Peer<RoleServer>) {
         if let Some(p) = self.pending().get_mut(&started.elicitation_id) {
-            p.asked.push(peer.clone());
+            note(&mut p.asked, peer);
         }
     }
 
@@ -206,7 +206,7 @@ impl SignIns {
             peer.peer_info().is_some_and(|i| i.capabilities.elicitation.as_ref().is_some_and(|e| e.url.is_some()));
         let Some(params) = started.params().filter(|_| takes_urls) else { return };
         if let Some(p) = self.pending().get_mut(&started.elicitation_id) {
-            p.asked.push(peer.clone());
+            note(&mut p.asked, peer);
         }
         match peer.create_elicitation(params).await {
             Ok(answer) => tracing::debug!(server = %started.server, "sign-in: the client answered {:?}", answer.action),
@@ -322,6 +322,17 @@ impl SignIns {
         }
         tell_done(&pending.asked, &pending.elicitation_id).await;
         Some(Ok(pending.server.clone()))
+    }
+}
+
+/// The most sessions told of one sign-in (each request that met it tells its session: many
+/// calls at once would otherwise keep one entry each).
+const MAX_TOLD: usize = 16;
+
+/// Notes a session to tell when a sign-in is done, up to [`MAX_TOLD`].
+fn note(asked: &mut Vec<Peer<RoleServer>>, peer: &Peer<RoleServer>) {
+    if asked.len() < MAX_TOLD {
+        asked.push(peer.clone());
     }
 }
 

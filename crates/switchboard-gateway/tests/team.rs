@@ -452,3 +452,27 @@ async fn timing_a_shared_server_beside() {
         shared["whoami"]["ms"], own["whoami"]["ms"]
     );
 }
+
+/// The Python SDK's client (the era it negotiates) as a caller whose own upstream needs them
+/// to sign in: a call of it is `-32042` with the URL-mode elicitation (the SDK's error, with
+/// the elicitations in its data), its list has `sign_in`; once the browser is through (the
+/// browser script, signing in at the upstream's provider), the call goes through, with the
+/// upstream's token for that sign-in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_client_is_sent_to_sign_in_and_then_calls() {
+    let Team { org, theirs: _theirs, upstream: _upstream, home } = team().await;
+    let (_gateway, url) = common::http_gateway(&home, &[]);
+    let robot = common::client_token(&org.token_endpoint(), "robot", &url).await;
+    let mut c = Command::new(switchboard_testkit::python());
+    c.arg("-W").arg("ignore").arg(common::script("team_py.py")).args(["http", url.as_str(), robot.as_str()]);
+    c.arg(switchboard_testkit::node22_bin().join("node")).arg(common::script("signin_cli.mjs"));
+    c.args(["bob", "up__whoami"]);
+    let r = tokio::task::spawn_blocking(move || common::report(c)).await.unwrap();
+    assert_eq!(r["first"]["code"], -32042, "{r}");
+    assert_eq!(r["elicitation_mode"], "url", "{r}");
+    assert!(r["tools_before"].as_array().unwrap().iter().any(|t| t == "sign_in"), "{r}");
+    assert_eq!(r["landed"]["status"], 200, "{r}");
+    assert!(!r["tools_after"].as_array().unwrap().iter().any(|t| t == "sign_in"), "signed in: {r}");
+    assert_eq!(r["then"]["sub"], "bob", "{r}");
+    eprintln!("the Python client spoke {}", r["protocol"]);
+}

@@ -1,0 +1,12 @@
+// The browser's part of a sign-in, for a client script in another language: signs in at an
+// authorization URL as <login> on `oidc-provider`'s own pages, follows the redirect back to
+// <until> (the gateway's callback) and says how that page answered.
+//
+//   node signin_cli.mjs <authorization URL> <login> <until>
+//
+// Prints one JSON line: {"status": <HTTP status of the callback>}.
+const [url, login, until] = process.argv.slice(2);
+const { Browser } = await import(new URL("./browser.mjs", import.meta.url).href);
+const back = await new Browser(login, until).signIn(url);
+const res = await fetch(back.href);
+process.stdout.write(JSON.stringify({ status: res.status }) + "\n");

@@ -92,6 +92,15 @@ fn answer(said: &str) -> Value {
         .unwrap_or_else(|| panic!("{said}"))
 }
 
+/// Two people's client scripts run at once: their reports.
+async fn both(alice: Command, bob: Command) -> (Value, Value) {
+    let (alice, bob) = tokio::join!(
+        tokio::task::spawn_blocking(move || common::report(alice)),
+        tokio::task::spawn_blocking(move || common::report(bob))
+    );
+    (alice.unwrap(), bob.unwrap())
+}
+
 fn digest(token: &str) -> String {
     Sha256::digest(token.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
@@ -136,11 +145,7 @@ async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers
 
     // Alice and Bob at once, 500 calls each, 25 in flight each.
     let (alice, bob) = (person(&url, "alice", 500), person(&url, "bob", 500));
-    let (alice, bob) = tokio::join!(
-        tokio::task::spawn_blocking(move || common::report(alice)),
-        tokio::task::spawn_blocking(move || common::report(bob))
-    );
-    let (alice, bob) = (alice.unwrap(), bob.unwrap());
+    let (alice, bob) = both(alice, bob).await;
     let mut seen = BTreeMap::new();
     for (login, r) in [("alice", &alice), ("bob", &bob)] {
         assert_eq!(r["claims"]["sub"], login, "signed in to the gateway as themselves: {r}");
@@ -277,11 +282,7 @@ async fn each_person_gets_their_own_local_server_started_with_their_own_values()
     let (mut alice, mut bob) = (person(&url, "alice", 20), person(&url, "bob", 20));
     alice.arg("get-env");
     bob.arg("get-env");
-    let (alice, bob) = tokio::join!(
-        tokio::task::spawn_blocking(move || common::report(alice)),
-        tokio::task::spawn_blocking(move || common::report(bob))
-    );
-    let (alice, bob) = (alice.unwrap(), bob.unwrap());
+    let (alice, bob) = both(alice, bob).await;
     for (login, r) in [("alice", &alice), ("bob", &bob)] {
         let asked = r["elicited"].as_array().unwrap();
         assert_eq!(asked.len(), 1, "{r}");
@@ -343,7 +344,18 @@ async fn each_person_gets_their_own_local_server_started_with_their_own_values()
     };
     let everyone = listed["people"].as_array().unwrap();
     assert!(everyone.len() == 2 && everyone.iter().all(|p| p["active"] == false), "{listed}");
+
+    // Alice again: her values were kept (she is not asked), her process starts with them; then
+    // the host is killed (SIGKILL) and her process goes with it.
+    let mut again = person(&url, "alice", 2);
+    again.arg("get-env");
+    let again = tokio::task::spawn_blocking(move || common::report(again)).await.unwrap();
+    assert_eq!(again["elicited"], json!([]), "{again}");
+    let pids = switchboard_testkit::pids_with_arg(&marker);
+    assert_eq!(pids.iter().filter_map(|p| token_of(*p)).collect::<Vec<_>>(), ["alice-token"], "{pids:?}");
     drop(serve);
+    let left = switchboard_testkit::wait_gone(&marker, std::time::Duration::from_secs(10));
+    assert!(left.is_empty(), "outlived its host: {left:?}");
 }
 
 /// An upstream whose authorization server accepts the organisation's tokens in exchange
@@ -366,11 +378,7 @@ async fn each_callers_own_token_is_exchanged_once_and_never_forwarded() {
     });
     let (_gateway, url) = common::http_gateway(&home, &[]);
     let (alice, bob) = (person(&url, "alice", 200), person(&url, "bob", 200));
-    let (alice, bob) = tokio::join!(
-        tokio::task::spawn_blocking(move || common::report(alice)),
-        tokio::task::spawn_blocking(move || common::report(bob))
-    );
-    let (alice, bob) = (alice.unwrap(), bob.unwrap());
+    let (alice, bob) = both(alice, bob).await;
     let mut seen = BTreeMap::new();
     for (login, r) in [("alice", &alice), ("bob", &bob)] {
         assert_eq!(r["elicited"], json!([]), "nothing to sign in to: {r}");

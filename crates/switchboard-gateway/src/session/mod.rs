@@ -136,10 +136,12 @@ impl Session {
                 return Err(McpError::invalid_request("this session belongs to another caller", None));
             }
         }
-        // Their own servers exchange the token of their latest request (kept in memory only).
+        // A request of theirs starts their own servers (their hub), which exchange the token of
+        // their latest request (kept in memory only).
         if let Some(who) = &caller
             && self.shared.hub.has_personal_servers()
-            && let (Some(person), Some(token)) = (self.shared.hub.person(who), crate::caller::bearer(ctx))
+            && let Some(person) = self.shared.hub.person(who)
+            && let Some(token) = crate::caller::bearer(ctx)
         {
             person.set_caller_token(token);
         }

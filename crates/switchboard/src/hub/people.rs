@@ -251,10 +251,14 @@ impl Hub {
     }
 
     /// What `principal` sees: the host's catalog and their own servers' as one (the host's
-    /// alone when they have none, or for no one).
+    /// alone when they have none, for no one, or while their hub does not run: it is made by
+    /// their requests, [`Hub::person`]).
     pub fn catalog_for(&self, principal: Option<&Principal>) -> Arc<Catalog> {
         let host = self.catalog();
-        let Some(person) = principal.and_then(|p| self.person_entry(p)) else { return host };
+        // Only a hub that runs: a look at the catalog (a list change told to an old session)
+        // never starts a person's servers again; their request does ([`Hub::person`]).
+        let running = principal.and_then(|p| self.inner.people.hubs().get(&p.key()).cloned());
+        let Some(person) = running else { return host };
         let own = person.hub.catalog();
         let mut merged = person.merged.lock().unwrap_or_else(PoisonError::into_inner);
         // The weak references keep the snapshots' allocations, so no address is reused.

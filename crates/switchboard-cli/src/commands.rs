@@ -203,11 +203,11 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Disable { ref name } => crate::manage::disable(ctx, name),
         Command::Trust { ref server, all, yes } => crate::manage::trust(ctx, server.as_deref(), all, yes),
         Command::Auth { list: true, json, .. } => {
-            crate::login::list(&ctx.loaded, &switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir), json)
+            crate::login::list(&ctx.loaded, &ctx.token_store().await?, json).await
         }
         Command::Auth { server: Some(ref server), no_browser, print_url, force, .. } => {
             let only = only(server, &ctx.loaded)?;
-            let store = switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir);
+            let store = ctx.token_store().await?;
             with_hub(ctx, Some(only), |hub, _| async move {
                 let how = crate::login::How { no_browser, print_url, force };
                 crate::login::login(&ctx.loaded, &hub, &store, server, how).await
@@ -215,6 +215,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             .await
         }
         Command::Auth { server: None, .. } => bail!("name a server: `switchboard auth NAME` (or `--list`)"),
+        Command::Store { ref action, ref id, json } => crate::keys::store(ctx, action, id.as_deref(), json).await,
         Command::Dashboard { print_url } => crate::serve::dashboard(ctx, print_url).await,
         Command::Keys { ref action, ref name, ref groups, json } => {
             crate::keys::keys(ctx, action, name.as_deref(), groups, json)
@@ -263,7 +264,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             crate::daemon::daemon(ctx, &ctx.options.extra_files, action, json).await
         }
         Command::Logout { ref server, forget_client } => {
-            let store = switchboard::auth::TokenStore::in_dir(&ctx.paths.data_dir);
+            let store = ctx.token_store().await?;
             crate::login::logout(&ctx.loaded, &store, server, forget_client).await
         }
         Command::Untrust { ref server } => {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use switchboard::config::{self, LoadOptions, LoadedConfig};
 use switchboard::status::ServerStatus;
+use switchboard::store::db::Database;
 use switchboard::{Hub, HubOptions, Paths};
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +25,8 @@ pub(crate) struct Ctx {
     /// How the config was loaded (to load it again when its files change).
     pub(crate) options: LoadOptions,
     pub(crate) loaded: LoadedConfig,
+    /// The team's store, once opened ([`Ctx::store`]).
+    store: tokio::sync::OnceCell<Database>,
 }
 
 pub(crate) fn load(cli: &Cli) -> Result<Ctx> {
@@ -32,15 +35,58 @@ pub(crate) fn load(cli: &Cli) -> Result<Ctx> {
     let mut options = LoadOptions::from_env(cwd, &paths);
     options.extra_files = cli.configs.clone();
     let mut loaded = config::load(&options);
+    if let Some(url) = &cli.store {
+        if !switchboard::store::db::StoreConfig::is_store_url(url) {
+            anyhow::bail!(
+                "--store: `{}` is not `postgres://user@host:port/database`",
+                switchboard::store::db::shown_url(url)
+            );
+        }
+        let mut store = switchboard::store::db::StoreConfig::new(url);
+        store.key_file = loaded.store.as_ref().and_then(|s| s.key_file.clone());
+        loaded.store = Some(store);
+    }
     // Inputs servers need (`${input:ID}`): asked once, at a terminal, then kept.
     let asks = !matches!(cli.command, Command::Config { .. } | Command::Inputs { .. } | Command::Import { .. });
     if asks && terminal::ask_missing(&paths, &loaded.inputs_missing) {
         loaded = config::load(&options);
     }
-    Ok(Ctx { screen: Screen::default(), paths, options, loaded })
+    Ok(Ctx { screen: Screen::default(), paths, options, loaded, store: tokio::sync::OnceCell::new() })
 }
 
 impl Ctx {
+    /// The team's store, opened on first need (`None`: the data folder). A store that is
+    /// configured but cannot be opened is an error: logins are never kept in the data folder
+    /// instead.
+    pub(crate) async fn store(&self) -> Result<Option<Database>> {
+        let Some(config) = &self.loaded.store else { return Ok(None) };
+        let db = self
+            .store
+            .get_or_try_init(|| async {
+                let keys = std::env::var(switchboard::store::seal::KEYS_ENV).ok();
+                config.open(keys.as_deref()).await
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!("the team's store: {e}"))?;
+        Ok(Some(db.clone()))
+    }
+
+    /// Where logins are kept: the team's store, or `<data>/auth.json`.
+    pub(crate) async fn token_store(&self) -> Result<switchboard::auth::TokenStore> {
+        Ok(match self.store().await? {
+            Some(db) => switchboard::auth::TokenStore::in_database(db, ""),
+            None => switchboard::auth::TokenStore::in_dir(&self.paths.data_dir),
+        })
+    }
+
+    /// `options` with the team's store, when there is one.
+    pub(crate) async fn with_store(&self, options: HubOptions) -> Result<HubOptions> {
+        Ok(match self.store().await? {
+            Some(db) => options.store(db),
+            None => options,
+        })
+    }
+
     /// Follows the config files while `hub` runs (serve, gateway): edits are applied server
     /// by server. `None` (said on stderr) when the files cannot be watched.
     pub(crate) fn follow(&self, hub: &Hub) -> Option<switchboard::ConfigWatch> {
@@ -74,6 +120,7 @@ where
         options = options.approver(terminal::TerminalApprover::new(terminal.clone()));
         options = options.sampler(Arc::new(terminal::TerminalSampler::new(terminal)));
     }
+    let options = ctx.with_store(options).await?;
     let hub = Hub::start(&ctx.loaded, options);
     let cancel = CancellationToken::new();
     let work = async {

@@ -131,6 +131,7 @@ pub async fn gateway(ctx: &Ctx, args: Args) -> Result<u8> {
     if !only.is_empty() {
         options.only = Some(only);
     }
+    let options = ctx.with_store(options).await?;
     let hub = Hub::start(&ctx.loaded, options);
     if !args.require.is_empty() {
         hub.ready().await;

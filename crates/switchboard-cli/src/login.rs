@@ -45,8 +45,12 @@ pub struct How {
 pub async fn login(loaded: &LoadedConfig, hub: &Hub, store: &TokenStore, server: &str, how: How) -> Result<u8> {
     let url = remote(loaded, server)?;
     // Logged in already, and it works: nothing to do unless asked.
-    let stored =
-        store.entry(&url).ok().flatten().is_some_and(|e| e.credentials.is_some_and(|c| c.token_response.is_some()));
+    let stored = store
+        .entry(&url)
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|e| e.credentials.is_some_and(|c| c.token_response.is_some()));
     if let (false, Some(ServerStatus::Connected { counts, .. })) = (how.force, hub.status(server)) {
         if stored {
             out!(
@@ -186,14 +190,14 @@ fn remotes(loaded: &LoadedConfig) -> Vec<(String, String)> {
 }
 
 /// `switchboard auth --list`.
-pub fn list(loaded: &LoadedConfig, store: &TokenStore, json: bool) -> Result<u8> {
-    let logins = list_logins(store, &remotes(loaded)).with_context(|| "reading the token store".to_string())?;
+pub async fn list(loaded: &LoadedConfig, store: &TokenStore, json: bool) -> Result<u8> {
+    let logins = list_logins(store, &remotes(loaded)).await.with_context(|| "reading the token store".to_string())?;
     if json {
-        crate::ctx::print_json(&json!({"logins": logins, "file": store.path()}))?;
+        crate::ctx::print_json(&json!({"logins": logins, "file": store.path(), "store": store.shown()}))?;
         return Ok(0);
     }
     if logins.is_empty() {
-        out!("No stored logins ({}).", store.path().display());
+        out!("No stored logins ({}).", store.shown());
         return Ok(0);
     }
     let mut t = table(&["SERVER", "URL", "EXPIRES", "SCOPES", "REFRESH"]);
@@ -207,7 +211,7 @@ pub fn list(loaded: &LoadedConfig, store: &TokenStore, json: bool) -> Result<u8>
         ]);
     }
     out!("{t}");
-    out!("\nTokens are in {} (never shown).", store.path().display());
+    out!("\nTokens are in {} (never shown).", store.shown());
     Ok(0)
 }
 

@@ -46,6 +46,11 @@ pub struct Cli {
     /// its servers).
     #[arg(long, global = true)]
     pub no_attach: bool,
+    /// A team's store (`postgres://user@host:port/database`): logins and people's records are
+    /// kept there, sealed with the key ring of `store.key_file` or `SWITCHBOARD_STORE_KEYS`,
+    /// instead of in the data folder. Wins over the config's `store.url`.
+    #[arg(long, global = true, value_name = "URL")]
+    pub store: Option<String>,
     /// More logs on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` also works.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
@@ -360,6 +365,20 @@ pub enum Command {
         #[arg(long = "group", value_name = "GROUP")]
         groups: Vec<String>,
         /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A team's store (`store` in the config, or `--store`): `key ID` prints a new key line for
+    /// the key ring, `status` says what it holds (schema, secrets by key, people), `reseal`
+    /// seals again with the ring's first key every secret another key sealed (a rotation's
+    /// third step, once every replica seals with the new key).
+    Store {
+        /// key, status or reseal.
+        #[arg(value_parser = ["key", "status", "reseal"])]
+        action: String,
+        /// The new key's id (key).
+        id: Option<String>,
+        /// Machine-readable output (status, reseal).
         #[arg(long)]
         json: bool,
     },

@@ -39,14 +39,12 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     // Calls the policy asks about go to the MCP client that made them, when it can be asked
     // (the gateway's own approver), else to the dashboard's queue.
     let approvals = switchboard_server::ApprovalQueue::new();
-    let hub = Hub::start(
-        &ctx.loaded,
-        relay
-            .answering(HubOptions::new(ctx.paths.clone()))
-            .approver(approvals.clone())
-            .team(ctx.loaded.identity.is_some())
-            .person_config(ctx.options.clone()),
-    );
+    let options = relay
+        .answering(HubOptions::new(ctx.paths.clone()))
+        .approver(approvals.clone())
+        .team(ctx.loaded.identity.is_some())
+        .person_config(ctx.options.clone());
+    let hub = Hub::start(&ctx.loaded, ctx.with_store(options).await?);
     let _follow = ctx.follow(&hub);
     let gateway = switchboard_gateway::Gateway::new(
         hub.clone(),

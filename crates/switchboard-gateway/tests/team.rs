@@ -18,7 +18,11 @@ use std::process::{Child, Command, Stdio};
 use common::Home;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use switchboard::auth::TokenStore;
+use switchboard::store::db::Database;
+use switchboard::store::seal::KeyRing;
 use switchboard_testkit::oidc::Provider;
+use switchboard_testkit::postgres::Postgres;
 
 /// The upstream each person signs in to, protected by `issuer`.
 struct Upstream {
@@ -139,7 +143,28 @@ async fn team() -> Team {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers_token() {
+    signing_in(None).await;
+}
+
+/// The same with a team's store on PostgreSQL: nothing in the data folder, no token in the
+/// clear in any row, each row opening as its own person's, and every login kept across a
+/// restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_person_signs_in_with_the_team_store_on_postgres() {
+    let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
+    let url = pg.database("sb");
+    signing_in(Some((&pg, url))).await;
+}
+
+async fn signing_in(store: Option<(&Postgres, String)>) {
     let Team { org, theirs, upstream, home } = team().await;
+    let keys = KeyRing::new_key_line("k1").unwrap();
+    if let Some((_, db)) = &store {
+        let file = home.path().join("store.keys");
+        std::fs::write(&file, format!("{keys}\n")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        home.edit(|config| config["store"] = json!({"url": db, "key_file": file}));
+    }
     let (gateway, url) = common::http_gateway(&home, &[]);
     let origin = url.trim_end_matches("/mcp").to_string();
 
@@ -175,13 +200,27 @@ async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers
         alice["whoami"]["ms"], bob["whoami"]["ms"]
     );
 
-    // Each login is kept in its person's own folder (0600), none in the host's.
+    // Each login is kept as its person's own (in their folder, 0600, or their rows of the
+    // team's store), none as the host's.
     let data = switchboard_testkit::data_dir(home.path());
     let host: Value =
         std::fs::read(data.join("auth.json")).map(|b| serde_json::from_slice(&b).unwrap()).unwrap_or_default();
     assert!(!host.to_string().contains(&upstream.url), "the host keeps no login to it: {host}");
+    if let Some((pg, db)) = &store {
+        kept_in_the_store(pg, db, &keys, &seen).await;
+        let files: Vec<_> = std::fs::read_dir(data.join("people"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+            .map(|f| f.path())
+            .collect();
+        assert!(files.iter().all(|f| !f.ends_with("auth.json") && !f.ends_with("person.json")), "{files:?}");
+    }
     let mut owners = Vec::new();
-    for folder in std::fs::read_dir(data.join("people")).unwrap().flatten() {
+    let folders =
+        if store.is_some() { Vec::new() } else { std::fs::read_dir(data.join("people")).unwrap().flatten().collect() };
+    for folder in folders {
         let file = folder.path().join("auth.json");
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", file.display());
@@ -194,7 +233,7 @@ async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers
         owners.push(whose[0]);
     }
     owners.sort();
-    assert_eq!(owners, ["alice", "bob"]);
+    assert_eq!(owners, if store.is_some() { vec![] } else { vec!["alice", "bob"] });
 
     // Someone who has not signed in to it (a service account of the organisation's provider):
     // a call gets -32042 with their own sign-in, never Alice's or Bob's login.
@@ -244,6 +283,39 @@ async fn each_person_signs_in_to_their_own_upstream_and_no_call_carries_anothers
     assert_eq!(again["whoami"]["subs"], json!({"alice": 3}), "{again}");
 }
 
+/// The team's store holds Alice's and Bob's logins, each as their own (opened with the key
+/// ring, each row's tokens are those one person's calls carried), and no row holds any of their
+/// secrets in the clear; the people's records name both.
+async fn kept_in_the_store(pg: &Postgres, url: &str, keys: &str, seen: &BTreeMap<&str, Vec<String>>) {
+    let table = pg.sql("sb", "SELECT kind, owner, key, label, sealed FROM switchboard_secrets");
+    let db = Database::open(url, KeyRing::parse(keys).unwrap()).await.unwrap();
+    let owners: Vec<String> = pg
+        .sql("sb", "SELECT DISTINCT owner FROM switchboard_secrets ORDER BY owner")
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(owners.len(), 2, "two people's rows, none of the host's: {table}");
+    let mut whose_rows = Vec::new();
+    for owner in &owners {
+        let entries = TokenStore::in_database(db.clone(), owner).entries().await.unwrap();
+        let mut kept = Vec::new();
+        strings(&serde_json::to_value(&entries).unwrap(), &mut kept);
+        for secret in kept.iter().filter(|s| s.len() >= 16) {
+            assert!(!table.contains(secret.as_str()), "a secret of {owner}'s in the clear: {table}");
+        }
+        let kept: Vec<String> = kept.iter().map(|s| digest(s)).collect();
+        let whose: Vec<&str> =
+            seen.iter().filter(|(_, d)| d.iter().any(|d| kept.contains(d))).map(|(p, _)| *p).collect();
+        assert_eq!(whose.len(), 1, "{owner}'s rows hold the token of exactly one person: {whose:?}");
+        whose_rows.push(whose[0]);
+    }
+    whose_rows.sort();
+    assert_eq!(whose_rows, ["alice", "bob"]);
+    let people = pg.sql("sb", "SELECT principal->>'subject' FROM switchboard_people ORDER BY 1");
+    assert_eq!(people.lines().collect::<Vec<_>>(), ["alice", "bob"], "{people}");
+    db.close().await;
+}
+
 /// `MY_TOKEN` in a process's environment (`/proc/<pid>/environ`).
 fn token_of(pid: i32) -> Option<String> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
@@ -261,9 +333,29 @@ fn token_of(pid: i32) -> Option<String> {
 /// the processes stop when idle.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_person_gets_their_own_local_server_started_with_their_own_values() {
+    own_values(None).await;
+}
+
+/// The same with a team's store on PostgreSQL: each person's values sealed in its rows, none
+/// in the data folder, and kept across a restart of the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_persons_own_values_are_kept_in_the_team_store_on_postgres() {
+    let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
+    let url = pg.database("sb");
+    own_values(Some((&pg, url))).await;
+}
+
+async fn own_values(store: Option<(&Postgres, String)>) {
     let org = tokio::task::spawn_blocking(Provider::start).await.unwrap();
     let marker = switchboard_testkit::unique_marker("per-person");
     let home = Home::new(false);
+    let keys = KeyRing::new_key_line("k1").unwrap();
+    if let Some((_, db)) = &store {
+        let file = home.path().join("store.keys");
+        std::fs::write(&file, format!("{keys}\n")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        home.edit(|config| config["store"] = json!({"url": db, "key_file": file}));
+    }
     home.edit(|config| {
         config["identity"] = json!({"issuers": [org.issuer], "scopes": ["mcp"]});
         config["inputs"] =
@@ -313,8 +405,22 @@ async fn each_person_gets_their_own_local_server_started_with_their_own_values()
     let mut kept = Vec::new();
     for folder in std::fs::read_dir(data.join("people")).unwrap().flatten() {
         let file = folder.path().join("inputs.json");
+        if store.is_some() {
+            assert!(!file.exists(), "{} with a team's store", file.display());
+            continue;
+        }
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600, "{}", file.display());
         kept.push(std::fs::read_to_string(&file).unwrap());
+    }
+    if let Some((pg, db)) = &store {
+        // Sealed in the store, one person's each.
+        let table = pg.sql("sb", "SELECT kind, owner, key, label, sealed FROM switchboard_secrets");
+        assert!(!table.contains("-token"), "a value in the clear: {table}");
+        let db = Database::open(db, KeyRing::parse(&keys).unwrap()).await.unwrap();
+        for owner in pg.sql("sb", "SELECT DISTINCT owner FROM switchboard_secrets WHERE kind = 'input'").lines() {
+            kept.push(serde_json::to_string(&db.input_values(owner)).unwrap());
+        }
+        db.close().await;
     }
     assert_eq!(kept.len(), 2);
     assert!(kept.iter().all(|k| k.contains("alice-token") != k.contains("bob-token")), "{kept:?}");
@@ -356,6 +462,15 @@ async fn each_person_gets_their_own_local_server_started_with_their_own_values()
     drop(serve);
     let left = switchboard_testkit::wait_gone(&marker, std::time::Duration::from_secs(10));
     assert!(left.is_empty(), "outlived its host: {left:?}");
+
+    // A host started again: Bob's values were kept (he is not asked either).
+    let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
+    let mut again = person(&format!("{base}/mcp"), "bob", 2);
+    again.arg("get-env");
+    let again = tokio::task::spawn_blocking(move || common::report(again)).await.unwrap();
+    assert_eq!(again["elicited"], json!([]), "{again}");
+    let pids = switchboard_testkit::pids_with_arg(&marker);
+    assert_eq!(pids.iter().filter_map(|p| token_of(*p)).collect::<Vec<_>>(), ["bob-token"], "{pids:?}");
 }
 
 /// An upstream whose authorization server accepts the organisation's tokens in exchange

@@ -26,11 +26,7 @@ pub struct People {
 #[utoipa::path(get, path = "/api/people", tag = "people",
     responses((status = 200, body = People), (status = 401, body = ErrorBody)))]
 pub async fn list(State(app): State<AppState>) -> ApiResult<Json<People>> {
-    let hub = app.hub.clone();
-    // Their folders are read from disk.
-    let people =
-        tokio::task::spawn_blocking(move || hub.known_people()).await.map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(Json(People { people }))
+    Ok(Json(People { people: app.hub.known_people().await }))
 }
 
 /// A person's logout.

@@ -9,6 +9,7 @@
 
 pub mod issuer;
 pub mod oidc;
+pub mod postgres;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -32,7 +32,7 @@ pub(crate) async fn connection_manager(
     store: &TokenStore,
     subject: Option<String>,
 ) -> Result<Option<Authorised>, LoginError> {
-    let entry = store.entry(&http.url).unwrap_or_else(|e| {
+    let entry = store.entry(&http.url).await.unwrap_or_else(|e| {
         tracing::warn!(server, "the token store cannot be read: {e}");
         None
     });
@@ -71,7 +71,7 @@ pub(crate) async fn connection_manager(
     if machine {
         let plain = manager(server, http, store).await?;
         let metadata = discover(&plain, http, None).await?;
-        let dpop = dpop_for(server, http, store, offers_dpop(&metadata))?;
+        let dpop = dpop_for(server, http, store, offers_dpop(&metadata)).await?;
         let (mut manager, oauth_http) = manager_with(server, http, store, dpop.clone()).await?;
         manager.set_metadata(metadata);
         let config = credentials_config(&http.oauth, &http.url)?;
@@ -80,7 +80,7 @@ pub(crate) async fn connection_manager(
             client_credentials(server, http, store).await?;
         }
         // Bound only if the authorization server did bind the token it gave.
-        let dpop = dpop.and(bound_dpop(store.entry(&http.url).ok().flatten().as_ref()));
+        let dpop = dpop.and(bound_dpop(store.entry(&http.url).await.ok().flatten().as_ref()));
         return Ok(Some(Authorised { manager, dpop, oauth_http: Some(oauth_http) }));
     }
     let dpop = bound_dpop(entry.as_ref());

@@ -39,7 +39,7 @@ pub async fn client_credentials(server: &str, http: &HttpConfig, store: &TokenSt
 async fn exchange_client_credentials(server: &str, http: &HttpConfig, store: &TokenStore) -> Result<(), LoginError> {
     let plain = manager(server, http, store).await?;
     let metadata = discover(&plain, http, None).await?;
-    let mut manager = match dpop_for(server, http, store, offers_dpop(&metadata))? {
+    let mut manager = match dpop_for(server, http, store, offers_dpop(&metadata)).await? {
         Some(dpop) => dpop_manager(server, http, store, &dpop).await?,
         None => plain,
     };
@@ -88,7 +88,7 @@ async fn enterprise(server: &str, http: &HttpConfig, store: &TokenStore) -> Resu
         expires_in: token.expires_in.map(|d| d.as_secs()),
         scopes,
     };
-    save_token(server, http, store, client_id, issuer, token).map_err(|e| match e {
+    save_token(server, http, store, client_id, issuer, token).await.map_err(|e| match e {
         LoginError::Protocol { message, .. } => fail(message),
         other => other,
     })
@@ -103,7 +103,7 @@ struct Obtained {
 }
 
 /// Stores `token` as rmcp stores any token, so the connection reads it the same way.
-fn save_token(
+async fn save_token(
     server: &str,
     http: &HttpConfig,
     store: &TokenStore,
@@ -122,7 +122,7 @@ fn save_token(
     let credentials =
         rmcp::transport::auth::StoredCredentials::new(client_id.to_string(), Some(response), token.scopes, Some(now()))
             .with_issuer(Some(issuer));
-    store.update(&http.url, server, |e| e.credentials = Some(credentials))?;
+    store.update(&http.url, server, |e| e.credentials = Some(credentials)).await?;
     Ok(())
 }
 
@@ -229,7 +229,7 @@ async fn extension_grant(
         scopes,
     };
     let client_id = http.oauth.client_id.clone().unwrap_or_default();
-    save_token(server, http, store, &client_id, issuer, token)
+    save_token(server, http, store, &client_id, issuer, token).await
 }
 
 /// RFC 6749 §2.3.1: client credentials in Basic are form-urlencoded first.

@@ -227,7 +227,7 @@ impl OAuthHttp {
                 && serde_json::from_slice::<serde_json::Value>(&body)
                     .is_ok_and(|v| v["error"].as_str() == Some("invalid_client"));
             if refused {
-                self.client_refused_now();
+                self.client_refused_now().await;
             }
             if registration && status.is_success() {
                 *self.registered.lock().unwrap_or_else(PoisonError::into_inner) = serde_json::from_slice(&body).ok();
@@ -247,7 +247,7 @@ impl OAuthHttp {
 }
 
 impl OAuthHttp {
-    fn client_refused_now(&self) {
+    async fn client_refused_now(&self) {
         self.refused.store(true, std::sync::atomic::Ordering::Relaxed);
         let Some(f) = &self.forget else { return };
         tracing::warn!(
@@ -255,7 +255,7 @@ impl OAuthHttp {
             "the authorization server refused the client switchboard registered (invalid_client): it is forgotten, \
              and the next login registers a new one"
         );
-        if let Err(e) = f.store.update(&f.url, &f.server, |e| e.client = None) {
+        if let Err(e) = f.store.update(&f.url, &f.server, |e| e.client = None).await {
             tracing::warn!(server = %f.server, "forgetting the refused client: {e}");
         }
     }

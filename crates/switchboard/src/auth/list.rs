@@ -29,9 +29,10 @@ pub struct LoginInfo {
 
 /// Every stored login; `servers` are the configured (name, URL) pairs, to name each entry by
 /// the servers that use it.
-pub fn list_logins(store: &TokenStore, servers: &[(String, String)]) -> Result<Vec<LoginInfo>, StoreError> {
+pub async fn list_logins(store: &TokenStore, servers: &[(String, String)]) -> Result<Vec<LoginInfo>, StoreError> {
     Ok(store
-        .entries()?
+        .entries()
+        .await?
         .into_iter()
         .map(|(url, entry)| {
             let mut names: Vec<String> = servers.iter().filter(|(_, u)| *u == url).map(|(n, _)| n.clone()).collect();
@@ -70,29 +71,21 @@ pub fn list_logins(store: &TokenStore, servers: &[(String, String)]) -> Result<V
 /// Forgets the tokens stored for `url` (the registered client is kept, to be reused by the
 /// next login). Returns whether there were any.
 pub async fn logout(store: &TokenStore, url: &str, server: &str) -> Result<bool, StoreError> {
-    let (store, url, server) = (store.clone(), url.to_string(), server.to_string());
-    tokio::task::spawn_blocking(move || {
-        let had = store.entry(&url)?.is_some_and(|e| e.credentials.is_some());
-        // The DPoP key goes with the tokens bound to it: the next login makes a new one.
-        store.update(&url, &server, |e| {
+    let had = store.entry(url).await?.is_some_and(|e| e.credentials.is_some());
+    // The DPoP key goes with the tokens bound to it: the next login makes a new one.
+    store
+        .update(url, server, |e| {
             e.credentials = None;
             e.dpop_key = None;
-        })?;
-        Ok(had)
-    })
-    .await
-    .map_err(|e| StoreError::Io { path: std::path::PathBuf::new(), source: std::io::Error::other(e) })?
+        })
+        .await?;
+    Ok(had)
 }
 
 /// Forgets the client switchboard registered for the server at `url` (the next login
 /// registers a new one). Returns whether one was kept.
 pub async fn forget_client(store: &TokenStore, url: &str, server: &str) -> Result<bool, StoreError> {
-    let (store, url, server) = (store.clone(), url.to_string(), server.to_string());
-    tokio::task::spawn_blocking(move || {
-        let had = store.entry(&url)?.is_some_and(|e| e.client.is_some());
-        store.update(&url, &server, |e| e.client = None)?;
-        Ok(had)
-    })
-    .await
-    .map_err(|e| StoreError::Io { path: std::path::PathBuf::new(), source: std::io::Error::other(e) })?
+    let had = store.entry(url).await?.is_some_and(|e| e.client.is_some());
+    store.update(url, server, |e| e.client = None).await?;
+    Ok(had)
 }

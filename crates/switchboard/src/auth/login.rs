@@ -213,7 +213,7 @@ fn names_dpop(challenge: &str) -> bool {
 
 /// The server's DPoP key when its tokens are to be bound (`oauth.dpop`, and for `auto` what the
 /// authorization server offers): the one stored with its tokens, else a new one, stored.
-pub(super) fn dpop_for(
+pub(super) async fn dpop_for(
     server: &str,
     http: &HttpConfig,
     store: &TokenStore,
@@ -228,11 +228,11 @@ pub(super) fn dpop_for(
         return Ok(None);
     }
     let dpop_error = |e: super::dpop::DpopError| LoginError::Protocol { step: "DPoP", message: e.to_string() };
-    if let Some(stored) = store.entry(&http.url)?.and_then(|e| e.dpop_key) {
+    if let Some(stored) = store.entry(&http.url).await?.and_then(|e| e.dpop_key) {
         return Ok(Some(Dpop::new(DpopKey::from_stored(&stored.0).map_err(dpop_error)?)));
     }
     let (key, stored) = DpopKey::generate().map_err(dpop_error)?;
-    store.update(&http.url, server, |e| e.dpop_key = Some(super::store::Secret(stored)))?;
+    store.update(&http.url, server, |e| e.dpop_key = Some(super::store::Secret(stored))).await?;
     Ok(Some(Dpop::new(key)))
 }
 
@@ -365,14 +365,14 @@ pub async fn begin(
     // authorization server offers.
     let offered = offers_dpop(&metadata) && challenge.is_none_or(names_dpop);
     manager.set_metadata(metadata.clone());
-    let entry = store.entry(&http.url)?.unwrap_or_default();
+    let entry = store.entry(&http.url).await?.unwrap_or_default();
     // SEP-2350: a new login asks for what was granted before as well as what is asked for now
     // (a step-up's challenge names only the scope that was missing).
     let granted = entry.credentials.as_ref().map(|c| c.granted_scopes.clone()).unwrap_or_default();
     let wanted = if oauth.scopes.is_empty() { manager.select_scopes(None, &[]) } else { oauth.scopes.clone() };
     let scopes = scope_union(granted, wanted);
     // DPoP: from here on (registration, the code exchange, refreshes) through the DPoP client.
-    if let Some(dpop) = dpop_for(server, http, store, offered)? {
+    if let Some(dpop) = dpop_for(server, http, store, offered).await? {
         (manager, oauth_http) = manager_with(server, http, store, Some(dpop)).await?;
         manager.set_metadata(metadata);
     }
@@ -419,7 +419,7 @@ pub async fn begin(
             client_secret_expires_at: oauth_http.registered_expiry(),
             scopes: Some(scopes.clone()),
         };
-        store.update(&http.url, server, |e| e.client = Some(record))?;
+        store.update(&http.url, server, |e| e.client = Some(record)).await?;
         request = request.with_preregistered_client(&client.client_id);
         if let Some(secret) = &client.client_secret {
             request = request.with_client_secret(secret);

@@ -1,8 +1,10 @@
-//! The token store: `<data>/auth.json` (mode 0600, in a 0700 folder), one entry per server
-//! URL, holding the client switchboard registered (reused on the next login) and the tokens.
-//! Credentials are looked up by the exact URL they were issued for, never by server name.
+//! The token store: one entry per server URL, holding the client switchboard registered
+//! (reused on the next login) and the tokens. Credentials are looked up by the exact URL they
+//! were issued for, never by server name. It is `<data>/auth.json` (mode 0600, in a 0700
+//! folder) by default, or rows of a team's database ([`crate::store::db`]), each entry sealed
+//! whole under the key ring and bound to its owner (the host, or one person) and URL.
 //!
-//! Every change is read-modify-write under an advisory lock (`auth.json.lock`) and lands by
+//! In the file, every change is read-modify-write under an advisory lock (`auth.json.lock`) and lands by
 //! an atomic rename, so two switchboard processes saving at once lose nothing. A file that
 //! does not decode is never overwritten: it is moved aside (`auth.json.corrupt-<time>`) and
 //! reported, and only then is a fresh file started (one bad byte must not wipe every server's
@@ -18,6 +20,7 @@ use rmcp::transport::auth::{AuthError, CredentialRefreshGuard, CredentialStore, 
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::{create_private_dir, write_atomic};
+use crate::store::db::{Database, SecretKind};
 
 /// What can go wrong with the token store.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +42,9 @@ pub enum StoreError {
         /// The decoding error (position, not content).
         message: String,
     },
+    /// The team's database (or its key ring) refused.
+    #[error(transparent)]
+    Database(#[from] crate::store::StoreError),
 }
 
 /// A client registered with (or configured for) an authorisation server.
@@ -138,21 +144,38 @@ pub(crate) fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
-/// The token store file.
+/// The token store: a file, or one owner's rows of a team's database.
 #[derive(Debug, Clone)]
 pub struct TokenStore {
+    /// The file (for the database: where its locks would be; unused).
     path: PathBuf,
+    db: Option<(Database, String)>,
 }
 
 impl TokenStore {
     /// The store in a data folder (`<data>/auth.json`).
     pub fn in_dir(data_dir: &Path) -> TokenStore {
-        TokenStore { path: data_dir.join("auth.json") }
+        TokenStore { path: data_dir.join("auth.json"), db: None }
     }
 
-    /// The file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// `owner`'s entries in a team's database (`""`: the host's own logins; else a person's
+    /// [`Principal::key`](crate::identity::Principal::key)).
+    pub fn in_database(db: Database, owner: &str) -> TokenStore {
+        TokenStore { path: PathBuf::new(), db: Some((db, owner.to_string())) }
+    }
+
+    /// The file, for the file store.
+    pub fn path(&self) -> Option<&Path> {
+        self.db.is_none().then_some(self.path.as_path())
+    }
+
+    /// Where the tokens are, as people read it (a file, or the database without its password).
+    pub fn shown(&self) -> String {
+        match &self.db {
+            Some((db, owner)) if owner.is_empty() => db.shown().to_string(),
+            Some((db, owner)) => format!("{} (person {owner})", db.shown()),
+            None => self.path.display().to_string(),
+        }
     }
 
     fn io(&self, source: std::io::Error) -> StoreError {
@@ -174,19 +197,77 @@ impl TokenStore {
     }
 
     /// Every entry, by server URL.
-    pub fn entries(&self) -> Result<BTreeMap<String, Entry>, StoreError> {
-        Ok(self.read_contents()?.servers)
+    pub async fn entries(&self) -> Result<BTreeMap<String, Entry>, StoreError> {
+        match &self.db {
+            Some((db, owner)) => {
+                let mut out = BTreeMap::new();
+                for (url, _, bytes) in db.secrets(SecretKind::Token, owner).await? {
+                    let entry = self.decode_row(&url, &bytes)?;
+                    out.insert(url, entry);
+                }
+                Ok(out)
+            }
+            None => Ok(self.read_contents()?.servers),
+        }
     }
 
     /// The entry for a server URL.
-    pub fn entry(&self, url: &str) -> Result<Option<Entry>, StoreError> {
-        Ok(self.read_contents()?.servers.remove(url))
+    pub async fn entry(&self, url: &str) -> Result<Option<Entry>, StoreError> {
+        match &self.db {
+            Some((db, owner)) => match db.secret(SecretKind::Token, owner, url).await? {
+                Some(bytes) => self.decode_row(url, &bytes).map(Some),
+                None => Ok(None),
+            },
+            None => Ok(self.read_contents()?.servers.remove(url)),
+        }
+    }
+
+    /// A database row's entry (it opened, so it is ours: one that does not decode is said, by
+    /// position only, and left).
+    fn decode_row(&self, url: &str, bytes: &[u8]) -> Result<Entry, StoreError> {
+        serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+            path: PathBuf::from(format!("{} [{url}]", self.shown())),
+            message: format!("{:?} error at line {}, column {}", e.classify(), e.line(), e.column()),
+        })
     }
 
     /// Changes the entry for `url` (created empty if missing; removed if `change` leaves it
-    /// with no client, credentials or DPoP key) under the file lock. Returns where a corrupt file
-    /// was moved, if one was.
-    pub fn update(
+    /// with no client, credentials or DPoP key) under the store's lock (the file's, or the
+    /// row's in the database). Returns where a corrupt file was moved, if one was.
+    pub async fn update(
+        &self,
+        url: &str,
+        server: &str,
+        change: impl FnOnce(&mut Entry),
+    ) -> Result<Option<PathBuf>, StoreError> {
+        let Some((db, owner)) = &self.db else { return self.update_file(url, server, change) };
+        let decoded = db
+            .update_secret(SecretKind::Token, owner, url, server, |current| {
+                let mut entry = match current.as_deref().map(serde_json::from_slice::<Entry>) {
+                    Some(Ok(e)) => e,
+                    // Left as it is: the change is not made (said below).
+                    Some(Err(e)) => return (current, Some(e)),
+                    None => Entry::default(),
+                };
+                change(&mut entry);
+                entry.server = server.to_string();
+                entry.updated_at = now();
+                if entry.client.is_none() && entry.credentials.is_none() && entry.dpop_key.is_none() {
+                    return (None, None);
+                }
+                (serde_json::to_vec(&entry).ok(), None)
+            })
+            .await?;
+        match decoded {
+            Some(e) => Err(StoreError::Corrupt {
+                path: PathBuf::from(format!("{} [{url}]", self.shown())),
+                message: format!("{:?} error at line {}, column {}", e.classify(), e.line(), e.column()),
+            }),
+            None => Ok(None),
+        }
+    }
+
+    fn update_file(
         &self,
         url: &str,
         server: &str,
@@ -265,38 +346,54 @@ impl UrlStore {
 #[async_trait::async_trait]
 impl CredentialStore for UrlStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        self.blocking(|s| Ok(s.store.entry(&s.url)?.and_then(|e| e.credentials))).await
+        if self.store.db.is_some() {
+            return Ok(self.store.entry(&self.url).await.map_err(store_error)?.and_then(|e| e.credentials));
+        }
+        self.blocking(|s| Ok(s.store.read_contents()?.servers.remove(&s.url).and_then(|e| e.credentials))).await
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        self.blocking(move |s| {
-            s.store.update(&s.url, &s.server, |e| {
-                // The client the tokens were issued to is the one to reuse.
-                if e.client.as_ref().is_none_or(|c| c.client_id != credentials.client_id) {
-                    e.client = Some(ClientRecord {
-                        client_id: credentials.client_id.clone(),
-                        client_secret: None,
-                        redirect_uri: None,
-                        registered_at: now(),
-                        client_secret_expires_at: None,
-                        scopes: None,
-                    });
-                }
-                e.credentials = Some(credentials);
-            })
-        })
-        .await
-        .map(drop)
+        let save = move |e: &mut Entry| {
+            // The client the tokens were issued to is the one to reuse.
+            if e.client.as_ref().is_none_or(|c| c.client_id != credentials.client_id) {
+                e.client = Some(ClientRecord {
+                    client_id: credentials.client_id.clone(),
+                    client_secret: None,
+                    redirect_uri: None,
+                    registered_at: now(),
+                    client_secret_expires_at: None,
+                    scopes: None,
+                });
+            }
+            e.credentials = Some(credentials);
+        };
+        if self.store.db.is_some() {
+            return self.store.update(&self.url, &self.server, save).await.map(drop).map_err(store_error);
+        }
+        self.blocking(move |s| s.store.update_file(&s.url, &s.server, save)).await.map(drop)
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        self.blocking(|s| s.store.update(&s.url, &s.server, |e| e.credentials = None)).await.map(drop)
+        if self.store.db.is_some() {
+            return self
+                .store
+                .update(&self.url, &self.server, |e| e.credentials = None)
+                .await
+                .map(drop)
+                .map_err(store_error);
+        }
+        self.blocking(|s| s.store.update_file(&s.url, &s.server, |e| e.credentials = None)).await.map(drop)
     }
 
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
         // One refresh at a time across processes: the second one then loads the tokens the
         // first saved instead of spending a refresh token that was just rotated away.
         // Another process may be refreshing over a slow network: wait longer for it.
+        if let Some((db, owner)) = &self.store.db {
+            let held =
+                db.hold("refresh", SecretKind::Token, owner, &self.url, REFRESH_WAIT).await.map_err(store_error)?;
+            return Ok(Some(CredentialRefreshGuard::new(held)));
+        }
         let lock = self.blocking(|s| s.store.lock("auth.json.refresh.lock", REFRESH_WAIT)).await?;
         Ok(Some(CredentialRefreshGuard::new(lock)))
     }

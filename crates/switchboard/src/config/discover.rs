@@ -35,6 +35,9 @@ pub struct LoadOptions {
     /// Where the values given for `${input:ID}` are kept ([`super::InputStore`]); `None`:
     /// nowhere (every input is missing).
     pub inputs_file: Option<PathBuf>,
+    /// The values given for `${input:ID}`, already read (config file → id → value): a
+    /// person's, from a team's store. Used instead of `inputs_file` when set.
+    pub input_values: Option<std::sync::Arc<crate::store::db::InputValues>>,
 }
 
 impl LoadOptions {
@@ -49,6 +52,7 @@ impl LoadOptions {
             env,
             managed_file,
             inputs_file: Some(super::InputStore::new(&paths.data_dir).path().to_path_buf()),
+            input_values: None,
         }
     }
 }
@@ -116,6 +120,10 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
         if let Some(config) = m.identity {
             loaded.identity = Some(config);
             loaded.identity_source = Some(super::IdentitySource { file: m.managed.file.clone(), is_managed: true });
+        }
+        if let Some(config) = m.store {
+            loaded.store = Some(config);
+            loaded.store_source = Some(super::IdentitySource { file: m.managed.file.clone(), is_managed: true });
         }
         loaded.managed = Some(m.managed);
     }
@@ -253,6 +261,9 @@ impl Loader<'_> {
         // The inputs this file's servers use, with the values given so far.
         let mut vars = self.base.clone();
         let given = match self.options.inputs_file.as_ref().map(|p| super::InputStore::at(p.clone())) {
+            _ if self.options.input_values.is_some() => {
+                self.options.input_values.as_ref().and_then(|v| v.get(path).cloned()).unwrap_or_default()
+            }
             Some(store) => store.values_for(path).unwrap_or_else(|e| {
                 loaded.diagnostics.push(file_error(path, None, format!("the values of its inputs: {e}")));
                 Default::default()
@@ -372,6 +383,20 @@ fn merge(loaded: &mut LoadedConfig, parsed: Vec<Parsed>, ctx: FileCtx<'_>) {
                         Some(super::IdentitySource { file: path.to_path_buf(), is_managed: false });
                 }
             }
+            Parsed::Store(value) if scope != Scope::Project => {
+                let managed = loaded.store_source.as_ref().is_some_and(|s| s.is_managed);
+                if !managed && let Some(config) = super::store::parse(&value, &mut ctx) {
+                    loaded.store = Some(config);
+                    loaded.store_source = Some(super::IdentitySource { file: path.to_path_buf(), is_managed: false });
+                }
+            }
+            Parsed::Store(_) => ctx.diag(
+                Severity::Warning,
+                None,
+                Some("store"),
+                "a project file cannot say where a team's state is kept: `store` ignored (set it in your user or managed file)"
+                    .into(),
+            ),
             Parsed::Identity(_) => ctx.diag(
                 Severity::Warning,
                 None,

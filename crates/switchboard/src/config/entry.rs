@@ -48,6 +48,8 @@ pub(crate) enum Parsed {
     Sandbox(super::SandboxSpec),
     /// The file's `identity` block, read by the loader (only some files may set it).
     Identity(Value),
+    /// The file's `store` block, read by the loader (only some files may set it).
+    Store(Value),
 }
 
 /// The override an entry is, if it holds nothing but `enabled` (or its aliases).
@@ -101,6 +103,7 @@ pub(crate) fn parse_file(root: &Value, ctx: &mut FileCtx<'_>) -> Vec<Parsed> {
             }
             "audit" => profiles.push(Parsed::Audit(value.clone())),
             "identity" => profiles.push(Parsed::Identity(value.clone())),
+            "store" => profiles.push(Parsed::Store(value.clone())),
             "sandbox" => {
                 let env = ctx.env;
                 let x = |f: &str, s: &str| expand(s, env).map_err(|e| (Some(f.to_string()), e.to_string()));

@@ -20,6 +20,7 @@ mod oauth;
 mod policy;
 pub(crate) mod rate;
 mod sandbox;
+mod store;
 mod values;
 mod who;
 
@@ -575,6 +576,11 @@ pub struct LoadedConfig {
     pub identity: Option<crate::identity::IdentityConfig>,
     /// The file `identity` came from.
     pub identity_source: Option<IdentitySource>,
+    /// A team's store (`store`: the managed file's, else the user or `--config` file's of
+    /// highest precedence); `None`: the data folder.
+    pub store: Option<crate::store::db::StoreConfig>,
+    /// The file `store` came from.
+    pub store_source: Option<IdentitySource>,
 }
 
 impl LoadedConfig {

@@ -510,6 +510,7 @@ pub(crate) struct ManagedFile {
     pub policy: Option<PolicyRules>,
     pub audit: Option<Value>,
     pub identity: Option<crate::identity::IdentityConfig>,
+    pub store: Option<crate::store::db::StoreConfig>,
 }
 
 /// Reads the managed file at `path` (`None` when there is none).
@@ -534,6 +535,7 @@ pub(crate) fn read_managed(path: &Path, diagnostics: &mut Vec<super::Diagnostic>
         policy: None,
         audit: None,
         identity: None,
+        store: None,
     };
     for (key, v) in obj {
         match key.as_str() {
@@ -541,6 +543,7 @@ pub(crate) fn read_managed(path: &Path, diagnostics: &mut Vec<super::Diagnostic>
             "policy" => file.policy = parse_policy(v, RuleSource::Managed, &mut ctx),
             "audit" => file.audit = Some(v.clone()),
             "identity" => file.identity = super::identity::parse(v, &mut ctx),
+            "store" => file.store = super::store::parse(v, &mut ctx),
             "servers" => match v.as_object() {
                 Some(m) => {
                     for (k, list) in m {
@@ -604,5 +607,6 @@ fn broken(path: &Path, message: String, diagnostics: &mut Vec<super::Diagnostic>
         policy: None,
         audit: None,
         identity: None,
+        store: None,
     }
 }

@@ -29,7 +29,7 @@ impl Hub {
     /// The token store this hub uses (`<data>/auth.json`; a person's hub, theirs in
     /// `<data>/people/<key>/`).
     pub fn token_store(&self) -> TokenStore {
-        TokenStore::in_dir(&self.inner.credentials)
+        self.inner.tokens.clone()
     }
 
     fn http_config(&self, server: &str) -> Result<HttpConfig, Error> {
@@ -87,7 +87,7 @@ impl Hub {
         // that failed the start-up.
         let refused = self.inner.slot(server)?.state().auth_challenge.clone();
         let http = self.http_config(server)?;
-        let remembered = self.token_store().entry(&http.url).ok().flatten().and_then(|e| e.challenge);
+        let remembered = self.token_store().entry(&http.url).await.ok().flatten().and_then(|e| e.challenge);
         let challenge = refused.or(remembered).or_else(|| match self.status(server) {
             Some(ServerStatus::Failed { auth_challenge, .. }) => auth_challenge,
             _ => None,
@@ -141,7 +141,7 @@ impl Hub {
     }
 
     /// Every stored login, with the configured servers that use each.
-    pub fn logins(&self) -> Result<Vec<LoginInfo>, Error> {
+    pub async fn logins(&self) -> Result<Vec<LoginInfo>, Error> {
         let servers: Vec<(String, String)> = self
             .inner
             .all_slots()
@@ -151,23 +151,22 @@ impl Hub {
                 _ => None,
             })
             .collect();
-        crate::auth::list_logins(&self.token_store(), &servers).map_err(|e| Error::auth("", e))
+        crate::auth::list_logins(&self.token_store(), &servers).await.map_err(|e| Error::auth("", e))
     }
 
     /// Keeps a scope refusal (403 `insufficient_scope`) a request met, for the next login,
     /// which may run in another process (`switchboard auth` after a failed `switchboard call`).
     pub(crate) async fn remember_refusal(&self, server: &str, challenge: &str) {
         let Ok(http) = self.http_config(server) else { return };
-        let (store, name, challenge) = (self.token_store(), server.to_string(), challenge.to_string());
-        let saved = tokio::task::spawn_blocking(move || {
-            store.update(&http.url, &name, |e| {
+        let saved = self
+            .token_store()
+            .update(&http.url, server, |e| {
                 if e.credentials.is_some() {
-                    e.challenge = Some(challenge);
+                    e.challenge = Some(challenge.to_string());
                 }
             })
-        })
-        .await;
-        if let Ok(Err(e)) = saved {
+            .await;
+        if let Err(e) = saved {
             tracing::warn!(server, "could not keep the scope the server asked for: {e}");
         }
     }

@@ -63,7 +63,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
         notification_rate: inner.options.notification_rate,
         elicitor: inner.options.elicitor.clone(),
         sampler: inner.options.sampler.clone(),
-        tokens: crate::auth::TokenStore::in_dir(&inner.credentials),
+        tokens: inner.tokens.clone(),
         paths: inner.options.paths.clone(),
         refusals: slot.refusals.clone(),
         roots: Arc::new(inner.options.roots.clone().unwrap_or_else(|| vec![inner.project_root.clone()])),

@@ -125,8 +125,12 @@ pub(crate) struct Inner {
     /// Whose servers these are: `None` for the host's hub, a person for theirs
     /// ([`Hub::person`]), which holds only the servers each person gets their own of.
     person: Option<Arc<crate::identity::Principal>>,
-    /// Where logins are kept: the data folder, or `<data>/people/<key>` for a person's hub.
+    /// A person's folder (their input values, their logins without a team's store):
+    /// `<data>/people/<key>`; the data folder for the host's hub.
     credentials: PathBuf,
+    /// Where this hub's logins are kept: `credentials/auth.json`, or its owner's rows of the
+    /// team's store ([`HubOptions::store`]).
+    tokens: crate::auth::TokenStore,
     /// The hubs of the people who signed in ([`people`]); none in a person's hub.
     people: people::People,
     /// A person's hub: their current access token (the organisation's), which a server of
@@ -233,6 +237,11 @@ impl Hub {
             config_id,
             gate,
             checks,
+            tokens: match (&options.store, &person) {
+                (Some(db), Some(p)) => crate::auth::TokenStore::in_database(db.clone(), &p.key()),
+                (Some(db), None) => crate::auth::TokenStore::in_database(db.clone(), ""),
+                (None, _) => crate::auth::TokenStore::in_dir(&credentials),
+            },
             person,
             credentials,
             people: people::People::new(config),

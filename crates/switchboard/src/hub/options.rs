@@ -66,6 +66,10 @@ pub struct HubOptions {
     /// [`Hub::give_input`](crate::Hub::give_input)); without it a person's hub takes the
     /// host's config as it is (the host's input values).
     pub person_config: Option<crate::config::LoadOptions>,
+    /// A team's store ([`Database`](crate::store::db::Database)): upstream logins (the host's
+    /// and each person's) are kept there, sealed, instead of in the data folder, and so are the
+    /// people's records. `None` (the default): the data folder.
+    pub store: Option<crate::store::db::Database>,
 }
 
 /// Makes a person's hub's options from the host's ([`HubOptions::person_options`]).
@@ -85,6 +89,7 @@ impl std::fmt::Debug for HubOptions {
             .field("reconnect", &self.reconnect)
             .field("screening", &self.screening)
             .field("team", &self.team)
+            .field("store", &self.store.as_ref().map(|d| d.shown()))
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +116,7 @@ impl HubOptions {
             team: false,
             person_options: None,
             person_config: None,
+            store: None,
         }
     }
 
@@ -171,6 +177,12 @@ impl HubOptions {
     /// With each person's own input values, from the config loaded again with `options`.
     pub fn person_config(mut self, options: crate::config::LoadOptions) -> Self {
         self.person_config = Some(options);
+        self
+    }
+
+    /// With a team's store for logins and people's records ([`HubOptions::store`]).
+    pub fn store(mut self, db: crate::store::db::Database) -> Self {
+        self.store = Some(db);
         self
     }
 

@@ -144,10 +144,26 @@ impl Hub {
         if let Some(p) = hubs.get(&key) {
             return Some(p.clone());
         }
-        // Who the folder is theirs, for the people's list (never a token).
+        // Who the folder is theirs, for the people's list (never a token): in the team's
+        // store when there is one, else in their folder.
         let record = serde_json::json!({"principal": principal, "seen_ms": crate::status::now_ms()});
-        if let Err(e) = crate::write_private(&part_folder(&part).join("person.json"), record.to_string().as_bytes()) {
-            tracing::warn!("the record of {}'s folder: {e}", principal.shown());
+        match &self.inner.options.store {
+            Some(db) => {
+                let (db, key, shown) = (db.clone(), key.clone(), principal.shown().to_string());
+                let task = tokio::spawn(async move {
+                    if let Err(e) = db.record_person(&key, &record["principal"]).await {
+                        tracing::warn!("the record of {shown}: {e}");
+                    }
+                });
+                self.inner.track(task.abort_handle());
+            }
+            None => {
+                if let Err(e) =
+                    crate::write_private(&part_folder(&part).join("person.json"), record.to_string().as_bytes())
+                {
+                    tracing::warn!("the record of {}'s folder: {e}", principal.shown());
+                }
+            }
         }
         let mut options = self.inner.options.clone();
         options.elicitor = None;
@@ -170,7 +186,13 @@ impl Hub {
         match &self.inner.options.person_config {
             Some(options) => {
                 let mut options = options.clone();
-                options.inputs_file = Some(folder.join("inputs.json"));
+                match (&self.inner.options.store, folder.file_name().and_then(|k| k.to_str())) {
+                    (Some(db), Some(key)) => {
+                        options.inputs_file = None;
+                        options.input_values = Some(Arc::new(db.input_values(key)));
+                    }
+                    _ => options.inputs_file = Some(folder.join("inputs.json")),
+                }
                 Arc::new(crate::config::load(&options))
             }
             None => self.inner.people.config(),
@@ -194,12 +216,18 @@ impl Hub {
                 message: "only a person's own hub, on a host that loads their config, keeps their inputs".into(),
             });
         }
-        let store = crate::config::InputStore::at(self.inner.credentials.join("inputs.json"));
-        let (file, id, value) = (file.to_path_buf(), id.to_string(), value.to_string());
-        tokio::task::spawn_blocking(move || store.set(&file, &id, &value))
-            .await
-            .map_err(|e| Error::storage(format!("keeping an input: {e}"), e))?
-            .map_err(|e| Error::storage(format!("keeping an input: {e}"), e))?;
+        if let (Some(db), Some(person)) = (&self.inner.options.store, &self.inner.person) {
+            db.set_input(&person.key(), file, id, value)
+                .await
+                .map_err(|e| Error::storage(format!("keeping an input: {e}"), e))?;
+        } else {
+            let store = crate::config::InputStore::at(self.inner.credentials.join("inputs.json"));
+            let (file, id, value) = (file.to_path_buf(), id.to_string(), value.to_string());
+            tokio::task::spawn_blocking(move || store.set(&file, &id, &value))
+                .await
+                .map_err(|e| Error::storage(format!("keeping an input: {e}"), e))?
+                .map_err(|e| Error::storage(format!("keeping an input: {e}"), e))?;
+        }
         let config = self.config_of(&self.inner.credentials);
         Ok(self.reload(&config).await)
     }
@@ -380,9 +408,10 @@ pub struct PersonInfo {
 }
 
 impl Hub {
-    /// Everyone who has a folder in `<data>/people/` (who signed in here at some time), the
-    /// active first, then by name: their servers while active, their logins (never a token).
-    pub fn known_people(&self) -> Vec<PersonInfo> {
+    /// Everyone who signed in here at some time (a folder in `<data>/people/`, or a record in
+    /// the team's store), the active first, then by name: their servers while active, their
+    /// logins (never a token).
+    pub async fn known_people(&self) -> Vec<PersonInfo> {
         let folder = self.inner.options.paths.data_dir.join("people");
         let running: HashMap<String, Hub> =
             self.inner.people.hubs().iter().map(|(k, p)| (k.clone(), p.hub.clone())).collect();
@@ -397,21 +426,37 @@ impl Hub {
                 _ => None,
             })
             .collect();
+        // (key, principal, seen) of each, from the store or the folders.
+        let records: Vec<(String, serde_json::Value, Option<u64>)> = match &self.inner.options.store {
+            Some(db) => match db.people().await {
+                Ok(all) => all.into_iter().map(|(k, p, seen)| (k, p, Some(seen))).collect(),
+                Err(e) => {
+                    tracing::warn!("the people's records: {e}");
+                    Vec::new()
+                }
+            },
+            None => std::fs::read_dir(&folder)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|entry| {
+                    let bytes = std::fs::read(entry.path().join("person.json")).ok()?;
+                    let record: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+                    let key = entry.file_name().to_string_lossy().into_owned();
+                    Some((key, record["principal"].clone(), record["seen_ms"].as_u64()))
+                })
+                .collect(),
+        };
         let mut all = Vec::new();
-        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
-            let key = entry.file_name().to_string_lossy().into_owned();
-            let record: Option<serde_json::Value> =
-                std::fs::read(entry.path().join("person.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
-            let Some(record) = record else { continue };
-            let Ok(principal) = serde_json::from_value::<Principal>(record["principal"].clone()) else { continue };
+        for (key, principal, seen_ms) in records {
+            let Ok(principal) = serde_json::from_value::<Principal>(principal) else { continue };
             let hub = running.get(&key).cloned();
-            let store = crate::auth::TokenStore::in_dir(&entry.path());
-            let logins = crate::auth::list_logins(&store, &servers).unwrap_or_default();
+            let logins = crate::auth::list_logins(&self.person_tokens(&key), &servers).await.unwrap_or_default();
             all.push(PersonInfo {
                 key,
                 principal,
                 active: hub.is_some(),
-                seen_ms: record["seen_ms"].as_u64(),
+                seen_ms,
                 servers: hub.as_ref().map(Hub::servers).unwrap_or_default(),
                 logins,
             });
@@ -436,8 +481,12 @@ impl Hub {
             return hub.logout(server).await;
         }
         let folder = self.inner.options.paths.data_dir.join("people").join(key);
-        let known =
-            key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()) && folder.join("person.json").is_file();
+        let well_formed = key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit());
+        let known = well_formed
+            && match &self.inner.options.store {
+                Some(db) => db.people().await.is_ok_and(|all| all.iter().any(|(k, ..)| k == key)),
+                None => folder.join("person.json").is_file(),
+            };
         if !known {
             return Err(Error::Invalid { message: format!("no person `{key}` signed in here") });
         }
@@ -445,8 +494,16 @@ impl Hub {
             Some(crate::config::TransportConfig::Http(h)) => h.url,
             _ => return Err(Error::Invalid { message: format!("`{server}` has no login (not a remote server)") }),
         };
-        let store = crate::auth::TokenStore::in_dir(&folder);
-        crate::auth::logout(&store, &url, server).await.map_err(|e| Error::auth(server, e))
+        crate::auth::logout(&self.person_tokens(key), &url, server).await.map_err(|e| Error::auth(server, e))
+    }
+
+    /// Where the logins of the person `key` are kept: their rows of the team's store, or
+    /// their folder.
+    fn person_tokens(&self, key: &str) -> crate::auth::TokenStore {
+        match &self.inner.options.store {
+            Some(db) => crate::auth::TokenStore::in_database(db.clone(), key),
+            None => crate::auth::TokenStore::in_dir(&self.inner.options.paths.data_dir.join("people").join(key)),
+        }
     }
 }
 

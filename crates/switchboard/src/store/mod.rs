@@ -2,9 +2,10 @@
 //! under a lock file beside it (`<name>.lock`, so concurrent changes all land), and written
 //! whole and atomically with mode 0600 in a 0700 folder. Trust records, remembered approvals
 //! and the values of inputs are each one (`JsonStore`); a file that cannot be read as what it
-//! should be is left as it is and said ([`StoreError::Corrupt`]). Secrets a team's store keeps
-//! at rest are sealed under a key ring ([`seal`]).
+//! should be is left as it is and said ([`StoreError::Corrupt`]). A team's store is a PostgreSQL
+//! database instead ([`db`]), whose secrets are sealed at rest under a key ring ([`seal`]).
 
+pub mod db;
 pub mod seal;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,58 @@ pub enum StoreError {
         what: &'static str,
         /// The parser's message.
         message: String,
+    },
+    /// The database refused, or could not be reached.
+    #[error("{store}: {source}")]
+    Database {
+        /// The store (no password).
+        store: String,
+        /// The cause.
+        source: sqlx::Error,
+    },
+    /// Its schema could not be brought up to date.
+    #[error("{store}: applying the schema: {source}")]
+    Migrate {
+        /// The store (no password).
+        store: String,
+        /// The cause.
+        source: sqlx::migrate::MigrateError,
+    },
+    /// Its schema is newer than this switchboard's: it is not used (an older binary must not
+    /// write rows it does not understand).
+    #[error(
+        "{store} holds schema version {found}, newer than this switchboard's ({known}): run the switchboard that migrated it, or a newer one"
+    )]
+    NewerSchema {
+        /// The store (no password).
+        store: String,
+        /// The version found.
+        found: i64,
+        /// The newest this binary knows.
+        known: i64,
+    },
+    /// A secret does not open (another key ring, or a row moved or altered), or could not be
+    /// sealed.
+    #[error("{store}: the {kind} `{key}` of {owner}: {source}")]
+    Sealed {
+        /// The store (no password).
+        store: String,
+        /// What it is (`token`, `input`).
+        kind: &'static str,
+        /// Whose (`the host`, `person <key>`).
+        owner: String,
+        /// Its key (a server URL, an input id).
+        key: String,
+        /// The cause.
+        source: seal::SealError,
+    },
+    /// The store's key ring could not be read.
+    #[error("the store's key ring ({from}): {source}")]
+    Keys {
+        /// Where it was read from (a file, or the environment variable).
+        from: String,
+        /// The cause.
+        source: seal::SealError,
     },
 }
 

@@ -218,7 +218,7 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Store { ref action, ref id, json } => crate::keys::store(ctx, action, id.as_deref(), json).await,
         Command::Dashboard { print_url } => crate::serve::dashboard(ctx, print_url).await,
         Command::Keys { ref action, ref name, ref groups, json } => {
-            crate::keys::keys(ctx, action, name.as_deref(), groups, json)
+            crate::keys::keys(ctx, action, name.as_deref(), groups, json).await
         }
         Command::Serve { port, bind, allow_remote, hosts, origins, public_url } => {
             crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins, public_url })

@@ -9,25 +9,29 @@ use crate::ctx::{Ctx, print_json};
 use crate::render::safe;
 
 /// `switchboard keys create|list|revoke`.
-pub(crate) fn keys(ctx: &Ctx, action: &str, name: Option<&str>, groups: &[String], json: bool) -> Result<u8> {
-    let keys = ApiKeys::open(&ctx.paths.data_dir);
+pub(crate) async fn keys(ctx: &Ctx, action: &str, name: Option<&str>, groups: &[String], json: bool) -> Result<u8> {
+    // In the team's store when there is one: every gateway on it accepts them.
+    let keys = match ctx.store().await? {
+        Some(db) => ApiKeys::in_store(db),
+        None => ApiKeys::open(&ctx.paths.data_dir),
+    };
     match (action, name) {
         // A secret is never in JSON output: the key is printed once, as plain text.
         ("create", Some(_)) if json => {
             bail!("`switchboard keys create` prints the key once, as plain text (a secret is never in JSON output)")
         }
         ("create", Some(name)) => {
-            let key = keys.create(name, groups)?;
+            let key = keys.create(name, groups).await?;
             out!("{key}");
             note!(
                 "the key `{}` is shown this once (only its hash is kept in {}); callers send it as \
                  `Authorization: Bearer <key>` to a gateway with `identity`",
                 safe(name),
-                ApiKeys::path(&ctx.paths.data_dir).display()
+                keys.shown()
             );
         }
         ("revoke", Some(name)) => {
-            keys.revoke(name)?;
+            keys.revoke(name).await?;
             if json {
                 print_json(&json!({"revoked": name}))?;
             } else {
@@ -35,7 +39,7 @@ pub(crate) fn keys(ctx: &Ctx, action: &str, name: Option<&str>, groups: &[String
             }
         }
         ("list", _) => {
-            let all = keys.list()?;
+            let all = keys.list().await?;
             if json {
                 let list: Vec<_> =
                     all.iter().map(|k| json!({"name": k.name, "groups": k.groups, "created": k.created})).collect();

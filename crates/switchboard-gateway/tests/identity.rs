@@ -9,6 +9,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{Home, initialize};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -201,32 +203,82 @@ async fn each_caller_sees_and_calls_what_the_rules_for_their_groups_allow() {
 /// groups, listed without the key, and refused from the next request once revoked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_accounts_call_with_api_keys_that_can_be_revoked() {
+    service_accounts(None).await;
+}
+
+/// The same with a team's store on PostgreSQL and two gateways on it: a key made once is
+/// accepted by both, kept as its hash in the store (nothing in the data folder), and refused by
+/// both within `STORE_KEEP` of its revocation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_accounts_keys_in_the_team_store_serve_every_gateway_on_it() {
+    let pg = tokio::task::spawn_blocking(switchboard_testkit::postgres::Postgres::start).await.unwrap();
+    let url = pg.database("sb");
+    service_accounts(Some((&pg, url))).await;
+}
+
+async fn service_accounts(store: Option<(&switchboard_testkit::postgres::Postgres, String)>) {
     let issuer = Issuer::start(&[&Key::new("k1")]);
     let home = Home::new(false);
     home.edit(|config| {
         config["identity"] = json!({"issuers": [issuer.issuer], "scopes": ["mcp"]});
         config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
     });
+    if let Some((_, db)) = &store {
+        let file = home.path().join("store.keys");
+        let line = switchboard::store::seal::KeyRing::new_key_line("k1").unwrap();
+        std::fs::write(&file, line).unwrap();
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        home.edit(|config| config["store"] = json!({"url": db, "key_file": file}));
+    }
     let (_gateway, url) = common::http_gateway(&home, &[]);
+    // A second gateway (a replica) on the same store.
+    let (_other, other_url) = match store {
+        Some(_) => {
+            let (g, u) = common::http_gateway(&home, &[]);
+            (Some(g), u)
+        }
+        None => (None, url.clone()),
+    };
     let sb = |args: &[&str]| home.switchboard(args).stdin(std::process::Stdio::null()).output().unwrap();
     let made = sb(&["keys", "create", "ci-bot", "--group", "admins"]);
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
     let key = String::from_utf8_lossy(&made.stdout).trim().to_string();
     assert!(key.starts_with("sbk_"), "{key}");
-    let kept = std::fs::read_to_string(switchboard_testkit::data_dir(home.path()).join("api-keys.json")).unwrap();
-    assert!(!kept.contains(&key[4..]), "only the hash is kept: {kept}");
+    let file = switchboard_testkit::data_dir(home.path()).join("api-keys.json");
+    let kept = match &store {
+        Some((pg, _)) => {
+            assert!(!file.exists(), "nothing in the data folder");
+            pg.sql("sb", "SELECT name, record::text FROM switchboard_api_keys")
+        }
+        None => std::fs::read_to_string(file).unwrap(),
+    };
+    assert!(kept.contains("ci-bot") && !kept.contains(&key[4..]), "only the hash is kept: {kept}");
     let listed = String::from_utf8_lossy(&sb(&["keys", "list", "--json"]).stdout).to_string();
     assert!(listed.contains("ci-bot") && listed.contains("admins") && !listed.contains(&key[4..]), "{listed}");
 
-    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(key.clone());
-    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
-    let tools: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
-    assert!(tools.contains(&"fx__crash".to_string()), "in admins: {tools:?}");
-    client.cancel().await.unwrap();
+    for url in [&url, &other_url] {
+        let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(key.clone());
+        let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+        let tools: Vec<String> =
+            client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+        assert!(tools.contains(&"fx__crash".to_string()), "in admins: {tools:?}");
+        client.cancel().await.unwrap();
+    }
 
     assert!(sb(&["keys", "revoke", "ci-bot"]).status.success());
-    let r = common::post_mcp(&url, Some(&key), None, &initialize()).await;
-    assert_eq!(r.status(), 401, "a revoked key");
+    // At once from a file; within `STORE_KEEP` (2 s) from the store, on every gateway.
+    let wait = if store.is_some() { Duration::from_secs(4) } else { Duration::ZERO };
+    for url in [&url, &other_url] {
+        let start = std::time::Instant::now();
+        loop {
+            let r = common::post_mcp(url, Some(&key), None, &initialize()).await;
+            if r.status() == 401 {
+                break;
+            }
+            assert!(start.elapsed() < wait, "a revoked key still accepted: {}", r.status());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
     let as_json = sb(&["keys", "create", "other", "--json"]);
     let shown = String::from_utf8_lossy(&as_json.stdout);
     assert!(

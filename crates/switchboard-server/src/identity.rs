@@ -14,6 +14,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use switchboard::identity::api_keys::ApiKeys;
 use switchboard::identity::{IdentityConfig, IdentityError, Verifier};
 
 pub use switchboard::identity::Principal;
@@ -33,14 +34,10 @@ pub struct Protected {
 
 impl Protected {
     /// The guard for the resource at `config.resource`, else `default_resource`; the API keys
-    /// of `data_dir` (service accounts) are accepted too.
-    pub fn new(
-        config: IdentityConfig,
-        default_resource: &str,
-        data_dir: &std::path::Path,
-    ) -> Result<Protected, String> {
+    /// of `keys` (service accounts: the data folder's, or a team's store's) are accepted too.
+    pub fn new(config: IdentityConfig, default_resource: &str, keys: ApiKeys) -> Result<Protected, String> {
         let http = reqwest::Client::builder().build().map_err(|e| format!("an HTTP client for the issuers: {e}"))?;
-        let verifier = Verifier::new(config, default_resource, http).with_api_keys(data_dir);
+        let verifier = Verifier::new(config, default_resource, http).with_api_keys(keys);
         let url = reqwest::Url::parse(verifier.resource())
             .map_err(|e| format!("`identity.resource` {}: {e}", verifier.resource()))?;
         // RFC 9728 §3.1: the well-known path goes between the host and the resource's path.

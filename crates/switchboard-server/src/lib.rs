@@ -413,9 +413,13 @@ fn protected_mcp(
             "on every address, `identity.resource` must say the URL clients reach (https://host/mcp)".into(),
         ));
     }
-    let guard = Arc::new(
-        identity::Protected::new(config, &format!("http://{addr}/mcp"), data_dir).map_err(ServeError::Identity)?,
-    );
+    // Service accounts' keys: in the team's store when the hub has one, else the data folder.
+    let keys = match gateway.hub().store() {
+        Some(db) => switchboard::identity::api_keys::ApiKeys::in_store(db.clone()),
+        None => switchboard::identity::api_keys::ApiKeys::open(data_dir),
+    };
+    let guard =
+        Arc::new(identity::Protected::new(config, &format!("http://{addr}/mcp"), keys).map_err(ServeError::Identity)?);
     let service = switchboard_gateway::http_service(gateway, cancel, MCP_BODY_LIMIT);
     Ok(Router::new()
         .route_service("/mcp", service)

@@ -14,6 +14,8 @@ use nix::fcntl::Flock;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::transport::auth::{AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials};
@@ -314,19 +316,38 @@ impl TokenStore {
 
     /// The credential store rmcp reads and writes for one server URL.
     pub(crate) fn for_url(&self, url: &str, server: &str) -> UrlStore {
-        UrlStore { store: self.clone(), url: url.to_string(), server: server.to_string() }
+        UrlStore { store: self.clone(), url: url.to_string(), server: server.to_string(), kept: Arc::default() }
     }
 }
 
 /// How long a refresh waits for another process's refresh of the same store.
 const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How long tokens read from the store are used without reading it again. rmcp reads the
+/// store before every request to the server (to see a refresh another process made); a
+/// connection's calls within this time take what was read last (a file parse, or a database
+/// query and an AES-GCM open, per call otherwise). What this process saves is kept at once;
+/// a refresh always reads the store under its lock; another process's logout reaches this one
+/// within this time.
+const KEEP_READ: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// One server URL's view of the store, as rmcp's `CredentialStore`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct UrlStore {
     store: TokenStore,
     url: String,
     server: String,
+    /// What was last read or saved, and when (shared by the clones rmcp makes).
+    kept: Arc<Mutex<Option<Kept>>>,
+}
+
+/// Tokens as read (or saved) at a time (`None`: the store held none).
+type Kept = (Instant, Option<StoredCredentials>);
+
+impl std::fmt::Debug for UrlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UrlStore").field("store", &self.store).field("url", &self.url).finish_non_exhaustive()
+    }
 }
 
 fn store_error(e: impl std::fmt::Display) -> AuthError {
@@ -334,6 +355,11 @@ fn store_error(e: impl std::fmt::Display) -> AuthError {
 }
 
 impl UrlStore {
+    /// Keeps `credentials` as read now (`None`: nothing kept, the next load reads the store).
+    fn keep(&self, credentials: Option<Option<StoredCredentials>>) {
+        *self.kept.lock().unwrap_or_else(PoisonError::into_inner) = credentials.map(|c| (Instant::now(), c));
+    }
+
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&UrlStore) -> Result<T, StoreError> + Send + 'static,
@@ -346,13 +372,23 @@ impl UrlStore {
 #[async_trait::async_trait]
 impl CredentialStore for UrlStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        if self.store.db.is_some() {
-            return Ok(self.store.entry(&self.url).await.map_err(store_error)?.and_then(|e| e.credentials));
+        if let Some((at, credentials)) = self.kept.lock().unwrap_or_else(PoisonError::into_inner).as_ref()
+            && at.elapsed() < KEEP_READ
+        {
+            return Ok(credentials.clone());
         }
-        self.blocking(|s| Ok(s.store.read_contents()?.servers.remove(&s.url).and_then(|e| e.credentials))).await
+        let read = if self.store.db.is_some() {
+            self.store.entry(&self.url).await.map_err(store_error)?.and_then(|e| e.credentials)
+        } else {
+            self.blocking(|s| Ok(s.store.read_contents()?.servers.remove(&s.url).and_then(|e| e.credentials))).await?
+        };
+        self.keep(Some(read.clone()));
+        Ok(read)
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.keep(None);
+        let saved = credentials.clone();
         let save = move |e: &mut Entry| {
             // The client the tokens were issued to is the one to reuse.
             if e.client.as_ref().is_none_or(|c| c.client_id != credentials.client_id) {
@@ -368,12 +404,16 @@ impl CredentialStore for UrlStore {
             e.credentials = Some(credentials);
         };
         if self.store.db.is_some() {
-            return self.store.update(&self.url, &self.server, save).await.map(drop).map_err(store_error);
+            self.store.update(&self.url, &self.server, save).await.map_err(store_error)?;
+        } else {
+            self.blocking(move |s| s.store.update_file(&s.url, &s.server, save)).await?;
         }
-        self.blocking(move |s| s.store.update_file(&s.url, &s.server, save)).await.map(drop)
+        self.keep(Some(Some(saved)));
+        Ok(())
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
+        self.keep(None);
         if self.store.db.is_some() {
             return self
                 .store
@@ -389,12 +429,65 @@ impl CredentialStore for UrlStore {
         // One refresh at a time across processes: the second one then loads the tokens the
         // first saved instead of spending a refresh token that was just rotated away.
         // Another process may be refreshing over a slow network: wait longer for it.
-        if let Some((db, owner)) = &self.store.db {
+        let guard = if let Some((db, owner)) = &self.store.db {
             let held =
                 db.hold("refresh", SecretKind::Token, owner, &self.url, REFRESH_WAIT).await.map_err(store_error)?;
-            return Ok(Some(CredentialRefreshGuard::new(held)));
-        }
-        let lock = self.blocking(|s| s.store.lock("auth.json.refresh.lock", REFRESH_WAIT)).await?;
-        Ok(Some(CredentialRefreshGuard::new(lock)))
+            CredentialRefreshGuard::new(held)
+        } else {
+            CredentialRefreshGuard::new(self.blocking(|s| s.store.lock("auth.json.refresh.lock", REFRESH_WAIT)).await?)
+        };
+        // Under the lock, the store itself: another process may have refreshed meanwhile.
+        self.keep(None);
+        Ok(Some(guard))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn login(entry: &mut Entry, token: &str) {
+        let credentials = serde_json::json!({
+            "client_id": "c1",
+            "token_response": {"access_token": token, "token_type": "Bearer"},
+            "granted_scopes": [],
+            "token_received_at": 1,
+        });
+        entry.credentials = Some(serde_json::from_value(credentials).unwrap());
+    }
+
+    fn token(credentials: Option<StoredCredentials>) -> String {
+        let value = serde_json::to_value(credentials.unwrap()).unwrap();
+        value["token_response"]["access_token"].as_str().unwrap().to_string()
+    }
+
+    /// Calls within `KEEP_READ` take what was read last; a refresh reads the store under its
+    /// lock (another process's refresh is seen), and what this process saves is used at once.
+    #[tokio::test]
+    async fn reads_are_kept_briefly_but_a_refresh_reads_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::in_dir(dir.path());
+        let url = "https://up.example/mcp";
+        store.update(url, "up", |e| login(e, "first")).await.unwrap();
+        let rmcp_view = store.for_url(url, "up");
+        assert_eq!(token(rmcp_view.load().await.unwrap()), "first");
+        // Another process refreshes.
+        TokenStore::in_dir(dir.path()).update(url, "up", |e| login(e, "second")).await.unwrap();
+        assert_eq!(token(rmcp_view.load().await.unwrap()), "first", "kept for a moment");
+        let guard = rmcp_view.acquire_refresh_guard().await.unwrap();
+        assert_eq!(token(rmcp_view.load().await.unwrap()), "second", "under the lock, the store");
+        drop(guard);
+        // Saved here: used at once.
+        let mut entry = Entry::default();
+        login(&mut entry, "third");
+        rmcp_view.save(entry.credentials.unwrap()).await.unwrap();
+        assert_eq!(token(rmcp_view.load().await.unwrap()), "third");
+        // Past the time, another process's change is read.
+        TokenStore::in_dir(dir.path()).update(url, "up", |e| login(e, "fourth")).await.unwrap();
+        tokio::time::sleep(KEEP_READ + std::time::Duration::from_millis(50)).await;
+        assert_eq!(token(rmcp_view.load().await.unwrap()), "fourth");
+        rmcp_view.clear().await.unwrap();
+        assert!(rmcp_view.load().await.unwrap().is_none());
     }
 }

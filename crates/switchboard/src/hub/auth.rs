@@ -32,6 +32,12 @@ impl Hub {
         self.inner.tokens.clone()
     }
 
+    /// The team's store this hub keeps its state in ([`HubOptions::store`](crate::HubOptions)),
+    /// if it has one.
+    pub fn store(&self) -> Option<&crate::store::db::Database> {
+        self.inner.options.store.as_ref()
+    }
+
     fn http_config(&self, server: &str) -> Result<HttpConfig, Error> {
         let slot = self.inner.slot(server)?;
         let config = slot.config().ok_or_else(|| {

@@ -256,10 +256,10 @@ impl Verifier {
         Verifier { config, resource, keys, introspected, api_keys: None }
     }
 
-    /// Also accepting the API keys of `data_dir` (service accounts: [`api_keys`]); a key
+    /// Also accepting the API keys `keys` (service accounts: [`api_keys`]); a key
     /// stands for its required scopes (whoever made it made it for this gateway).
-    pub fn with_api_keys(mut self, data_dir: &std::path::Path) -> Verifier {
-        self.api_keys = Some(api_keys::ApiKeys::open(data_dir));
+    pub fn with_api_keys(mut self, keys: api_keys::ApiKeys) -> Verifier {
+        self.api_keys = Some(keys);
         self
     }
 
@@ -282,6 +282,7 @@ impl Verifier {
         {
             return keys
                 .principal(token)
+                .await
                 .ok_or_else(|| IdentityError::Invalid("not a key of this gateway (revoked?)".into()));
         }
         // Not a JWT (three dot-separated parts): an opaque token, for an issuer that checks them.

@@ -29,8 +29,10 @@ use super::StoreError;
 use super::seal::KeyRing;
 
 /// The schema's migrations, oldest first: `(version, description, SQL)`.
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "secrets and people", include_str!("migrations/0001_secrets_and_people.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "secrets and people", include_str!("migrations/0001_secrets_and_people.sql")),
+    (2, "api keys", include_str!("migrations/0002_api_keys.sql")),
+];
 
 /// Values given for inputs (`${input:ID}`): config file → input id → value.
 pub type InputValues = std::collections::BTreeMap<PathBuf, std::collections::BTreeMap<String, String>>;
@@ -226,7 +228,12 @@ impl Database {
         &self.inner.shown
     }
 
-    fn db_error(&self, source: sqlx::Error) -> StoreError {
+    /// The connection pool (for the records of [`super::records`]).
+    pub(super) fn pool(&self) -> &PgPool {
+        &self.inner.pool
+    }
+
+    pub(super) fn db_error(&self, source: sqlx::Error) -> StoreError {
         StoreError::Database { store: self.inner.shown.clone(), source }
     }
 
@@ -439,37 +446,6 @@ impl Database {
             .or_default()
             .insert(id.into(), value.into());
         Ok(())
-    }
-
-    /// Records that the person `key` (their [`Principal::key`](crate::identity::Principal::key))
-    /// is `principal` and was seen now.
-    pub async fn record_person(&self, key: &str, principal: &serde_json::Value) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO switchboard_people (key, principal, seen_ms) VALUES ($1, $2::jsonb, $3) \
-             ON CONFLICT (key) DO UPDATE SET principal = EXCLUDED.principal, seen_ms = EXCLUDED.seen_ms",
-        )
-        .bind(key)
-        .bind(principal.to_string())
-        .bind(crate::status::now_ms() as i64)
-        .execute(&self.inner.pool)
-        .await
-        .map_err(|e| self.db_error(e))?;
-        Ok(())
-    }
-
-    /// Everyone who signed in: `(key, principal, seen_ms)`.
-    pub async fn people(&self) -> Result<Vec<(String, serde_json::Value, u64)>, StoreError> {
-        let rows = sqlx::query("SELECT key, principal::text, seen_ms FROM switchboard_people ORDER BY key")
-            .fetch_all(&self.inner.pool)
-            .await
-            .map_err(|e| self.db_error(e))?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|r| {
-                let principal = serde_json::from_str(&r.get::<String, _>(1)).ok()?;
-                Some((r.get(0), principal, u64::try_from(r.get::<i64, _>(2)).unwrap_or(0)))
-            })
-            .collect())
     }
 
     /// What the store holds: its schema version, how many secrets of each kind each key

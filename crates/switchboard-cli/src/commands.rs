@@ -308,12 +308,14 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
             {
                 return Err(crate::ctx::no_server(&ctx.loaded, name));
             }
-            with_hub(ctx, None, |hub, _| async move { crate::scan::show(&hub, server.as_deref(), json) }).await
+            with_hub(ctx, None, |hub, _| async move { crate::scan::show(&hub, server.as_deref(), json).await }).await
         }
         Command::Allow { ref glob } => crate::policy::edit(ctx, "allow", glob, "user").await,
         Command::Ask { ref glob, ref scope } => crate::policy::edit(ctx, "ask", glob, scope).await,
         Command::Deny { ref glob, ref scope } => crate::policy::edit(ctx, "deny", glob, scope).await,
-        Command::Approvals { ref revoke, all, json } => crate::policy::approvals(ctx, revoke.as_deref(), all, json),
+        Command::Approvals { ref revoke, all, json } => {
+            crate::policy::approvals(ctx, revoke.as_deref(), all, json).await
+        }
         Command::Audit { ref since, ref server, ref principal, json } => {
             crate::policy::audit(ctx, since.as_deref(), server.as_deref(), principal.as_deref(), json)
         }

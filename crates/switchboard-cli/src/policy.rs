@@ -68,18 +68,24 @@ pub fn show(ctx: &Ctx, hub: &Hub, tool: Option<&str>, json: bool) -> Result<u8> 
 }
 
 /// `switchboard approvals [--revoke GLOB | --all]`.
-pub fn approvals(ctx: &Ctx, revoke: Option<&str>, all: bool, json: bool) -> Result<u8> {
+pub async fn approvals(ctx: &Ctx, revoke: Option<&str>, all: bool, json: bool) -> Result<u8> {
     let dir = &ctx.paths.data_dir;
+    // In the team's store when there is one (every gateway on it shares them).
+    let db = ctx.store().await?;
     if revoke.is_some() || all {
         let glob = match revoke {
             Some(g) => Some(globset::Glob::new(g)?.compile_matcher()),
             None => None,
         };
-        let gone = ApprovalStore::update(dir, |s| {
+        let forget = |s: &mut ApprovalStore| {
             s.revoke(|r| {
                 glob.as_ref().is_none_or(|g| g.is_match(&r.name) || g.is_match(format!("{}/{}", r.server, r.tool)))
             })
-        })?;
+        };
+        let gone = match &db {
+            Some(db) => ApprovalStore::update_in(db, forget).await?,
+            None => ApprovalStore::update(dir, forget)?,
+        };
         if json {
             print_json(&json!({"revoked": gone}))?;
         } else if gone.is_empty() {
@@ -92,9 +98,14 @@ pub fn approvals(ctx: &Ctx, revoke: Option<&str>, all: bool, json: bool) -> Resu
         }
         return Ok(0);
     }
-    let store = ApprovalStore::open(dir)?;
+    let store = match &db {
+        Some(db) => ApprovalStore::open_in(db).await?,
+        None => ApprovalStore::open(dir)?,
+    };
     if json {
-        print_json(&json!({"approvals": store.list(), "file": ApprovalStore::path(dir)}))?;
+        let file = db.is_none().then(|| ApprovalStore::path(dir));
+        let place = db.as_ref().map(|d| d.shown().to_string());
+        print_json(&json!({"approvals": store.list(), "file": file, "store": place}))?;
         return Ok(0);
     }
     if store.list().is_empty() {

@@ -10,8 +10,8 @@ use crate::ctx::print_json;
 use crate::render::{safe, short, table};
 
 /// Shows the findings; 1 when one is at `medium` or above.
-pub(crate) fn show(hub: &Hub, only: Option<&str>, json: bool) -> Result<u8> {
-    let mut found = hub.scan(only);
+pub(crate) async fn show(hub: &Hub, only: Option<&str>, json: bool) -> Result<u8> {
+    let mut found = hub.scan(only).await;
     found.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.server.cmp(&b.server)));
     let failing = found.iter().any(|f| f.severity >= Severity::Medium);
     let scanned: Vec<String> = hub

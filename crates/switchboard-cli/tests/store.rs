@@ -1,7 +1,7 @@
 //! `switchboard store` and `--store` against a real PostgreSQL server: a new key line, a store
 //! refused without a key ring (said, naming where one comes from), its status, a login the
-//! host keeps there listed by `auth --list`, reseal after a rotation; the password of a store's
-//! URL never printed.
+//! host keeps there listed by `auth --list`, remembered approvals listed and revoked there,
+//! reseal after a rotation; the password of a store's URL never printed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Output;
@@ -49,7 +49,7 @@ fn a_team_store_from_the_command_line() {
     let out = with_keys(&["store", "status", "--json"], &k1);
     assert!(out.status.success(), "{}", text(&out));
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(status["status"]["schema"], 2, "{status}");
+    assert_eq!(status["status"]["schema"], 3, "{status}");
     assert_eq!(status["status"]["people"], 0, "{status}");
     assert!(!status.to_string().contains("pa55-word"), "{status}");
 
@@ -75,6 +75,12 @@ fn a_team_store_from_the_command_line() {
             })
             .await
             .unwrap();
+        // And an "always" approval, as a gateway on the store remembers one.
+        switchboard::policy::approvals::ApprovalStore::update_in(&store, |s| {
+            s.remember("up", "launch-1", "echo", "up__echo", "definition-1", None)
+        })
+        .await
+        .unwrap();
         store.close().await;
     });
     let out = with_keys(&["auth", "--list", "--json"], &k1);
@@ -83,9 +89,19 @@ fn a_team_store_from_the_command_line() {
     assert_eq!(listed["logins"][0]["url"], "https://up.example/mcp", "{listed}");
     assert!(listed["store"].as_str().unwrap().starts_with("postgres://sb@127.0.0.1"), "{listed}");
     assert!(!listed.to_string().contains("tok-SECRET") && !listed.to_string().contains("pa55"), "{listed}");
+    // The approval: listed from the store, revoked there.
+    let out = with_keys(&["approvals", "--json"], &k1);
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+    assert_eq!(listed["approvals"][0]["name"], "up__echo", "{listed}");
+    assert!(listed["file"].is_null() && listed["store"].as_str().unwrap().starts_with("postgres://sb@"), "{listed}");
+    let out = with_keys(&["approvals", "--revoke", "up__*", "--json"], &k1);
+    let revoked: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+    assert_eq!(revoked["revoked"].as_array().map(Vec::len), Some(1), "{revoked}");
+    let out = with_keys(&["approvals", "--json"], &k1);
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap()["approvals"], serde_json::json!([]));
     // Nothing in the data folder.
     let data = switchboard_testkit::data_dir(home.path());
-    assert!(!data.join("auth.json").exists());
+    assert!(!data.join("auth.json").exists() && !data.join("approvals.json").exists());
 
     // Rotation: k2 first, k1 after; reseal moves the row to k2; then k2 alone opens it.
     let k2 = text(&sb(&["store", "key", "k2"])).lines().next().unwrap().trim().to_string();

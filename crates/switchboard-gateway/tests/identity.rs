@@ -224,11 +224,7 @@ async fn service_accounts(store: Option<(&switchboard_testkit::postgres::Postgre
         config["policy"] = json!({"deny": [{"tool": "fx__crash", "unless_groups": ["admins"]}]});
     });
     if let Some((_, db)) = &store {
-        let file = home.path().join("store.keys");
-        let line = switchboard::store::seal::KeyRing::new_key_line("k1").unwrap();
-        std::fs::write(&file, line).unwrap();
-        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-        home.edit(|config| config["store"] = json!({"url": db, "key_file": file}));
+        home.use_store(db);
     }
     let (_gateway, url) = common::http_gateway(&home, &[]);
     // A second gateway (a replica) on the same store.

@@ -158,13 +158,7 @@ async fn each_person_signs_in_with_the_team_store_on_postgres() {
 
 async fn signing_in(store: Option<(&Postgres, String)>) {
     let Team { org, theirs, upstream, home } = team().await;
-    let keys = KeyRing::new_key_line("k1").unwrap();
-    if let Some((_, db)) = &store {
-        let file = home.path().join("store.keys");
-        std::fs::write(&file, format!("{keys}\n")).unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-        home.edit(|config| config["store"] = json!({"url": db, "key_file": file}));
-    }
+    let keys = store.as_ref().map(|(_, db)| home.use_store(db)).unwrap_or_default();
     let (gateway, url) = common::http_gateway(&home, &[]);
     let origin = url.trim_end_matches("/mcp").to_string();
 
@@ -349,13 +343,7 @@ async fn own_values(store: Option<(&Postgres, String)>) {
     let org = tokio::task::spawn_blocking(Provider::start).await.unwrap();
     let marker = switchboard_testkit::unique_marker("per-person");
     let home = Home::new(false);
-    let keys = KeyRing::new_key_line("k1").unwrap();
-    if let Some((_, db)) = &store {
-        let file = home.path().join("store.keys");
-        std::fs::write(&file, format!("{keys}\n")).unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-        home.edit(|config| config["store"] = json!({"url": db, "key_file": file}));
-    }
+    let keys = store.as_ref().map(|(_, db)| home.use_store(db)).unwrap_or_default();
     home.edit(|config| {
         config["identity"] = json!({"issuers": [org.issuer], "scopes": ["mcp"]});
         config["inputs"] =

@@ -85,14 +85,37 @@ async fn deny_ask_and_allow_rules_hold_before_anything_is_sent() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_answer_of_an_approver_and_always_is_asked_again_after_a_rug_pull() {
+    rug_pull(None).await;
+}
+
+/// The same with a team's store on PostgreSQL: "always" is kept there (nothing in the data
+/// folder) and a hub started afterwards (another gateway on the store) takes it.
+#[tokio::test(flavor = "multi_thread")]
+async fn always_is_kept_in_the_team_store_on_postgres() {
+    let pg = tokio::task::spawn_blocking(switchboard_testkit::postgres::Postgres::start).await.unwrap();
+    let url = pg.database("sb");
+    let keys = switchboard::store::seal::KeyRing::new_key_line("k1").unwrap();
+    let db = switchboard::store::db::Database::open(&url, switchboard::store::seal::KeyRing::parse(&keys).unwrap())
+        .await
+        .unwrap();
+    rug_pull(Some(db)).await;
+    let kept = pg.sql("sb", "SELECT body::text FROM switchboard_documents WHERE name = 'approvals'");
+    assert!(kept.contains("\"tool\": \"echo\"") || kept.contains("\"tool\":\"echo\""), "{kept}");
+}
+
+async fn rug_pull(store: Option<switchboard::store::db::Database>) {
     let env = TestEnv::new();
+    let options = || match &store {
+        Some(db) => env.options().store(db.clone()),
+        None => env.options(),
+    };
     let log = env.dir.path().join("calls.log");
     let config = json!({
         "servers": {"f": fixture_server(&["--call-log", log.to_str().unwrap()])},
         "policy": {"ask": ["mcp__f__echo", "mcp__f__add"]},
     });
     let approver = Scripted::new(&[Approval::Deny, Approval::AllowOnce, Approval::AllowSession, Approval::AllowAlways]);
-    let hub = env.hub_with(&config, env.options().approver(approver.clone())).await;
+    let hub = env.hub_with(&config, options().approver(approver.clone())).await;
     let echo = |t: &str| args(json!({"text": t}));
     let err = hub.call_tool("mcp__f__echo", echo("1"), CallOptions::new()).await.unwrap_err();
     assert!(err.to_string().contains("was not approved"), "{err}");
@@ -113,10 +136,12 @@ async fn every_answer_of_an_approver_and_always_is_asked_again_after_a_rug_pull(
 
     // "Always" is remembered across hubs: a new hub does not ask.
     let approver = Scripted::new(&[Approval::AllowOnce]);
-    let hub = env.hub_with(&config, env.options().approver(approver.clone())).await;
+    let hub = env.hub_with(&config, options().approver(approver.clone())).await;
     hub.call_tool("mcp__f__echo", echo("6"), CallOptions::new()).await.unwrap();
     assert!(approver.seen().is_empty(), "remembered: {:?}", approver.seen());
-    assert_eq!(hub.remembered_approvals().unwrap().len(), 1);
+    assert_eq!(hub.remembered_approvals().await.unwrap().len(), 1);
+    let file = switchboard::policy::approvals::ApprovalStore::path(&env.paths.data_dir);
+    assert_eq!(file.exists(), store.is_none(), "{}: in the data folder without a store only", file.display());
     // The server changes the tool's description: asked again, and told it changed.
     let mut events = hub.subscribe();
     hub.call_tool("mcp__f__mutate", args(json!({"what": "echo"})), CallOptions::new().caller(Caller::cli()))
@@ -134,7 +159,7 @@ async fn every_answer_of_an_approver_and_always_is_asked_again_after_a_rug_pull(
     assert_eq!(seen.len(), 1);
     assert!(seen[0].changed, "the approver is told the tool changed");
     // `scan` says so, with what changed.
-    let found = hub.scan(Some("f"));
+    let found = hub.scan(Some("f")).await;
     let changed = found
         .iter()
         .find(|f| f.rule == switchboard::screen::Rule::DefinitionChanged)

@@ -192,6 +192,17 @@ impl Home {
         std::fs::write(&self.config, config.to_string()).unwrap();
     }
 
+    /// Puts its state in the team's store at `url` (`store` in the `--config` file), with a new
+    /// key ring in a file of its own (0600); returns the ring.
+    pub fn use_store(&self, url: &str) -> String {
+        let keys = switchboard::store::seal::KeyRing::new_key_line("k1").unwrap();
+        let file = self.path().join("store.keys");
+        std::fs::write(&file, format!("{keys}\n")).unwrap();
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        self.edit(|config| config["store"] = json!({"url": url, "key_file": file}));
+        keys
+    }
+
     /// The audit log's records so far (its day files, in order).
     pub fn audit_records(&self) -> Vec<serde_json::Value> {
         let audit = switchboard_testkit::data_dir(self.path()).join("audit");

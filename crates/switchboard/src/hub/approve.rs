@@ -115,24 +115,41 @@ impl Hub {
         self.inner.gate.audit.as_ref().map(AuditLog::health)
     }
 
-    /// Every remembered "always" approval (`<data>/approvals.json`).
-    pub fn remembered_approvals(&self) -> Result<Vec<crate::policy::approvals::Remembered>, Error> {
-        Ok(self.approvals()?.list().to_vec())
+    /// Every remembered "always" approval (`<data>/approvals.json`, or the team's store's).
+    pub async fn remembered_approvals(&self) -> Result<Vec<crate::policy::approvals::Remembered>, Error> {
+        Ok(self.approvals().await?.list().to_vec())
     }
 
-    fn approvals(&self) -> Result<Arc<ApprovalStore>, Error> {
+    /// The remembered approvals: read again when the file changed, or every `STORE_KEEP` from
+    /// a team's store.
+    pub(super) async fn approvals(&self) -> Result<Arc<ApprovalStore>, Error> {
+        use crate::policy::gate::{STORE_KEEP, Stamp};
         let dir = &self.inner.options.paths.data_dir;
-        let path = ApprovalStore::path(dir);
-        let stamp = std::fs::metadata(&path).ok().and_then(|m| Some((m.modified().ok()?, m.len())));
-        let mut cached = self.inner.gate.remembered.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((s, store)) = cached.as_ref()
-            && *s == stamp
-            && stamp.is_some()
+        let stamp = match &self.inner.options.store {
+            Some(_) => Stamp::Read(std::time::Instant::now()),
+            None => Stamp::File(
+                std::fs::metadata(ApprovalStore::path(dir)).ok().and_then(|m| Some((m.modified().ok()?, m.len()))),
+            ),
+        };
         {
-            return Ok(store.clone());
+            let cached = self.inner.gate.remembered.lock().unwrap_or_else(PoisonError::into_inner);
+            let current = |s: &Stamp| match (s, &stamp) {
+                (Stamp::Read(then), Stamp::Read(_)) => then.elapsed() < STORE_KEEP,
+                (Stamp::File(Some(a)), Stamp::File(Some(b))) => a == b,
+                _ => false,
+            };
+            if let Some((s, store)) = cached.as_ref()
+                && current(s)
+            {
+                return Ok(store.clone());
+            }
         }
-        let store = Arc::new(ApprovalStore::open(dir).map_err(|e| Error::storage(e.to_string(), e))?);
-        *cached = Some((stamp, store.clone()));
+        let store = match &self.inner.options.store {
+            Some(db) => ApprovalStore::open_in(db).await,
+            None => ApprovalStore::open(dir),
+        };
+        let store = Arc::new(store.map_err(|e| Error::storage(e.to_string(), e))?);
+        *self.inner.gate.remembered.lock().unwrap_or_else(PoisonError::into_inner) = Some((stamp, store.clone()));
         Ok(store)
     }
 
@@ -313,7 +330,7 @@ impl Hub {
             return Ok(Some(Approval::AllowSession));
         }
         let launch = slot.config().map(|c| crate::trust::launch_digest(&c)).unwrap_or_default();
-        let changed = match self.approvals() {
+        let changed = match self.approvals().await {
             Ok(store) => match store.lookup(&launch, &entry.tool.name, &definition) {
                 Lookup::Approved => return Ok(Some(Approval::AllowAlways)),
                 Lookup::Changed => true,
@@ -370,17 +387,21 @@ impl Hub {
                 let dir = self.inner.options.paths.data_dir.clone();
                 let (server, tool, name) = (entry.server.clone(), entry.tool.name.to_string(), entry.name.clone());
                 let approved = crate::policy::approvals::definition_of(&entry.tool);
-                let saved = tokio::task::spawn_blocking(move || {
-                    ApprovalStore::update(&dir, |s| {
-                        s.remember(&server, &launch, &tool, &name, &definition, Some(approved))
-                    })
-                })
-                .await;
-                match saved {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::warn!("{e}: the approval holds for this call only"),
-                    Err(e) => tracing::warn!("remembering the approval: {e}"),
+                let remember = move |s: &mut ApprovalStore| {
+                    s.remember(&server, &launch, &tool, &name, &definition, Some(approved))
+                };
+                let saved = match &self.inner.options.store {
+                    Some(db) => ApprovalStore::update_in(db, remember).await.map_err(|e| e.to_string()),
+                    None => tokio::task::spawn_blocking(move || ApprovalStore::update(&dir, remember))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r.map_err(|e| e.to_string())),
+                };
+                if let Err(e) = saved {
+                    tracing::warn!("remembering the approval: {e}; it holds for this call only");
                 }
+                // Read again at the next ask (this process changed them).
+                *self.inner.gate.remembered.lock().unwrap_or_else(PoisonError::into_inner) = None;
                 Ok(Some(answer))
             }
         }

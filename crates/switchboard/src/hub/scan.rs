@@ -10,10 +10,11 @@ impl Hub {
     /// came in, the text checks ([`crate::screen::Scanner`]) run now against every other
     /// server's tools, and tools approved "always" whose definition changed since (with what
     /// changed). Servers that are not connected have no lists and no findings.
-    pub fn scan(&self, only: Option<&str>) -> Vec<Finding> {
+    pub async fn scan(&self, only: Option<&str>) -> Vec<Finding> {
         let slots = self.inner.all_slots();
-        // A tool approved "always" whose definition changed since (the approvals file).
-        let approvals = crate::policy::approvals::ApprovalStore::open(&self.inner.options.paths.data_dir).ok();
+        // A tool approved "always" whose definition changed since (the approvals file, or the
+        // team's store's).
+        let approvals = self.approvals().await.ok();
         let tools = self.inner.tool_names();
         let mut found = Vec::new();
         for slot in slots.iter().filter(|s| only.is_none_or(|o| o == s.name)) {

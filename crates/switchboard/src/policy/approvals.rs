@@ -1,5 +1,6 @@
 //! "Always allow", remembered: `<data>/approvals.json` (0600, written atomically, changed under
-//! `approvals.json.lock`). A record is keyed by the server's launch digest (what runs, or the
+//! `approvals.json.lock`), or a team's store's document `approvals` (changed in one
+//! transaction under its lock: every gateway on the store shares them). A record is keyed by the server's launch digest (what runs, or the
 //! URL: see [`crate::trust::launch_digest`]) and the tool's own name, and holds a digest of the
 //! tool's definition (description, input schema, annotations). A tool whose definition changed
 //! since it was approved is asked about again: the "rug pull", where a server changes what an
@@ -14,6 +15,14 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::store::JsonStore;
+use crate::store::db::Database;
+
+/// The name of the approvals' document in a team's store.
+const DOCUMENT: &str = "approvals";
+
+fn body_of(file: &File) -> Value {
+    serde_json::to_value(file).unwrap_or(Value::Null)
+}
 
 /// Why the approvals file could not be used.
 pub type ApprovalsError = crate::store::StoreError;
@@ -81,6 +90,41 @@ impl ApprovalStore {
             let out = change(&mut store);
             *file = store.file;
             out
+        })
+    }
+
+    /// The approvals kept in a team's store.
+    pub async fn open_in(db: &Database) -> Result<Self, ApprovalsError> {
+        match db.document(DOCUMENT).await? {
+            Some(body) => Ok(ApprovalStore { file: Self::decode(db, body)? }),
+            None => Ok(ApprovalStore { file: File::default() }),
+        }
+    }
+
+    /// [`ApprovalStore::update`] in a team's store.
+    pub async fn update_in<R>(
+        db: &Database,
+        change: impl FnOnce(&mut ApprovalStore) -> R,
+    ) -> Result<R, ApprovalsError> {
+        db.update_document(DOCUMENT, |body| {
+            let file = match body.map(|b| Self::decode(db, b)) {
+                Some(Ok(file)) => file,
+                // Not ours: left as it is (the change is not made), and said.
+                Some(Err(e)) => return (None, Err(e)),
+                None => File::default(),
+            };
+            let mut store = ApprovalStore { file };
+            let out = change(&mut store);
+            (Some(body_of(&store.file)), Ok(out))
+        })
+        .await?
+    }
+
+    fn decode(db: &Database, body: Value) -> Result<File, ApprovalsError> {
+        serde_json::from_value(body).map_err(|e| crate::store::StoreError::Corrupt {
+            path: PathBuf::from(format!("{} [{DOCUMENT}]", db.shown())),
+            what: "approvals document",
+            message: e.to_string(),
         })
     }
 

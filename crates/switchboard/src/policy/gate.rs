@@ -20,8 +20,18 @@ use crate::config::LoadedConfig;
 /// A tool's decision, with its rule as text.
 pub(crate) type Decided = Arc<(Decision, String)>;
 
-/// A file's modification time and length: whether it changed since it was read.
-pub(crate) type Stamp = Option<(SystemTime, u64)>;
+/// Whether remembered approvals as last read are still current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stamp {
+    /// The file's modification time and length (`None`: no file): changed since it was read?
+    File(Option<(SystemTime, u64)>),
+    /// When a team's store was read (read again after [`STORE_KEEP`]).
+    Read(std::time::Instant),
+}
+
+/// How long approvals read from a team's store are used before it is read again (an approval
+/// revoked on one gateway reaches the others within it).
+pub(crate) const STORE_KEEP: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What the hub keeps for the gate.
 pub(crate) struct Gate {
@@ -34,7 +44,7 @@ pub(crate) struct Gate {
     pub(crate) audit: Option<AuditLog>,
     /// "For this session" answers: caller's session key, server, tool, definition digest.
     pub(crate) session: Mutex<HashSet<(String, String, String, String)>>,
-    /// The approvals file as last read, with its modification time and length.
+    /// The remembered approvals as last read, with whether they are current.
     pub(crate) remembered: Mutex<Option<(Stamp, Arc<ApprovalStore>)>>,
 }
 

@@ -32,6 +32,7 @@ use super::seal::KeyRing;
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "secrets and people", include_str!("migrations/0001_secrets_and_people.sql")),
     (2, "api keys", include_str!("migrations/0002_api_keys.sql")),
+    (3, "documents", include_str!("migrations/0003_documents.sql")),
 ];
 
 /// Values given for inputs (`${input:ID}`): config file → input id → value.
@@ -379,35 +380,25 @@ impl Database {
     /// Seals again with the first key every secret another key sealed; returns how many.
     pub async fn reseal(&self) -> Result<usize, StoreError> {
         let Some(first) = self.inner.keys.ids().first().map(|s| format!("sb1:{s}:")) else { return Ok(0) };
-        let rows = sqlx::query("SELECT kind, owner, key FROM switchboard_secrets WHERE NOT starts_with(sealed, $1)")
-            .bind(&first)
-            .fetch_all(&self.inner.pool)
-            .await
-            .map_err(|e| self.db_error(e))?;
+        let rows =
+            sqlx::query("SELECT kind, owner, key, label FROM switchboard_secrets WHERE NOT starts_with(sealed, $1)")
+                .bind(&first)
+                .fetch_all(&self.inner.pool)
+                .await
+                .map_err(|e| self.db_error(e))?;
         let mut done = 0;
         for row in rows {
-            let (kind, owner, key): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+            let (kind, owner, key, label): (String, String, String, String) =
+                (row.get(0), row.get(1), row.get(2), row.get(3));
             let kind = match kind.as_str() {
                 "token" => SecretKind::Token,
                 "input" => SecretKind::Input,
                 _ => continue,
             };
-            let label = self.label(kind, &owner, &key).await?;
             self.update_secret(kind, &owner, &key, &label, |v| (v, ())).await?;
             done += 1;
         }
         Ok(done)
-    }
-
-    async fn label(&self, kind: SecretKind, owner: &str, key: &str) -> Result<String, StoreError> {
-        let row = sqlx::query("SELECT label FROM switchboard_secrets WHERE kind = $1 AND owner = $2 AND key = $3")
-            .bind(kind.as_str())
-            .bind(owner)
-            .bind(key)
-            .fetch_optional(&self.inner.pool)
-            .await
-            .map_err(|e| self.db_error(e))?;
-        Ok(row.map(|r| r.get(0)).unwrap_or_default())
     }
 
     /// Reads every person's input values into memory.

@@ -1,6 +1,7 @@
 //! The records of a team's store that are not secrets: the people who signed in
-//! (`switchboard_people`) and the service accounts' API keys (`switchboard_api_keys`: name,
-//! the key's SHA-256, groups; never a key).
+//! (`switchboard_people`), the service accounts' API keys (`switchboard_api_keys`: name, the
+//! key's SHA-256, groups; never a key), and documents kept whole (`switchboard_documents`: the
+//! remembered approvals).
 
 use sqlx::Row;
 
@@ -37,6 +38,53 @@ impl Database {
                 Some((r.get(0), principal, u64::try_from(r.get::<i64, _>(2)).unwrap_or(0)))
             })
             .collect())
+    }
+
+    /// The document `name` (`None`: there is none).
+    pub async fn document(&self, name: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        let row = sqlx::query("SELECT body::text FROM switchboard_documents WHERE name = $1")
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| self.db_error(e))?;
+        Ok(row.and_then(|r| serde_json::from_str(&r.get::<String, _>(0)).ok()))
+    }
+
+    /// Changes the document `name` with `change` in one transaction holding its row's lock:
+    /// it gets the document (`None`: none yet) and returns the new one (`None`: left as it is)
+    /// and what to return.
+    pub async fn update_document<R>(
+        &self,
+        name: &str,
+        change: impl FnOnce(Option<serde_json::Value>) -> (Option<serde_json::Value>, R),
+    ) -> Result<R, StoreError> {
+        let mut tx = self.pool().begin().await.map_err(|e| self.db_error(e))?;
+        // The row may not exist yet: an advisory lock of its name, not a row lock.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("switchboard/document/{name}"))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.db_error(e))?;
+        let row = sqlx::query("SELECT body::text FROM switchboard_documents WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.db_error(e))?;
+        let current = row.and_then(|r| serde_json::from_str(&r.get::<String, _>(0)).ok());
+        let (next, out) = change(current);
+        let Some(next) = next else { return Ok(out) };
+        sqlx::query(
+            "INSERT INTO switchboard_documents (name, body, updated_ms) VALUES ($1, $2::jsonb, $3) \
+             ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body, updated_ms = EXCLUDED.updated_ms",
+        )
+        .bind(name)
+        .bind(next.to_string())
+        .bind(crate::status::now_ms() as i64)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| self.db_error(e))?;
+        tx.commit().await.map_err(|e| self.db_error(e))?;
+        Ok(out)
     }
 
     /// Every API key kept, as its record (`{name, sha256, groups, created}`).

@@ -15,7 +15,9 @@
 //!   row, for telling a change of a few µs from the noise).
 //! - HTTP front: client → echo serving Streamable HTTP itself, client → the bare proxy serving
 //!   Streamable HTTP → echo over stdio (the floor again), client → `switchboard gateway --http`
-//!   → echo over stdio; and the peer gateways that install from npm and PyPI in front of the
+//!   → echo over stdio, the same gateway with `identity` and a client signed in (a JWT of an
+//!   issuer of the testkit's, checked on every request: what a team's caller costs beside the
+//!   single user's path); and the peer gateways that install from npm and PyPI in front of the
 //!   same echo over stdio: `mcp-proxy` (PyPI), `supergateway` and `mcp-hub` (npm).
 //!
 //! Each row also gives the CPU time the process in the middle (proxy or gateway) spent per call,
@@ -36,6 +38,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use std::time::{Duration, Instant};
+use switchboard_testkit::issuer::{Issuer, Key};
 use switchboard_testkit::{Peer, cpu_secs, free_port, rss_kib, wait_listening, workspace};
 
 use futures::future::join_all;
@@ -142,6 +145,12 @@ async fn http_client(url: &str) -> Client {
     ().serve(t).await.unwrap()
 }
 
+/// A client of `url` sending `token` on every request.
+async fn signed_in_client(url: &str, token: String) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap()
+}
+
 async fn echo_tool(client: &Client) -> String {
     let tools = client.list_all_tools().await.unwrap();
     tools.iter().map(|t| t.name.to_string()).find(|n| n.ends_with("echo")).expect("an echo tool")
@@ -230,9 +239,15 @@ fn embedded(program: &Path, home: &Path, config: &Path) -> Command {
 
 /// `switchboard gateway --http` on a free port (no token: loopback, a benchmark).
 fn http_gateway(bin: &Path, home: &Path, config: &Path) -> (Peer, String) {
+    http_gateway_with(bin, home, config, &["--no-auth"])
+}
+
+/// `switchboard gateway --http` on a free port with `flags`.
+fn http_gateway_with(bin: &Path, home: &Path, config: &Path, flags: &[&str]) -> (Peer, String) {
     let port = free_port();
     let child = switchboard(bin, home, config)
-        .args(["--http", &format!("127.0.0.1:{port}"), "--no-auth"])
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -300,6 +315,8 @@ fn main() {
     rt.block_on(async {
         let one = config(dir.path(), 1, &echo);
         let mut targets = Vec::new();
+        // Kept until the rows are measured (the signed-in row's issuer serves its keys).
+        let mut issuers = Vec::new();
         if wants("stdio") {
             let mut echo_stdio = on_cpu1(&echo);
             echo_stdio.arg("stdio");
@@ -338,6 +355,21 @@ fn main() {
             targets.push(target("bare rmcp proxy (floor)", "http", http_client(&url).await, vec![proxy]).await);
             let (gw, url) = http_gateway(&bin, dir.path(), &one);
             targets.push(target("switchboard gateway --http", "http", http_client(&url).await, vec![gw]).await);
+            // A caller who signed in: the same config with `identity` (the issuer's keys are
+            // fetched once; each request's JWT is checked: signature, issuer, audience, expiry).
+            let key = Key::new("k1");
+            let issuer = Issuer::start(&[&key]);
+            let mut signed = serde_json::from_slice::<serde_json::Value>(&std::fs::read(&one).unwrap()).unwrap();
+            signed["identity"] = serde_json::json!({"issuers": [issuer.issuer]});
+            let signed_config = dir.path().join("gateway-signed-in.json");
+            std::fs::write(&signed_config, signed.to_string()).unwrap();
+            let (gw, url) = http_gateway_with(&bin, dir.path(), &signed_config, &[]);
+            let token = key.sign(&issuer.claims(&url, "alice", &["devs"]));
+            targets.push(
+                target("switchboard gateway --http, signed in (JWT)", "http", signed_in_client(&url, token).await, vec![gw])
+                    .await,
+            );
+            issuers.push(issuer);
             if only.is_none() {
                 targets.extend(peers(&echo, dir.path()).await);
             }
@@ -392,6 +424,7 @@ fn main() {
             }
         }
         drop(targets);
+        drop(issuers);
         if only.is_some() {
             return;
         }

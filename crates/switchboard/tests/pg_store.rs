@@ -193,3 +193,44 @@ async fn a_store_that_cannot_be_reached_or_has_no_key_says_so() {
     let err = config.key_ring(None).unwrap_err().to_string();
     assert!(err.contains("SWITCHBOARD_STORE_KEYS") && err.contains("no key"), "{err}");
 }
+
+/// What others' hands did to the store fails alone: one person's input value that no longer
+/// opens (sealed with a key this ring lacks) leaves that value missing, not the store closed
+/// to everyone; a column someone changed by hand is an error that names it, not a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_that_does_not_open_or_a_changed_column_fails_alone() {
+    let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
+    let url = pg.database("sb");
+    let k1 = KeyRing::new_key_line("k1").unwrap();
+    let file = std::path::Path::new("/etc/switchboard/team.json");
+    let db = Database::open(&url, ring(&[&k1])).await.unwrap();
+    db.set_input("alice", file, "jira_token", "ALICE-VALUE").await.unwrap();
+    db.set_input("bob", file, "jira_token", "BOB-VALUE").await.unwrap();
+    db.close().await;
+    let stranger = Database::open(&url, ring(&[&KeyRing::new_key_line("k9").unwrap()])).await.unwrap();
+    stranger.set_input("carol", file, "jira_token", "CAROL-VALUE").await.unwrap();
+    stranger.close().await;
+
+    let db = Database::open(&url, ring(&[&k1])).await.expect("carol's value does not close the store");
+    assert_eq!(db.input_values("alice")[file]["jira_token"], "ALICE-VALUE");
+    assert_eq!(db.input_values("bob")[file]["jira_token"], "BOB-VALUE");
+    assert!(db.input_values("carol").is_empty(), "a value that does not open is missing");
+    // Given again, it is carol's from then on (the row sealed anew with this ring's key).
+    db.set_input("carol", file, "jira_token", "CAROL-AGAIN").await.unwrap();
+    db.close().await;
+    let db = Database::open(&url, ring(&[&k1])).await.unwrap();
+    assert_eq!(db.input_values("carol")[file]["jira_token"], "CAROL-AGAIN");
+
+    db.record_person("alice", &serde_json::json!({"subject": "alice"})).await.unwrap();
+    pg.sql("sb", "ALTER TABLE switchboard_people ALTER COLUMN seen_ms TYPE text");
+    let err = db.people().await.expect_err("a column of another type").to_string();
+    assert!(err.contains("seen_ms") || err.contains("mismatched types"), "{err}");
+    pg.sql("sb", "ALTER TABLE switchboard_secrets ALTER COLUMN sealed TYPE bytea USING sealed::bytea");
+    let err = db.secret(SecretKind::Input, "alice", "x").await;
+    assert!(err.is_ok(), "no row, nothing decoded: {err:?}");
+    let err = TokenStore::in_database(db.clone(), ALICE).entries().await.map(|_| ());
+    assert!(err.is_ok(), "no row of alice's: {err:?}");
+    let err = db.secrets(SecretKind::Input, "alice").await.expect_err("bytes where text was").to_string();
+    assert!(err.contains("sealed") || err.contains("mismatched types"), "{err}");
+    db.close().await;
+}

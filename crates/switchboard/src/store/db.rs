@@ -21,7 +21,6 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use sqlx::Row;
 use sqlx::migrate::{MigrateError, Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
@@ -264,7 +263,7 @@ impl Database {
 
     /// Every secret of `kind` that `owner` holds: `(key, label, value)`.
     pub async fn secrets(&self, kind: SecretKind, owner: &str) -> Result<Vec<(String, String, Vec<u8>)>, StoreError> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, (String, String, String)>(
             "SELECT key, label, sealed FROM switchboard_secrets WHERE kind = $1 AND owner = $2 ORDER BY key",
         )
         .bind(kind.as_str())
@@ -273,8 +272,7 @@ impl Database {
         .await
         .map_err(|e| self.db_error(e))?;
         let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let (key, label, sealed): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+        for (key, label, sealed) in rows {
             let plain = self.open_row(kind, owner, &key, &sealed)?;
             out.push((key, label, plain));
         }
@@ -283,14 +281,16 @@ impl Database {
 
     /// The secret `(kind, owner, key)`, if there is one.
     pub async fn secret(&self, kind: SecretKind, owner: &str, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let row = sqlx::query("SELECT sealed FROM switchboard_secrets WHERE kind = $1 AND owner = $2 AND key = $3")
-            .bind(kind.as_str())
-            .bind(owner)
-            .bind(key)
-            .fetch_optional(&self.inner.pool)
-            .await
-            .map_err(|e| self.db_error(e))?;
-        row.map(|r| self.open_row(kind, owner, key, &r.get::<String, _>(0))).transpose()
+        let row = sqlx::query_scalar::<_, String>(
+            "SELECT sealed FROM switchboard_secrets WHERE kind = $1 AND owner = $2 AND key = $3",
+        )
+        .bind(kind.as_str())
+        .bind(owner)
+        .bind(key)
+        .fetch_optional(&self.inner.pool)
+        .await
+        .map_err(|e| self.db_error(e))?;
+        row.map(|sealed| self.open_row(kind, owner, key, &sealed)).transpose()
     }
 
     /// Changes the secret `(kind, owner, key)` with `change` in one transaction that holds the
@@ -311,32 +311,21 @@ impl Database {
             .execute(&mut *tx)
             .await
             .map_err(|e| self.db_error(e))?;
-        let row = sqlx::query("SELECT sealed FROM switchboard_secrets WHERE kind = $1 AND owner = $2 AND key = $3")
-            .bind(kind.as_str())
-            .bind(owner)
-            .bind(key)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.db_error(e))?;
-        let current = row.map(|r| self.open_row(kind, owner, key, &r.get::<String, _>(0))).transpose()?;
+        let row = sqlx::query_scalar::<_, String>(
+            "SELECT sealed FROM switchboard_secrets WHERE kind = $1 AND owner = $2 AND key = $3",
+        )
+        .bind(kind.as_str())
+        .bind(owner)
+        .bind(key)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| self.db_error(e))?;
+        let current = row.map(|sealed| self.open_row(kind, owner, key, &sealed)).transpose()?;
         let (next, out) = change(current);
         match next {
             Some(plain) => {
                 let sealed = self.seal_row(kind, owner, key, &plain)?;
-                sqlx::query(
-                    "INSERT INTO switchboard_secrets (kind, owner, key, label, sealed, updated_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, owner, key) \
-                     DO UPDATE SET label = EXCLUDED.label, sealed = EXCLUDED.sealed, updated_ms = EXCLUDED.updated_ms",
-                )
-                .bind(kind.as_str())
-                .bind(owner)
-                .bind(key)
-                .bind(label)
-                .bind(sealed)
-                .bind(crate::status::now_ms() as i64)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.db_error(e))?;
+                self.upsert(&mut *tx, kind, owner, key, label, sealed).await?;
             }
             None => {
                 sqlx::query("DELETE FROM switchboard_secrets WHERE kind = $1 AND owner = $2 AND key = $3")
@@ -350,6 +339,46 @@ impl Database {
         }
         tx.commit().await.map_err(|e| self.db_error(e))?;
         Ok(out)
+    }
+
+    /// Sets the secret `(kind, owner, key)` to `plain` whatever it was (one statement: no
+    /// lock needed).
+    async fn put_secret(
+        &self,
+        kind: SecretKind,
+        owner: &str,
+        key: &str,
+        label: &str,
+        plain: &[u8],
+    ) -> Result<(), StoreError> {
+        let sealed = self.seal_row(kind, owner, key, plain)?;
+        self.upsert(&self.inner.pool, kind, owner, key, label, sealed).await
+    }
+
+    async fn upsert<'e>(
+        &self,
+        on: impl sqlx::PgExecutor<'e>,
+        kind: SecretKind,
+        owner: &str,
+        key: &str,
+        label: &str,
+        sealed: String,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO switchboard_secrets (kind, owner, key, label, sealed, updated_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, owner, key) \
+             DO UPDATE SET label = EXCLUDED.label, sealed = EXCLUDED.sealed, updated_ms = EXCLUDED.updated_ms",
+        )
+        .bind(kind.as_str())
+        .bind(owner)
+        .bind(key)
+        .bind(label)
+        .bind(sealed)
+        .bind(crate::status::now_ms() as i64)
+        .execute(on)
+        .await
+        .map_err(|e| self.db_error(e))?;
+        Ok(())
     }
 
     /// Holds the lock named `name` for `(kind, owner, key)` (a refresh of a login, across every
@@ -380,16 +409,15 @@ impl Database {
     /// Seals again with the first key every secret another key sealed; returns how many.
     pub async fn reseal(&self) -> Result<usize, StoreError> {
         let Some(first) = self.inner.keys.ids().first().map(|s| format!("sb1:{s}:")) else { return Ok(0) };
-        let rows =
-            sqlx::query("SELECT kind, owner, key, label FROM switchboard_secrets WHERE NOT starts_with(sealed, $1)")
-                .bind(&first)
-                .fetch_all(&self.inner.pool)
-                .await
-                .map_err(|e| self.db_error(e))?;
+        let rows = sqlx::query_as::<_, (String, String, String, String)>(
+            "SELECT kind, owner, key, label FROM switchboard_secrets WHERE NOT starts_with(sealed, $1)",
+        )
+        .bind(&first)
+        .fetch_all(&self.inner.pool)
+        .await
+        .map_err(|e| self.db_error(e))?;
         let mut done = 0;
-        for row in rows {
-            let (kind, owner, key, label): (String, String, String, String) =
-                (row.get(0), row.get(1), row.get(2), row.get(3));
+        for (kind, owner, key, label) in rows {
             let kind = match kind.as_str() {
                 "token" => SecretKind::Token,
                 "input" => SecretKind::Input,
@@ -401,17 +429,26 @@ impl Database {
         Ok(done)
     }
 
-    /// Reads every person's input values into memory.
+    /// Reads every person's input values into memory. A value that does not open (sealed by a
+    /// key this ring lacks, or moved from another row) is left out with a warning naming whose
+    /// and which: that person is asked for it again, everyone else goes on.
     async fn load_inputs(&self) -> Result<(), StoreError> {
-        let rows = sqlx::query("SELECT owner, key, sealed FROM switchboard_secrets WHERE kind = $1")
-            .bind(SecretKind::Input.as_str())
-            .fetch_all(&self.inner.pool)
-            .await
-            .map_err(|e| self.db_error(e))?;
+        let rows = sqlx::query_as::<_, (String, String, String)>(
+            "SELECT owner, key, sealed FROM switchboard_secrets WHERE kind = $1",
+        )
+        .bind(SecretKind::Input.as_str())
+        .fetch_all(&self.inner.pool)
+        .await
+        .map_err(|e| self.db_error(e))?;
         let mut all: HashMap<String, InputValues> = HashMap::new();
-        for row in rows {
-            let (owner, key, sealed): (String, String, String) = (row.get(0), row.get(1), row.get(2));
-            let value = self.open_row(SecretKind::Input, &owner, &key, &sealed)?;
+        for (owner, key, sealed) in rows {
+            let value = match self.open_row(SecretKind::Input, &owner, &key, &sealed) {
+                Ok(value) => value,
+                Err(e) => {
+                    tracing::warn!("{e}; left out: that input is asked for again");
+                    continue;
+                }
+            };
             let Ok((file, id)) = serde_json::from_str::<(PathBuf, String)>(&key) else { continue };
             let value = String::from_utf8_lossy(&value).into_owned();
             all.entry(owner).or_default().entry(file).or_default().insert(id, value);
@@ -428,7 +465,8 @@ impl Database {
     /// Keeps `value` for the input `id` of `file` as `owner`'s, sealed.
     pub async fn set_input(&self, owner: &str, file: &Path, id: &str, value: &str) -> Result<(), StoreError> {
         let key = serde_json::json!([file, id]).to_string();
-        self.update_secret(SecretKind::Input, owner, &key, id, |_| (Some(value.as_bytes().to_vec()), ())).await?;
+        // The old value is not read: one that no longer opens (another key ring's) is replaced.
+        self.put_secret(SecretKind::Input, owner, &key, id, value.as_bytes()).await?;
         let mut inputs = self.inner.inputs.write().unwrap_or_else(PoisonError::into_inner);
         inputs
             .entry(owner.to_string())
@@ -442,23 +480,22 @@ impl Database {
     /// What the store holds: its schema version, how many secrets of each kind each key
     /// sealed, how many people.
     pub async fn status(&self) -> Result<StoreStatus, StoreError> {
-        let schema: i64 = sqlx::query("SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success")
-            .fetch_one(&self.inner.pool)
-            .await
-            .map_err(|e| self.db_error(e))?
-            .get(0);
-        let rows = sqlx::query(
+        let schema: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(version), 0)::bigint FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.inner.pool)
+                .await
+                .map_err(|e| self.db_error(e))?;
+        let secrets = sqlx::query_as::<_, (String, String, i64)>(
             "SELECT kind, split_part(sealed, ':', 2), COUNT(*) FROM switchboard_secrets GROUP BY 1, 2 ORDER BY 1, 2",
         )
         .fetch_all(&self.inner.pool)
         .await
         .map_err(|e| self.db_error(e))?;
-        let people: i64 = sqlx::query("SELECT COUNT(*) FROM switchboard_people")
+        let people: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM switchboard_people")
             .fetch_one(&self.inner.pool)
             .await
-            .map_err(|e| self.db_error(e))?
-            .get(0);
-        Ok(StoreStatus { schema, secrets: rows.into_iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect(), people })
+            .map_err(|e| self.db_error(e))?;
+        Ok(StoreStatus { schema, secrets, people })
     }
 
     /// Closes the pool (waits for connections in use to come back).

@@ -3,8 +3,6 @@
 //! key's SHA-256, groups; never a key), and documents kept whole (`switchboard_documents`: the
 //! remembered approvals).
 
-use sqlx::Row;
-
 use super::StoreError;
 use super::db::Database;
 
@@ -27,27 +25,29 @@ impl Database {
 
     /// Everyone who signed in: `(key, principal, seen_ms)`.
     pub async fn people(&self) -> Result<Vec<(String, serde_json::Value, u64)>, StoreError> {
-        let rows = sqlx::query("SELECT key, principal::text, seen_ms FROM switchboard_people ORDER BY key")
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| self.db_error(e))?;
+        let rows = sqlx::query_as::<_, (String, String, i64)>(
+            "SELECT key, principal::text, seen_ms FROM switchboard_people ORDER BY key",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(|e| self.db_error(e))?;
         Ok(rows
             .into_iter()
-            .filter_map(|r| {
-                let principal = serde_json::from_str(&r.get::<String, _>(1)).ok()?;
-                Some((r.get(0), principal, u64::try_from(r.get::<i64, _>(2)).unwrap_or(0)))
+            .filter_map(|(key, principal, seen)| {
+                let principal = serde_json::from_str(&principal).ok()?;
+                Some((key, principal, u64::try_from(seen).unwrap_or(0)))
             })
             .collect())
     }
 
     /// The document `name` (`None`: there is none).
     pub async fn document(&self, name: &str) -> Result<Option<serde_json::Value>, StoreError> {
-        let row = sqlx::query("SELECT body::text FROM switchboard_documents WHERE name = $1")
+        let row = sqlx::query_scalar::<_, String>("SELECT body::text FROM switchboard_documents WHERE name = $1")
             .bind(name)
             .fetch_optional(self.pool())
             .await
             .map_err(|e| self.db_error(e))?;
-        Ok(row.and_then(|r| serde_json::from_str(&r.get::<String, _>(0)).ok()))
+        Ok(row.and_then(|body| serde_json::from_str(&body).ok()))
     }
 
     /// Changes the document `name` with `change` in one transaction holding its row's lock:
@@ -65,12 +65,12 @@ impl Database {
             .execute(&mut *tx)
             .await
             .map_err(|e| self.db_error(e))?;
-        let row = sqlx::query("SELECT body::text FROM switchboard_documents WHERE name = $1")
+        let row = sqlx::query_scalar::<_, String>("SELECT body::text FROM switchboard_documents WHERE name = $1")
             .bind(name)
             .fetch_optional(&mut *tx)
             .await
             .map_err(|e| self.db_error(e))?;
-        let current = row.and_then(|r| serde_json::from_str(&r.get::<String, _>(0)).ok());
+        let current = row.and_then(|body| serde_json::from_str(&body).ok());
         let (next, out) = change(current);
         let Some(next) = next else { return Ok(out) };
         sqlx::query(
@@ -89,11 +89,11 @@ impl Database {
 
     /// Every API key kept, as its record (`{name, sha256, groups, created}`).
     pub async fn api_keys(&self) -> Result<Vec<serde_json::Value>, StoreError> {
-        let rows = sqlx::query("SELECT record::text FROM switchboard_api_keys ORDER BY name")
+        let rows = sqlx::query_scalar::<_, String>("SELECT record::text FROM switchboard_api_keys ORDER BY name")
             .fetch_all(self.pool())
             .await
             .map_err(|e| self.db_error(e))?;
-        Ok(rows.into_iter().filter_map(|r| serde_json::from_str(&r.get::<String, _>(0)).ok()).collect())
+        Ok(rows.into_iter().filter_map(|record| serde_json::from_str(&record).ok()).collect())
     }
 
     /// Keeps the API key `name` (its record); `false` when one of that name exists.

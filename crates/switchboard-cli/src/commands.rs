@@ -316,8 +316,14 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Approvals { ref revoke, all, json } => {
             crate::policy::approvals(ctx, revoke.as_deref(), all, json).await
         }
-        Command::Audit { ref since, ref server, ref principal, json } => {
-            crate::policy::audit(ctx, since.as_deref(), server.as_deref(), principal.as_deref(), json)
+        Command::Audit { ref since, ref server, ref principal, limit, json } => {
+            let filter = crate::policy::AuditArgs {
+                since: since.as_deref(),
+                server: server.as_deref(),
+                principal: principal.as_deref(),
+                limit,
+            };
+            crate::policy::audit(ctx, filter, json).await
         }
     }
 }

@@ -453,6 +453,9 @@ pub enum Command {
         /// `key:NAME` for a service account).
         #[arg(long)]
         principal: Option<String>,
+        /// Only the newest this many calls.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,

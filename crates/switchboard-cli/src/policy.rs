@@ -279,17 +279,26 @@ pub fn since(text: &str) -> Result<SystemTime> {
     Ok(SystemTime::now() - Duration::from_secs(secs))
 }
 
-/// `switchboard audit [--since 1h] [--server S]`.
-pub fn audit(
-    ctx: &Ctx,
-    since_text: Option<&str>,
-    server: Option<&str>,
-    principal: Option<&str>,
-    json: bool,
-) -> Result<u8> {
+/// What `switchboard audit` asks for.
+pub struct AuditArgs<'a> {
+    /// `--since 1h`.
+    pub since: Option<&'a str>,
+    /// `--server S`.
+    pub server: Option<&'a str>,
+    /// `--principal SUBJECT`.
+    pub principal: Option<&'a str>,
+    /// `--limit N`.
+    pub limit: Option<usize>,
+}
+
+/// `switchboard audit [--since 1h] [--server S] [--principal P] [--limit N]`: the day files,
+/// or the team's store's log.
+pub async fn audit(ctx: &Ctx, args: AuditArgs<'_>, json: bool) -> Result<u8> {
+    let since_text = args.since;
     let since = since_text.map(since).transpose()?;
-    let filter = AuditFilter::new().since(since).server(server).principal(principal);
-    let log = switchboard::policy::audit::read(&ctx.paths.data_dir, &filter)?;
+    let filter = AuditFilter::new().since(since).server(args.server).principal(args.principal).limit(args.limit);
+    let store = ctx.store().await?;
+    let log = switchboard::policy::audit::read_from(&ctx.paths.data_dir, store.as_ref(), &filter).await?;
     if json {
         print_json(&json!({
             "calls": log.records,

@@ -49,7 +49,7 @@ fn a_team_store_from_the_command_line() {
     let out = with_keys(&["store", "status", "--json"], &k1);
     assert!(out.status.success(), "{}", text(&out));
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(status["status"]["schema"], 3, "{status}");
+    assert_eq!(status["status"]["schema"], 4, "{status}");
     assert_eq!(status["status"]["people"], 0, "{status}");
     assert!(!status.to_string().contains("pa55-word"), "{status}");
 
@@ -123,4 +123,85 @@ fn a_team_store_from_the_command_line() {
     let said = text(&out);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(said.contains("refused") && !said.contains("pa55"), "{said}");
+}
+
+/// The audit log in the team's store, from the command line: a call's record lands there
+/// (no day file); a call made while the store refuses it goes on, and its record, which the
+/// command could not keep, is counted on this machine, shown as pending, and said in the store
+/// by the next command; a log that must be written (`audit.required`, managed) refuses calls
+/// while the store refuses records, saying why; `audit --principal` and `--limit` ask the
+/// store.
+#[test]
+fn the_audit_log_in_the_store_from_the_command_line() {
+    let pg = Postgres::start();
+    let url = pg.database("sb");
+    let home = tempfile::tempdir().unwrap();
+    let config =
+        serde_json::json!({"servers": {"demo": {"command": switchboard_testkit::fixture().display().to_string()}}});
+    std::fs::write(home.path().join("user.json"), config.to_string()).unwrap();
+    let required = home.path().join("managed.json");
+    std::fs::write(&required, serde_json::json!({"audit": {"required": true}}).to_string()).unwrap();
+    let out = switchboard_testkit::switchboard(home.path()).args(["store", "key", "k1"]).output().unwrap();
+    let keys = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let sb = |args: &[&str]| {
+        switchboard_testkit::switchboard(home.path())
+            .args(["--store", &url])
+            .args(args)
+            .env("SWITCHBOARD_STORE_KEYS", &keys)
+            .output()
+            .unwrap()
+    };
+    let audit = |args: &[&str]| {
+        let out = sb(&[&["audit", "--json"], args].concat());
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    for n in 0..3 {
+        let out = sb(&["call", "mcp__demo__echo", "--arg", &format!("text=call-{n}")]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let log = audit(&[]);
+    assert_eq!(log["calls"].as_array().unwrap().len(), 3, "{log}");
+    assert_eq!(log["calls"][0]["tool"], "echo", "{log}");
+    let newest = audit(&["--limit", "1"]);
+    assert_eq!(newest["calls"].as_array().unwrap().len(), 1, "{newest}");
+    assert_eq!(newest["calls"][0]["time"], log["calls"][2]["time"], "the newest: {newest}");
+    assert_eq!(audit(&["--principal", "alice"])["calls"], serde_json::json!([]), "a person's only");
+    let rows = pg.sql("sb", "SELECT COUNT(*) FROM switchboard_audit WHERE kind = 'call'");
+    assert_eq!(rows.trim(), "3");
+    let data = switchboard_testkit::data_dir(home.path());
+    let day_files = std::fs::read_dir(data.join("audit")).into_iter().flatten().flatten().count();
+    assert_eq!(day_files, 0, "no day file beside the store");
+
+    // The store refuses records: the call goes on, its record is counted here.
+    pg.sql("sb", "ALTER TABLE switchboard_audit RENAME TO switchboard_audit_away");
+    let out = sb(&["call", "mcp__demo__echo", "--arg", "text=while-refused"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("1 record(s) could not be written") && said.contains("switchboard_audit"), "{said}");
+    // Required: refused, saying why; nothing sent.
+    let out = switchboard_testkit::switchboard(home.path())
+        .args(["--store", &url, "call", "mcp__demo__echo", "--arg", "text=required"])
+        .env("SWITCHBOARD_STORE_KEYS", &keys)
+        .env("SWITCHBOARD_MANAGED_CONFIG", &required)
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("the audit log cannot be written") && said.contains("audit.required"), "{said}");
+    assert!(said.contains("switchboard_audit"), "the cause: {said}");
+    pg.sql("sb", "ALTER TABLE switchboard_audit_away RENAME TO switchboard_audit");
+    let pending = audit(&[]);
+    assert_eq!(pending["lost_records"], 2, "the refused call's record too: {pending}");
+    assert!(pending["lost"].as_array().unwrap().iter().all(|l| l["time"].is_null()), "{pending}");
+
+    // The next command says the loss in the store.
+    let out = sb(&["call", "mcp__demo__echo", "--arg", "text=after"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let after = audit(&[]);
+    assert_eq!(after["calls"].as_array().unwrap().len(), 4, "{after}");
+    assert_eq!(after["lost_records"], 2, "{after}");
+    assert!(after["lost"].as_array().unwrap().iter().all(|l| l["time"].is_string()), "said in the store: {after}");
+    let shown = text(&sb(&["audit"]));
+    assert!(shown.contains("Lost: 2 records") && shown.contains("switchboard_audit"), "{shown}");
 }

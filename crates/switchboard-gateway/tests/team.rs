@@ -275,6 +275,25 @@ async fn signing_in(store: Option<(&Postgres, String)>) {
     let again = tokio::task::spawn_blocking(move || common::report(person(&url, "alice", 3))).await.unwrap();
     assert_eq!(again["elicited"], json!([]), "{again}");
     assert_eq!(again["whoami"]["subs"], json!({"alice": 3}), "{again}");
+
+    // Each person's audit (`switchboard audit --principal`, from the day files or the store):
+    // every call of theirs, by them, none of the other's.
+    let ok = |subject: &str| {
+        let records = home.audit_records_of(&["--principal", subject]);
+        assert!(records.iter().all(|r| r["caller"]["principal"]["subject"] == subject), "{records:?}");
+        records.iter().filter(|r| r["tool"] == "whoami" && r["outcome"] == "ok").count()
+    };
+    assert_eq!(ok("bob"), 500);
+    assert_eq!(ok("alice"), 500 + 1 + 3, "her calls, the one after the step-up, the three after the restart");
+    if let Some((pg, _)) = &store {
+        let rows = pg.sql(
+            "sb",
+            "SELECT subject, COUNT(*) FROM switchboard_audit WHERE record->>'outcome' = 'ok' AND record->>'tool' = 'whoami' GROUP BY 1 ORDER BY 1",
+        );
+        assert_eq!(rows.lines().collect::<Vec<_>>(), ["alice|504", "bob|500"], "in the store's table");
+        let days = std::fs::read_dir(data.join("audit")).into_iter().flatten().flatten();
+        assert_eq!(days.filter(|d| d.path().extension().is_some_and(|x| x == "jsonl")).count(), 0);
+    }
 }
 
 /// The team's store holds Alice's and Bob's logins, each as their own (opened with the key
@@ -422,6 +441,28 @@ async fn own_values(store: Option<(&Postgres, String)>) {
     for p in listed["people"].as_array().unwrap() {
         let names: Vec<&str> = p["servers"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
         assert_eq!(names, ["mine"], "{listed}");
+    }
+    // Each person's calls through the API (`/api/audit?principal=`, from the day files or the
+    // store: written within 100 ms), the same the command line reads.
+    for login in ["alice", "bob"] {
+        let started = std::time::Instant::now();
+        let read = loop {
+            let r = reqwest::Client::new()
+                .get(format!("{base}/api/audit?principal={login}"))
+                .bearer_auth(home.token())
+                .send()
+                .await
+                .unwrap();
+            let read: Value = r.json().await.unwrap();
+            if read["calls"].as_array().is_some_and(|c| c.len() >= 20) || started.elapsed().as_secs() > 10 {
+                break read;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        let calls = read["calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 20, "{read}");
+        assert!(calls.iter().all(|c| c["caller"]["principal"]["subject"] == login && c["tool"] == "get-env"), "{read}");
+        assert_eq!(home.audit_records_of(&["--principal", login]), *calls);
     }
     // Unused past its idle time, each person's process stops, then their hub is ended too
     // (their values stay in their folder).

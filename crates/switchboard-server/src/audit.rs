@@ -60,28 +60,22 @@ pub async fn audit(
     let query = query_of(query)?;
     let since = SystemTime::now().checked_sub(Duration::from_secs(query.since_secs.unwrap_or(86_400)));
     let limit = query.limit.unwrap_or(200).min(10_000);
-    let dir = app.hub.paths().data_dir.clone();
     let filter = switchboard::policy::audit::AuditFilter::new()
         .since(since)
         .server(query.server.as_deref())
-        .principal(query.principal.as_deref());
-    // The files are read on a blocking thread: a day's log can be large.
-    let read = tokio::task::spawn_blocking(move || switchboard::policy::audit::read(&dir, &filter))
+        .principal(query.principal.as_deref())
+        .limit(Some(limit));
+    let read = switchboard::policy::audit::read_from(&app.hub.paths().data_dir, app.hub.store(), &filter)
         .await
-        .map_err(|e| ApiError::internal(format!("reading the audit log: {e}")))?
-        .map_err(|e| ApiError::internal(format!("reading the audit log: {e}")))?;
+        .map_err(|e| ApiError::internal(e.to_string()))?;
     let health = app.hub.audit_health();
     let to_values = |v: serde_json::Result<Value>| match v {
         Ok(Value::Array(a)) => a,
         _ => Vec::new(),
     };
-    let mut calls = read.records;
-    if calls.len() > limit {
-        calls.drain(..calls.len() - limit);
-    }
     Ok(Json(AuditView {
         enabled: health.is_some(),
-        calls,
+        calls: read.records,
         lost_records: read.lost.iter().map(|l| l.count).sum(),
         lost: to_values(serde_json::to_value(&read.lost)),
         unreadable: to_values(serde_json::to_value(&read.unreadable)),

@@ -203,23 +203,19 @@ impl Home {
         keys
     }
 
-    /// The audit log's records so far (its day files, in order).
+    /// The audit log's records so far, oldest first, as `switchboard audit --json` reads them
+    /// (its day files, or the team's store when the config names one), with `args`
+    /// (`--principal alice`).
+    pub fn audit_records_of(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        let out = self.switchboard(&[&["audit", "--json"], args].concat()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let read: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        read["calls"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The audit log's records so far ([`Home::audit_records_of`] all).
     pub fn audit_records(&self) -> Vec<serde_json::Value> {
-        let audit = switchboard_testkit::data_dir(self.path()).join("audit");
-        let mut days: Vec<PathBuf> = std::fs::read_dir(&audit)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        days.sort();
-        days.iter()
-            .flat_map(|p| {
-                std::fs::read_to_string(p).unwrap_or_default().lines().map(str::to_string).collect::<Vec<_>>()
-            })
-            .filter_map(|l| serde_json::from_str(&l).ok())
-            .collect()
+        self.audit_records_of(&[])
     }
 
     /// Waits (up to 10 s: the log is written in batches) for the last record that `want` holds.

@@ -241,7 +241,11 @@ impl Hub {
     ) -> Result<Passed, (Error, Passed)> {
         let gate = &self.inner.gate;
         let mut passed = Passed { decision: Verdict::Allow, rule: String::new(), approval: None };
-        if let Some(audit) = gate.audit.as_ref().filter(|a| a.required())
+        let required = gate.audit.as_ref().filter(|a| a.required());
+        if let Some(audit) = required {
+            audit.ready().await;
+        }
+        if let Some(audit) = required
             && let Some(why) = audit.health().failing
         {
             passed.decision = Verdict::Deny;

@@ -223,7 +223,7 @@ impl Hub {
         let spill_dir = Arc::from(options.paths.data_dir.join("results"));
         let (gate, checks, credentials) = match part {
             Part::Host => (
-                Arc::new(crate::policy::gate::Gate::new(config, &options.paths.data_dir)),
+                Arc::new(crate::policy::gate::Gate::new(config, &options.paths.data_dir, options.store.as_ref())),
                 crate::screen::compiled::Compiled::warming(),
                 options.paths.data_dir.clone(),
             ),
@@ -457,8 +457,13 @@ impl Hub {
         let kills = futures::future::join_all(trees.iter().map(|t| t.terminate()));
         // Past the bound the supervisors finish on their own (they see this process go).
         let _ = tokio::time::timeout(bound, futures::future::join3(closes, kills, people)).await;
-        // Calls that ended with their servers are in the log too.
-        self.inner.gate.flush();
+        // Calls that ended with their servers are in the log too. A person's hub shares the
+        // host's gate: the host's end closes the log.
+        if self.inner.person.is_some() {
+            self.inner.gate.flush().await;
+        } else {
+            self.inner.gate.close().await;
+        }
     }
 }
 

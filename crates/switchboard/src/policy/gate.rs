@@ -49,12 +49,16 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
-    pub(crate) fn new(config: &LoadedConfig, data_dir: &std::path::Path) -> Gate {
+    pub(crate) fn new(
+        config: &LoadedConfig,
+        data_dir: &std::path::Path,
+        store: Option<&crate::store::db::Database>,
+    ) -> Gate {
         let managed_error = config.managed.as_ref().and_then(|m| m.error.as_ref().map(|e| (m.file.clone(), e.clone())));
         Gate {
             policy: RwLock::new(Arc::new(Policy::new(&config.policy, managed_error))),
             limiter: RwLock::new(Arc::new(RateLimiter::new(&config.policy))),
-            audit: AuditLog::open(data_dir, config.audit),
+            audit: AuditLog::open(data_dir, config.audit, store),
             session: Mutex::new(HashSet::new()),
             remembered: Mutex::new(None),
             snapshot: Mutex::new(Snapshot::default()),
@@ -127,9 +131,16 @@ impl Gate {
         table(snapshot.of(catalog)).entry(entry.name.clone()).or_insert(made).clone()
     }
 
-    pub(crate) fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         if let Some(a) = &self.audit {
-            a.flush();
+            a.flush().await;
+        }
+    }
+
+    /// At the host's end ([`AuditLog::close`]).
+    pub(crate) async fn close(&self) {
+        if let Some(a) = &self.audit {
+            a.close().await;
         }
     }
 }
@@ -174,7 +185,7 @@ mod tests {
     #[test]
     fn a_decision_is_kept_per_snapshot_and_policy_and_never_for_a_copy() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let gate = Gate::new(&LoadedConfig::default(), dir.path());
+        let gate = Gate::new(&LoadedConfig::default(), dir.path(), None);
         let made = Cell::new(0);
         let decide = || {
             made.set(made.get() + 1);

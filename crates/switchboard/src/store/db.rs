@@ -32,6 +32,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "secrets and people", include_str!("migrations/0001_secrets_and_people.sql")),
     (2, "api keys", include_str!("migrations/0002_api_keys.sql")),
     (3, "documents", include_str!("migrations/0003_documents.sql")),
+    (4, "audit", include_str!("migrations/0004_audit.sql")),
 ];
 
 /// Values given for inputs (`${input:ID}`): config file → input id → value.

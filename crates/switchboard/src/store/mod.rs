@@ -5,6 +5,7 @@
 //! should be is left as it is and said ([`StoreError::Corrupt`]). A team's store is a PostgreSQL
 //! database instead ([`db`]), whose secrets are sealed at rest under a key ring ([`seal`]).
 
+pub mod audit;
 pub mod db;
 mod records;
 pub mod seal;

@@ -17,10 +17,12 @@
 mod lost;
 mod read;
 mod stamp;
+mod store;
 mod write;
 
 pub use read::{AuditFilter, AuditRead, Lost, Unreadable, read};
 pub use stamp::rfc3339;
+use store::StoreWriter;
 pub use write::Health;
 use write::Writer;
 
@@ -35,6 +37,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Approval, Caller, Verdict};
 use crate::config::AuditConfig;
+use crate::store::db::Database;
 
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -118,9 +121,26 @@ struct Shared {
 pub struct AuditLog {
     config: AuditConfig,
     shared: Arc<Mutex<Shared>>,
-    writer: Arc<Mutex<Writer>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    sink: Sink,
+}
+
+/// Where the records go, and what writes them there.
+enum Sink {
+    /// The day files: a thread of its own, which the log's drop joins.
+    Files {
+        writer: Arc<Mutex<Writer>>,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+        worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    },
+    /// A team's store: a task on the hub's runtime, which ends with a last flush when the log
+    /// is dropped.
+    Store {
+        writer: Arc<tokio::sync::Mutex<StoreWriter>>,
+        stop: tokio_util::sync::CancellationToken,
+        /// Whether [`AuditLog::ready`] asked the store (calls after it do not wait for the
+        /// writer).
+        probed: std::sync::atomic::AtomicBool,
+    },
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -135,10 +155,19 @@ pub fn audit_dir(data_dir: &Path) -> PathBuf {
 }
 
 impl AuditLog {
-    /// Opens the log in `<data_dir>/audit` (`None` when turned off).
-    pub fn open(data_dir: &Path, config: AuditConfig) -> Option<AuditLog> {
+    /// Opens the log in `<data_dir>/audit`, or in `store` when a team's store is given and
+    /// this runs on a tokio runtime (`None` when turned off).
+    pub fn open(data_dir: &Path, config: AuditConfig, store: Option<&Database>) -> Option<AuditLog> {
         if !config.enabled {
             return None;
+        }
+        if let Some(db) = store {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => return Some(AuditLog::in_store(&runtime, db, audit_dir(data_dir), config)),
+                Err(_) => {
+                    tracing::warn!("the audit log goes to {}: no runtime to write to the store on", data_dir.display())
+                }
+            }
         }
         let mut first = Writer::new(audit_dir(data_dir), config.max_bytes);
         let mut health = Health::default();
@@ -168,7 +197,27 @@ impl AuditLog {
                 }
             })
             .ok();
-        Some(AuditLog { config, shared, writer, stop, worker: Mutex::new(worker) })
+        Some(AuditLog { config, shared, sink: Sink::Files { writer, stop, worker: Mutex::new(worker) } })
+    }
+
+    fn in_store(runtime: &tokio::runtime::Handle, db: &Database, dir: PathBuf, config: AuditConfig) -> AuditLog {
+        let shared = Arc::new(Mutex::new(Shared { pending: Vec::new(), spare: Vec::new(), health: Health::default() }));
+        let writer = Arc::new(tokio::sync::Mutex::new(StoreWriter::new(db.clone(), dir, config.max_bytes)));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let (shared2, writer2, stop2) = (shared.clone(), writer.clone(), stop.clone());
+        runtime.spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop2.cancelled() => break,
+                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                }
+                flush_store(&shared2, &writer2).await;
+            }
+            flush_store(&shared2, &writer2).await;
+            writer2.lock().await.close();
+        });
+        let probed = std::sync::atomic::AtomicBool::new(false);
+        AuditLog { config, shared, sink: Sink::Store { writer, stop, probed } }
     }
 
     /// Whether arguments are kept.
@@ -188,31 +237,71 @@ impl AuditLog {
         }
     }
 
+    /// Before a call of a log that must be written: a team's store is asked once whether it
+    /// takes records (the day files were asked when the log opened).
+    pub async fn ready(&self) {
+        if let Sink::Store { writer, probed, .. } = &self.sink
+            && !probed.load(std::sync::atomic::Ordering::Acquire)
+        {
+            let mut w = writer.lock().await;
+            w.probe().await;
+            probed.store(true, std::sync::atomic::Ordering::Release);
+            let health = w.health();
+            if let Ok(mut s) = self.shared.lock() {
+                s.health = health;
+            }
+        }
+    }
+
     /// How the writing goes, as of the last flush (at most 100 ms old).
     pub fn health(&self) -> Health {
         self.shared.lock().map(|s| s.health.clone()).unwrap_or_default()
     }
 
+    /// At the host's end: writes what is pending and, with a team's store, counts what it
+    /// still refuses as lost (in `<data>/audit/lost.json`, said in the store by the next
+    /// writer on this machine) without waiting for the runtime to run the writer's task
+    /// again (a command's runtime ends right after). Records made later are still written by
+    /// that task while the runtime runs.
+    pub async fn close(&self) {
+        match &self.sink {
+            Sink::Files { writer, .. } => flush(&self.shared, writer),
+            Sink::Store { writer, .. } => {
+                flush_store(&self.shared, writer).await;
+                writer.lock().await.close();
+            }
+        }
+    }
+
     /// Writes what is pending now.
-    pub fn flush(&self) {
-        flush(&self.shared, &self.writer);
+    pub async fn flush(&self) {
+        match &self.sink {
+            Sink::Files { writer, .. } => flush(&self.shared, writer),
+            Sink::Store { writer, .. } => flush_store(&self.shared, writer).await,
+        }
     }
 }
 
 impl Drop for AuditLog {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        if let Ok(mut w) = self.worker.lock()
-            && let Some(handle) = w.take()
-        {
-            handle.thread().unpark();
-            let _ = handle.join();
-        }
-        self.flush();
-        // What the disk still refuses now is lost: said in the log if the reserve lets it be,
-        // and on stderr.
-        if let Ok(mut w) = self.writer.lock() {
-            w.close();
+        match &self.sink {
+            Sink::Files { writer, stop, worker } => {
+                stop.store(true, std::sync::atomic::Ordering::Release);
+                if let Ok(mut w) = worker.lock()
+                    && let Some(handle) = w.take()
+                {
+                    handle.thread().unpark();
+                    let _ = handle.join();
+                }
+                flush(&self.shared, writer);
+                // What the disk still refuses now is lost: said in the log if the reserve lets
+                // it be, and on stderr.
+                if let Ok(mut w) = writer.lock() {
+                    w.close();
+                }
+            }
+            // The task flushes what is pending and ends (the hub's shutdown flushed already).
+            Sink::Store { stop, .. } => stop.cancel(),
         }
     }
 }
@@ -235,6 +324,60 @@ fn flush(shared: &Mutex<Shared>, writer: &Mutex<Writer>) {
         if records.capacity() > s.spare.capacity() {
             s.spare = records;
         }
+    }
+}
+
+async fn flush_store(shared: &Mutex<Shared>, writer: &tokio::sync::Mutex<StoreWriter>) {
+    let mut w = writer.lock().await;
+    let mut records = {
+        let Ok(mut s) = shared.lock() else { return };
+        if s.pending.is_empty() && !w.has_held() {
+            return;
+        }
+        let spare = std::mem::take(&mut s.spare);
+        std::mem::replace(&mut s.pending, spare)
+    };
+    w.write(&mut records).await;
+    if let Ok(mut s) = shared.lock() {
+        s.health = w.health();
+        if records.capacity() > s.spare.capacity() {
+            s.spare = records;
+        }
+    }
+}
+
+/// Why the log could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The day files.
+    #[error("the audit log {dir}: {source}")]
+    Files {
+        /// Their folder.
+        dir: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The team's store.
+    #[error("the audit log: {0}")]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// Reads the log as `filter` asks (oldest first): the team's store's when `store` is given,
+/// else the day files of `data_dir` (on a blocking thread: a day's log can be large).
+pub async fn read_from(
+    data_dir: &Path,
+    store: Option<&Database>,
+    filter: &AuditFilter,
+) -> Result<AuditRead, ReadError> {
+    let dir = audit_dir(data_dir);
+    if let Some(db) = store {
+        return Ok(store::read_store(db, &dir, filter).await?);
+    }
+    let (data, filter) = (data_dir.to_path_buf(), filter.clone());
+    match tokio::task::spawn_blocking(move || read(&data, &filter)).await {
+        Ok(result) => result.map_err(|source| ReadError::Files { dir, source }),
+        Err(e) => Err(ReadError::Files { dir, source: std::io::Error::other(e.to_string()) }),
     }
 }
 
@@ -373,7 +516,7 @@ mod tests {
         std::fs::create_dir_all(&audit).ok();
         std::fs::write(audit.join("2020-01-01.jsonl"), vec![b'x'; 2048]).ok();
         let config = AuditConfig { enabled: true, arguments: false, max_bytes: 1024, required: false };
-        let log = AuditLog::open(&data, config);
+        let log = AuditLog::open(&data, config, None);
         let record = sample(SystemTime::now());
         let today = rfc3339(record.time)[..10].to_string();
         if let Some(log) = &log {

@@ -71,6 +71,8 @@ pub struct AuditFilter {
     /// One person's records: those whose caller signed in with this subject (`key:<name>`
     /// for a service account).
     pub principal: Option<String>,
+    /// At most this many records, the newest.
+    pub limit: Option<usize>,
 }
 
 impl AuditFilter {
@@ -94,6 +96,12 @@ impl AuditFilter {
     /// The records of calls by the signed-in caller whose subject is `principal` only.
     pub fn principal(mut self, principal: Option<&str>) -> AuditFilter {
         self.principal = principal.map(str::to_string);
+        self
+    }
+
+    /// At most `limit` records, the newest (losses are told all the same).
+    pub fn limit(mut self, limit: Option<usize>) -> AuditFilter {
+        self.limit = limit;
         self
     }
 
@@ -157,6 +165,11 @@ pub fn read(data_dir: &Path, filter: &AuditFilter) -> std::io::Result<AuditRead>
             out.records.push(v);
         }
         out.unreadable.extend(bad);
+    }
+    if let Some(limit) = filter.limit
+        && out.records.len() > limit
+    {
+        out.records.drain(..out.records.len() - limit);
     }
     let pending = super::lost::peek(&dir);
     if pending.lost > 0 {

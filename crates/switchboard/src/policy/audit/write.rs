@@ -407,7 +407,7 @@ mod tests {
         assert!(r.lost[0].time.is_none(), "not in the log yet: {r:?}");
         // Another process, with room again: the count becomes a line of the log, once.
         std::fs::remove_dir(&file).unwrap_or_else(|e| panic!("{e}"));
-        let log = AuditLog::open(data, crate::config::AuditConfig::default());
+        let log = AuditLog::open(data, crate::config::AuditConfig::default(), None);
         if let Some(log) = &log {
             log.record(record(now + Duration::from_millis(5)));
         }

@@ -13,6 +13,7 @@ mod introspect;
 mod keys;
 #[cfg(test)]
 mod tests;
+mod verified;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -242,6 +243,8 @@ pub struct Verifier {
     keys: KeySets,
     /// Answers of introspection endpoints, kept a little (see [`introspect`]).
     introspected: introspect::Answers,
+    /// JWTs that passed, until they expire (see [`verified`]).
+    verified: verified::Verified,
     /// Service accounts' keys, when accepted.
     api_keys: Option<api_keys::ApiKeys>,
 }
@@ -253,7 +256,7 @@ impl Verifier {
         let keys = KeySets::new(&config.issuers, http);
         let resource = config.resource.clone().unwrap_or_else(|| default_resource.into());
         let introspected = introspect::Answers::new(keys.http());
-        Verifier { config, resource, keys, introspected, api_keys: None }
+        Verifier { config, resource, keys, introspected, verified: verified::Verified::default(), api_keys: None }
     }
 
     /// Also accepting the API keys `keys` (service accounts: [`api_keys`]); a key
@@ -292,6 +295,10 @@ impl Verifier {
             let claims = self.introspected.claims(issuer, token).await?;
             return self.principal_of(issuer, &claims, |aud| self.audience_ok(issuer, aud));
         }
+        let digest = verified::Verified::digest(token);
+        if let Some(principal) = self.verified.get(&digest) {
+            return Ok(principal);
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|e| IdentityError::Malformed(e.to_string()))?;
         if !ALGORITHMS.contains(&header.alg) {
             return Err(IdentityError::Invalid(format!("algorithm {:?} is not accepted", header.alg)));
@@ -316,7 +323,11 @@ impl Verifier {
             Ok(data) => data.claims,
             Err(e) => return Err(refusal(e, &unverified, &self.resource)),
         };
-        self.principal_of(issuer, &claims, |_| true)
+        let principal = self.principal_of(issuer, &claims, |_| true)?;
+        if let Some(exp) = claims.get("exp").and_then(Value::as_u64) {
+            self.verified.keep(digest, exp, &principal);
+        }
+        Ok(principal)
     }
 
     /// Whether an introspected token's `aud` (when it has one) names this resource.

@@ -191,3 +191,31 @@ async fn opaque_tokens_are_checked_by_introspection_and_the_answer_kept_a_little
     provider.opaque("no-scope", &narrow);
     assert!(matches!(fresh().verify("no-scope").await.unwrap_err(), IdentityError::Scope { .. }));
 }
+
+/// A token that passed is kept (by digest) and not checked again until it expires, and it
+/// expires at the same moment as without the cache; a refusal is not kept.
+#[tokio::test]
+async fn a_verified_token_is_kept_until_it_expires_and_no_longer() {
+    let k1 = key("k1");
+    let provider = Provider::start(&[&k1]);
+    let v = verifier(&provider, &["mcp"]);
+    let good = token(&k1, "k1", claims(&provider.issuer));
+    assert_eq!(v.verify(&good).await.unwrap().subject, "alice-1");
+    assert_eq!(v.verified.len(), 1);
+    assert_eq!(v.verify(&good).await.unwrap().groups, ["devs", "admins"], "the same caller from the cache");
+    // Refused: kept nowhere, refused again.
+    let mut lacking = claims(&provider.issuer);
+    lacking["scope"] = json!("openid");
+    let refused = token(&k1, "k1", lacking);
+    assert!(matches!(v.verify(&refused).await, Err(IdentityError::Scope { .. })));
+    assert!(matches!(v.verify(&refused).await, Err(IdentityError::Scope { .. })));
+    assert_eq!(v.verified.len(), 1);
+    // Accepted for two more seconds (the skew past its exp): then refused, cache or not.
+    let mut ending = claims(&provider.issuer);
+    ending["exp"] = json!(now() - i64::try_from(SKEW.as_secs()).unwrap() + 2);
+    let ending = token(&k1, "k1", ending);
+    assert!(v.verify(&ending).await.is_ok());
+    assert_eq!(v.verified.len(), 2);
+    tokio::time::sleep(Duration::from_millis(3_100)).await;
+    assert!(matches!(v.verify(&ending).await, Err(IdentityError::Expired)), "expired, as without the cache");
+}

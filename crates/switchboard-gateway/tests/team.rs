@@ -543,10 +543,14 @@ async fn each_callers_own_token_is_exchanged_once_and_never_forwarded() {
 /// their logins to them (server, scopes), and never a token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tokens() {
-    let Team { org: _org, theirs: _theirs, upstream: _upstream, home } = team().await;
+    let Team { org, theirs: _theirs, upstream: _upstream, home } = team().await;
+    home.edit(|config| config["identity"]["admin_groups"] = json!(["admins"]));
     let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
     let url = format!("{base}/mcp");
-    let bob = tokio::task::spawn_blocking(move || common::report(person(&url, "bob", 5))).await.unwrap();
+    let mut bob = person(&url, "bob", 5);
+    let bob_token = home.path().join("bob.token");
+    bob.env("TEAM_CLIENT_TOKEN_FILE", &bob_token);
+    let bob = tokio::task::spawn_blocking(move || common::report(bob)).await.unwrap();
     assert_eq!(bob["browser"][0]["status"], 200, "serve's own callback finished it: {bob}");
     assert_eq!(bob["whoami"]["subs"], json!({"bob": 5}), "{bob}");
     let http = reqwest::Client::new();
@@ -580,6 +584,71 @@ async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tok
     let again = tokio::task::spawn_blocking(move || common::report(person(&url, "bob", 2))).await.unwrap();
     assert_eq!(again["elicited"].as_array().map(Vec::len), Some(1), "{again}");
     assert_eq!(again["whoami"]["subs"], json!({"bob": 2}), "{again}");
+
+    // Each person's own part of the API, with the token their MCP client signed in with: Bob
+    // is in an admin group (`identity.admin_groups`) and sees everyone; Alice sees herself.
+    let url = format!("{base}/mcp");
+    let mut alice = person(&url, "alice", 3);
+    let alice_token = home.path().join("alice.token");
+    alice.env("TEAM_CLIENT_TOKEN_FILE", &alice_token);
+    let alice = tokio::task::spawn_blocking(move || common::report(alice)).await.unwrap();
+    assert_eq!(alice["whoami"]["subs"], json!({"alice": 3}), "{alice}");
+    let (alice_token, bob_token) =
+        (std::fs::read_to_string(&alice_token).unwrap(), std::fs::read_to_string(&bob_token).unwrap());
+    let as_person = |token: &str, request: reqwest::RequestBuilder| {
+        let request = request.bearer_auth(token);
+        async move {
+            let r = request.send().await.unwrap();
+            let status = r.status().as_u16();
+            let challenge = r.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_string());
+            (status, serde_json::from_str::<Value>(&r.text().await.unwrap()).unwrap_or_default(), challenge)
+        }
+    };
+    let (status, me, _) = as_person(&bob_token, http.get(format!("{base}/api/me"))).await;
+    assert_eq!((status, &me["kind"], &me["everyone"]), (200, &json!("person"), &json!(true)), "{me}");
+    let (_, everyone, _) = as_person(&bob_token, http.get(format!("{base}/api/people"))).await;
+    let subjects: Vec<&str> =
+        everyone["people"].as_array().unwrap().iter().filter_map(|p| p["principal"]["subject"].as_str()).collect();
+    assert_eq!(subjects.len(), 2, "{everyone}");
+    let (_, me, _) = as_person(&alice_token, http.get(format!("{base}/api/me"))).await;
+    assert_eq!((&me["principal"]["subject"], &me["everyone"]), (&json!("alice"), &json!(false)), "{me}");
+    let alice_key = me["key"].as_str().unwrap().to_string();
+    let (_, herself, _) = as_person(&alice_token, http.get(format!("{base}/api/people"))).await;
+    let listed = herself["people"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{herself}");
+    assert_eq!(listed[0]["principal"]["subject"], "alice", "{herself}");
+    assert!(!herself.to_string().contains("eyJ"), "{herself}");
+    // Her calls, without asking for them by name; Bob's are not hers to see.
+    let started = std::time::Instant::now();
+    let calls = loop {
+        let (_, read, _) = as_person(&alice_token, http.get(format!("{base}/api/audit"))).await;
+        let calls = read["calls"].as_array().cloned().unwrap_or_default();
+        if calls.len() >= 3 || started.elapsed().as_secs() > 10 {
+            break calls;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert!(calls.iter().all(|c| c["caller"]["principal"]["subject"] == "alice"), "{calls:?}");
+    let (status, said, _) = as_person(&alice_token, http.get(format!("{base}/api/audit?principal=bob"))).await;
+    assert_eq!((status, &said["error"]["code"]), (403, &json!("forbidden")), "{said}");
+    let (status, read, _) = as_person(&bob_token, http.get(format!("{base}/api/audit?principal=alice"))).await;
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(read["calls"].as_array().map(Vec::len), Some(3), "an admin sees hers: {read}");
+    // Bob's login is not hers to end; her own is.
+    let (status, _, _) = as_person(&alice_token, http.delete(format!("{base}/api/people/{key}/servers/up/auth"))).await;
+    assert_eq!(status, 403);
+    let (status, out, _) =
+        as_person(&alice_token, http.delete(format!("{base}/api/people/{alice_key}/servers/up/auth"))).await;
+    assert_eq!((status, &out["had_tokens"]), (200, &json!(true)), "{out}");
+    // The rest of the API is the host's; a token for another audience is refused with the
+    // challenge.
+    let (status, _, _) = as_person(&bob_token, http.get(format!("{base}/api/servers"))).await;
+    assert_eq!(status, 401, "the host's part, even for an admin");
+    let elsewhere = common::client_token(&org.token_endpoint(), "robot", "http://127.0.0.1:9/mcp").await;
+    let (status, _, challenge) = as_person(&elsewhere, http.get(format!("{base}/api/me"))).await;
+    assert_eq!(status, 401);
+    assert!(challenge.unwrap_or_default().contains("resource_metadata="), "the challenge");
 }
 
 /// How long 500 calls of a shared local server take through the same gateway and client,

@@ -52,18 +52,31 @@ pub struct AuditView {
 }
 
 #[utoipa::path(get, path = "/api/audit", tag = "audit", params(AuditQuery),
-    responses((status = 200, body = AuditView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
+    responses((status = 200, body = AuditView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody)))]
 pub async fn audit(
     State(app): State<AppState>,
+    axum::Extension(viewer): axum::Extension<crate::viewer::Viewer>,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> ApiResult<Json<AuditView>> {
-    let query = query_of(query)?;
+    let mut query = query_of(query)?;
+    // A person who sees only themselves gets their own calls (another's: 403), of their own
+    // issuer.
+    let mut issuer = None;
+    if let Some(me) = viewer.only() {
+        if query.principal.as_ref().is_some_and(|asked| *asked != me.subject) {
+            return Err(crate::viewer::forbidden());
+        }
+        query.principal = Some(me.subject.clone());
+        issuer = Some(me.issuer.clone());
+    }
     let since = SystemTime::now().checked_sub(Duration::from_secs(query.since_secs.unwrap_or(86_400)));
     let limit = query.limit.unwrap_or(200).min(10_000);
     let filter = switchboard::policy::audit::AuditFilter::new()
         .since(since)
         .server(query.server.as_deref())
         .principal(query.principal.as_deref())
+        .issuer(issuer.as_deref())
         .limit(Some(limit));
     let read = switchboard::policy::audit::read_from(&app.hub.paths().data_dir, app.hub.store(), &filter)
         .await

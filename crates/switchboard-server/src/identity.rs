@@ -84,29 +84,40 @@ impl Protected {
     }
 }
 
+impl Protected {
+    /// The caller of a request's bearer token, or the refusal to send (with the challenge).
+    pub async fn check(&self, headers: &axum::http::HeaderMap) -> Result<Principal, Response> {
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|v| v.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+            .filter(|t| !t.is_empty());
+        let Some(token) = token else {
+            return Err(self.refuse(&IdentityError::Missing));
+        };
+        match self.verifier.verify(token).await {
+            Ok(principal) => {
+                tracing::debug!(subject = %principal.subject, issuer = %principal.issuer, "caller signed in");
+                Ok(principal)
+            }
+            Err(refused) => {
+                tracing::info!("a request was refused: {refused}");
+                Err(self.refuse(&refused))
+            }
+        }
+    }
+}
+
 /// Lets a request through with its caller's [`Principal`] in its extensions, or refuses it.
 pub async fn check_identity(State(guard): State<Arc<Protected>>, mut request: Request, next: Next) -> Response {
-    let token = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|v| v.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim().to_string())
-        .filter(|t| !t.is_empty());
-    let Some(token) = token else {
-        return guard.refuse(&IdentityError::Missing);
-    };
-    match guard.verifier.verify(&token).await {
+    match guard.check(request.headers()).await {
         Ok(principal) => {
-            tracing::debug!(subject = %principal.subject, issuer = %principal.issuer, "caller signed in");
             request.extensions_mut().insert(principal);
             crate::listen::mark(&request);
             next.run(request).await
         }
-        Err(refused) => {
-            tracing::info!("a request to /mcp was refused: {refused}");
-            guard.refuse(&refused)
-        }
+        Err(refused) => refused,
     }
 }

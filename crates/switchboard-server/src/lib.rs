@@ -27,6 +27,7 @@ mod sandbox;
 mod security;
 mod state;
 mod tools;
+mod viewer;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -190,6 +191,7 @@ fn api(state: state::AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(audit::audit))
         .routes(routes!(audit::health))
         .routes(routes!(people::list))
+        .routes(routes!(viewer::me))
         .routes(routes!(people::logout))
         .routes(routes!(answers::questions::list))
         .routes(routes!(answers::questions::answer))
@@ -339,16 +341,21 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     let stopping = state.events.stopping().clone();
     let callback =
         Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());
+    let mut people = None;
     let mcp = match (&options.gateway, &options.identity) {
         (Some(g), Some(config)) => {
             let public = options.public_url.as_deref().map(|u| format!("{}/mcp", u.trim_end_matches('/')));
             let mut config = config.clone();
             config.resource = config.resource.or(public);
-            Some(protected_mcp(g, stopping.child_token(), config, addr, &options.data_dir)?)
+            let admins = config.admin_groups.clone();
+            let (router, guard) = protected_mcp(g, stopping.child_token(), config, addr, &options.data_dir)?;
+            people = Some((guard, admins));
+            Some(router)
         }
         (Some(g), None) => Some(mcp_router(g, stopping.child_token(), access.clone(), true)),
         (None, _) => None,
     };
+    let guard = Arc::new(viewer::ApiGuard { access: access.clone(), people });
     let (api_router, openapi) = api(state);
     let openapi = Arc::new(openapi);
     let api_router = api_router
@@ -359,7 +366,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
                 async move { axum::Json(serde_json::to_value(&*doc).unwrap_or_default()) }
             }),
         )
-        .layer(axum::middleware::from_fn_with_state(access.clone(), security::check_auth));
+        .layer(axum::middleware::from_fn_with_state(guard, viewer::check_api));
     let mut router = Router::new()
         .merge(mcp.unwrap_or_default())
         .merge(api_router)
@@ -405,7 +412,7 @@ fn protected_mcp(
     config: switchboard::identity::IdentityConfig,
     addr: SocketAddr,
     data_dir: &std::path::Path,
-) -> Result<Router, ServeError> {
+) -> Result<(Router, Arc<identity::Protected>), ServeError> {
     // The URL clients reach is the audience of their tokens: on a wildcard address it cannot
     // be guessed.
     if addr.ip().is_unspecified() && config.resource.is_none() {
@@ -421,10 +428,11 @@ fn protected_mcp(
     let guard =
         Arc::new(identity::Protected::new(config, &format!("http://{addr}/mcp"), keys).map_err(ServeError::Identity)?);
     let service = switchboard_gateway::http_service(gateway, cancel, MCP_BODY_LIMIT);
-    Ok(Router::new()
+    let router = Router::new()
         .route_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(guard.clone(), identity::check_identity))
-        .merge(guard.routes()))
+        .merge(guard.routes());
+    Ok((router, guard))
 }
 
 /// How `switchboard gateway --http` serves.
@@ -479,7 +487,8 @@ pub async fn bind_gateway(
         // A person's sign-in to their own upstream comes back here.
         let resource = config.resource.clone().unwrap_or_else(|| format!("http://{addr}/mcp"));
         gateway.set_public_url(resource.strip_suffix("/mcp").unwrap_or(&resource));
-        let router = protected_mcp(gateway, stopping.child_token(), config.clone(), addr, &options.data_dir)?
+        let (router, _) = protected_mcp(gateway, stopping.child_token(), config.clone(), addr, &options.data_dir)?;
+        let router = router
             .route("/oauth/callback", axum::routing::get(login::sign_in_callback).with_state(gateway.clone()))
             .merge(inputs::routes(gateway))
             .fallback(|| async {

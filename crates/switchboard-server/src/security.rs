@@ -196,14 +196,14 @@ pub async fn check_host(State(access): State<Arc<Access>>, request: Request, nex
     next.run(request).await
 }
 
-/// Refuses an `/api` request without the token or a session (or with a session, from another
-/// origin).
-pub async fn check_auth(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
-    let headers = request.headers();
-    let allowed = access.bearer_ok(headers) || (access.session_ok(headers) && access.origin_ok(headers));
-    if allowed {
-        crate::listen::mark(&request);
-    } else {
+impl Access {
+    /// Whether an `/api` request carries the token, or a session from a page of this origin.
+    pub fn allows(&self, headers: &HeaderMap) -> bool {
+        self.bearer_ok(headers) || (self.session_ok(headers) && self.origin_ok(headers))
+    }
+
+    /// The 401 of an `/api` request without them.
+    pub fn refusal(&self) -> Response {
         let mut response = ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -211,9 +211,8 @@ pub async fn check_auth(State(access): State<Arc<Access>>, request: Request, nex
         )
         .into_response();
         response.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
-        return response;
+        response
     }
-    next.run(request).await
 }
 
 /// The 403 for an MCP request a web page of another origin sent, if it is one.

@@ -19,8 +19,10 @@
 // Prints one JSON object: the gateway token's claims and digest, the elicitations it got and
 // the ones it was told are complete, where the browser landed, the tools listed, and what the
 // upstream said of each call (whose token: `sub` and token digest, counted; other tools'
-// texts, counted).
+// texts, counted). With `TEAM_CLIENT_TOKEN_FILE` set, the access token itself is written to
+// that file (0600), for a test that uses it on the gateway's API as the person.
 import { createHash } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -153,4 +155,5 @@ const browser = await Promise.all(landed);
 await c.close();
 const token = state.tokens()?.access_token ?? "";
 const claims = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString() || "null");
+if (process.env.TEAM_CLIENT_TOKEN_FILE) writeFileSync(process.env.TEAM_CLIENT_TOKEN_FILE, token, { mode: 0o600 });
 process.stdout.write(JSON.stringify({ claims, token: digest(token), elicited, completed, browser, tools, whoami: report, stepUp }) + "\n");

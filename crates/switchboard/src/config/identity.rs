@@ -6,7 +6,8 @@
 //! "identity": {
 //!   "issuers": [{"issuer": "https://login.example.com/realms/dev", "groups_claim": "realm_access.roles"}],
 //!   "scopes": ["mcp"],
-//!   "resource": "https://mcp.example.com/mcp"
+//!   "resource": "https://mcp.example.com/mcp",
+//!   "admin_groups": ["platform"]
 //! }
 //! ```
 //!
@@ -31,7 +32,10 @@ pub(crate) fn parse(value: &Value, ctx: &mut FileCtx<'_>) -> Option<IdentityConf
 
 fn read(value: &Value, env: &Env, errors: &mut Vec<(String, String)>) -> Option<IdentityConfig> {
     let Some(obj) = value.as_object() else {
-        errors.push(("identity".into(), "`identity` must be an object with `issuers`, `scopes` and `resource`".into()));
+        errors.push((
+            "identity".into(),
+            "`identity` must be an object with `issuers`, `scopes`, `resource` and `admin_groups`".into(),
+        ));
         return None;
     };
     let mut config = IdentityConfig::new(Vec::new());
@@ -56,9 +60,16 @@ fn read(value: &Value, env: &Env, errors: &mut Vec<(String, String)>) -> Option<
                 Some(s) => config.resource = Some(s.to_string()),
                 None => errors.push((field, "`resource` must be the http(s) URL clients reach (…/mcp)".into())),
             },
+            "admin_groups" => match strings(v) {
+                Some(s) => config.admin_groups = s,
+                None => errors.push((field, "`admin_groups` must be a list of group names".into())),
+            },
             other => errors.push((
                 field,
-                format!("unknown field `{}`: use `issuers`, `scopes` and `resource`", crate::text::excerpt(other, 60)),
+                format!(
+                    "unknown field `{}`: use `issuers`, `scopes`, `resource` and `admin_groups`",
+                    crate::text::excerpt(other, 60)
+                ),
             )),
         }
     }
@@ -181,7 +192,7 @@ mod tests {
         let (config, errors) = parsed(serde_json::json!({
             "issuers": ["https://a.example", {"issuer": "https://b.example/realms/x",
                          "groups_claim": "realm_access.roles", "audiences": ["api://sb"]}],
-            "scopes": ["mcp"], "resource": "https://mcp.example.com/mcp"}));
+            "scopes": ["mcp"], "resource": "https://mcp.example.com/mcp", "admin_groups": ["platform"]}));
         assert!(errors.is_empty(), "{errors:?}");
         let config = config.unwrap();
         assert_eq!(config.issuers.len(), 2);
@@ -189,6 +200,7 @@ mod tests {
         assert_eq!(config.issuers[1].audiences, ["api://sb"]);
         assert_eq!(config.scopes, ["mcp"]);
         assert_eq!(config.resource.as_deref(), Some("https://mcp.example.com/mcp"));
+        assert_eq!(config.admin_groups, ["platform"]);
         let (config, errors) =
             parsed(serde_json::json!({"issuers": [{"issuer": "login.example", "grups": 1}], "scope": []}));
         assert!(config.is_none());

@@ -112,12 +112,15 @@ pub struct IdentityConfig {
     /// The URL clients reach (behind a proxy, its public one): the `resource` of the
     /// metadata and the audience tokens must be for. `None`: `http://<listen address>/mcp`.
     pub resource: Option<String>,
+    /// Groups whose members see everyone's part of the API (the people, their logins and
+    /// calls) with their own token; others see their own.
+    pub admin_groups: Vec<String>,
 }
 
 impl IdentityConfig {
     /// Tokens of these issuers, with no scope required.
     pub fn new(issuers: Vec<Issuer>) -> IdentityConfig {
-        IdentityConfig { issuers, scopes: Vec::new(), resource: None }
+        IdentityConfig { issuers, scopes: Vec::new(), resource: None, admin_groups: Vec::new() }
     }
 }
 

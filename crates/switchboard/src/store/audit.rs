@@ -58,6 +58,8 @@ pub struct AuditQuery {
     pub server: Option<String>,
     /// One caller's calls, by subject.
     pub subject: Option<String>,
+    /// The calls of callers of one issuer.
+    pub issuer: Option<String>,
     /// At most this many calls, the newest.
     pub limit: Option<i64>,
 }
@@ -118,12 +120,15 @@ impl Database {
         let mut calls = sqlx::query_scalar::<_, String>(
             "SELECT record::text FROM switchboard_audit WHERE kind = 'call' \
              AND ($1::bigint IS NULL OR time_ms >= $1) AND ($2::text IS NULL OR server = $2) \
-             AND ($3::text IS NULL OR subject = $3) ORDER BY time_ms DESC, id DESC LIMIT $4",
+             AND ($3::text IS NULL OR subject = $3) \
+             AND ($5::text IS NULL OR record->'caller'->'principal'->>'issuer' = $5) \
+             ORDER BY time_ms DESC, id DESC LIMIT $4",
         )
         .bind(query.since_ms)
         .bind(query.server.as_deref())
         .bind(query.subject.as_deref())
         .bind(query.limit.unwrap_or(i64::MAX).max(0))
+        .bind(query.issuer.as_deref())
         .fetch_all(self.pool())
         .await
         .map_err(|e| self.db_error(e))?;

@@ -71,6 +71,8 @@ pub struct AuditFilter {
     /// One person's records: those whose caller signed in with this subject (`key:<name>`
     /// for a service account).
     pub principal: Option<String>,
+    /// Only the calls of callers who signed in with this issuer.
+    pub issuer: Option<String>,
     /// At most this many records, the newest.
     pub limit: Option<usize>,
 }
@@ -99,6 +101,12 @@ impl AuditFilter {
         self
     }
 
+    /// The records of calls by callers of the issuer `issuer` only.
+    pub fn issuer(mut self, issuer: Option<&str>) -> AuditFilter {
+        self.issuer = issuer.map(str::to_string);
+        self
+    }
+
     /// At most `limit` records, the newest (losses are told all the same).
     pub fn limit(mut self, limit: Option<usize>) -> AuditFilter {
         self.limit = limit;
@@ -109,6 +117,7 @@ impl AuditFilter {
         let text = |pointer: &str| record.pointer(pointer).and_then(Value::as_str);
         self.server.as_deref().is_none_or(|s| text("/server") == Some(s))
             && self.principal.as_deref().is_none_or(|p| text("/caller/principal/subject") == Some(p))
+            && self.issuer.as_deref().is_none_or(|i| text("/caller/principal/issuer") == Some(i))
     }
 }
 
@@ -217,5 +226,7 @@ mod tests {
         assert_eq!(servers(AuditFilter::new().principal(Some("bob"))), ["gh"]);
         assert!(servers(AuditFilter::new().principal(Some("Bob"))).is_empty());
         assert_eq!(servers(AuditFilter::new().server(Some("gh"))).len(), 3);
+        // By issuer too: these people's tokens name none.
+        assert!(servers(AuditFilter::new().principal(Some("alice")).issuer(Some("https://id.example"))).is_empty());
     }
 }

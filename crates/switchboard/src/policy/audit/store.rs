@@ -263,6 +263,7 @@ pub(crate) async fn read_store(db: &Database, dir: &Path, filter: &AuditFilter) 
         since_ms,
         server: filter.server.clone(),
         subject: filter.principal.clone(),
+        issuer: filter.issuer.clone(),
         limit: filter.limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
     };
     let (calls, lost_rows) = db.audit_rows(&query).await?;
@@ -359,6 +360,12 @@ mod tests {
         let gh = read(data.path(), &db, AuditFilter::new().principal(Some("alice")).server(Some("gh"))).await;
         assert_eq!(gh.records.len(), 100);
         assert!(gh.records.iter().all(|r| r["caller"]["principal"]["subject"] == "alice" && r["server"] == "gh"));
+        let issued = |i: &str| AuditFilter::new().principal(Some("bob")).issuer(Some(i));
+        assert_eq!(read(data.path(), &db, issued("https://id.example")).await.records.len(), 100);
+        assert!(
+            read(data.path(), &db, issued("https://other.example")).await.records.is_empty(),
+            "another issuer's bob"
+        );
         let newest = read(data.path(), &db, AuditFilter::new().limit(Some(10))).await;
         assert_eq!(newest.records.first().map(|r| r["arguments"]["n"].clone()), Some(serde_json::json!(290)));
         assert_eq!(newest.records.len(), 10);

@@ -651,6 +651,47 @@ async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tok
     assert!(challenge.unwrap_or_default().contains("resource_metadata="), "the challenge");
 }
 
+/// A team's dashboard in Chromium: Alice (devs) and Bob (admins) each sign in to `serve`'s
+/// dashboard on the organisation's provider's own pages (`/people/login`, authorization code
+/// with PKCE, a client the dashboard registers itself); Alice sees herself, her login and her
+/// three calls, Bob sees everyone (`tests/peers/people_dashboard.mjs`, screenshots in
+/// `target/dashboard/`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_sign_in_to_the_dashboard_in_chromium() {
+    let chromium = std::env::var_os("CHROMIUM").map_or_else(|| "/usr/bin/chromium".into(), std::path::PathBuf::from);
+    assert!(chromium.exists(), "no Chromium at {} (.ci/run installs Debian's)", chromium.display());
+    let playwright = switchboard_testkit::npm_folder("playwright", &["playwright-core@1.64.1"]);
+    let Team { org: _org, theirs: _theirs, upstream: _upstream, home } = team().await;
+    home.edit(|config| config["identity"]["admin_groups"] = json!(["admins"]));
+    let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
+    let url = format!("{base}/mcp");
+    let alice = tokio::task::spawn_blocking(move || common::report(person(&url, "alice", 3))).await.unwrap();
+    assert_eq!(alice["whoami"]["subs"], json!({"alice": 3}), "{alice}");
+    let url = format!("{base}/mcp");
+    let bob = tokio::task::spawn_blocking(move || common::report(person(&url, "bob", 1))).await.unwrap();
+    assert_eq!(bob["whoami"]["subs"], json!({"bob": 1}), "{bob}");
+    let shots = switchboard_testkit::target_dir().parent().unwrap().join("dashboard");
+    std::fs::create_dir_all(&shots).unwrap();
+    let run = tokio::process::Command::new(switchboard_testkit::node22_bin().join("node"))
+        .arg(common::script("people_dashboard.mjs"))
+        .env("BASE", &base)
+        .env("CALLS", "3")
+        .env("SHOTS", &shots)
+        .env("CHROMIUM", &chromium)
+        .env("PLAYWRIGHT", &playwright)
+        .kill_on_drop(true)
+        .output();
+    let output =
+        tokio::time::timeout(std::time::Duration::from_secs(120), run).await.expect("the browser run ended").unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    println!("{stdout}");
+    assert!(output.status.success() && stdout.contains("all steps passed"), "{stdout}\n{stderr}");
+    for shot in ["people-alice.png", "people-bob.png"] {
+        let len = std::fs::metadata(shots.join(shot)).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 5_000, "{shot}: {len} bytes");
+    }
+}
+
 /// How long 500 calls of a shared local server take through the same gateway and client,
 /// then 500 of a person's own upstream, one after the other (a measurement, with the debug
 /// build the tests use: `cargo test -p switchboard-gateway --test team timing -- --ignored

@@ -717,8 +717,39 @@ function keyboard() {
   });
 }
 
+/** Who this browser is: the host's session (or none), or a person of a team who signed in
+ * with the organisation's provider (`/people/login`), who sees their own part (everyone's, in
+ * an admin group). Shows the way to sign in when a team's serve offers it. */
+async function whoAmI() {
+  let response;
+  try {
+    response = await fetch("/api/me", { headers: { accept: "application/json" }, credentials: "same-origin" });
+  } catch {
+    return null;
+  }
+  const signIn = response.headers.get("x-switchboard-sign-in");
+  if (signIn) {
+    $("sign-in-link").href = signIn;
+    $("sign-in").hidden = false;
+  }
+  return response.ok ? response.json() : null;
+}
+
+function personMode(me) {
+  const who = me.principal.name ? `${me.principal.name} (${me.principal.subject})` : me.principal.subject;
+  $("summary").textContent = `Signed in as ${who}` + (me.everyone ? " · you see everyone" : " · your own logins and calls");
+  $("live").dataset.state = "live";
+  $("live").textContent = "person";
+  $("login").hidden = true;
+  $("app").hidden = true;
+  $("filter").closest("label").hidden = true;
+  followPeople({ always: true });
+}
+
 async function main() {
   keyboard();
+  const me = await whoAmI();
+  if (me && me.kind === "person") return personMode(me);
   try {
     await loadAll();
   } catch (e) {

@@ -7,8 +7,9 @@ import { h } from "./dom.js";
 
 const EVERY_MS = 15000;
 
-/** Loads the people and shows them (nothing when no one signed in here). */
-export async function loadPeople() {
+/** Loads the people and shows them (nothing when no one signed in here, unless `always`: a
+ * person's own dashboard). */
+export async function loadPeople(always = false) {
   let people;
   try {
     ({ people } = await api("GET", "/api/people"));
@@ -16,7 +17,7 @@ export async function loadPeople() {
     return;
   }
   const panel = $("people-panel");
-  panel.hidden = people.length === 0;
+  panel.hidden = people.length === 0 && !always;
   if (people.length === 0) return;
   const list = $("people");
   list.replaceChildren(...people.map(person));
@@ -70,7 +71,7 @@ async function showCalls(subject, into) {
 }
 
 /** Shows the people now and keeps them current. */
-export function followPeople() {
-  loadPeople();
-  setInterval(loadPeople, EVERY_MS);
+export function followPeople({ always = false } = {}) {
+  loadPeople(always);
+  setInterval(() => loadPeople(always), EVERY_MS);
 }

@@ -46,6 +46,11 @@ impl Protected {
         Ok(Protected { verifier, metadata_url })
     }
 
+    /// What checks the tokens.
+    pub fn verifier(&self) -> &Verifier {
+        &self.verifier
+    }
+
     /// The resource's URL (what tokens must be for).
     pub fn resource(&self) -> &str {
         self.verifier.resource()

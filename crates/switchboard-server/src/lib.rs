@@ -19,6 +19,7 @@ pub mod listen;
 mod login;
 mod manage;
 mod people;
+mod people_login;
 mod questions;
 mod queue;
 mod running;
@@ -349,8 +350,13 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
             config.resource = config.resource.or(public);
             let admins = config.admin_groups.clone();
             let (router, guard) = protected_mcp(g, stopping.child_token(), config, addr, &options.data_dir)?;
-            people = Some((guard, admins));
-            Some(router)
+            let login = Arc::new(people_login::PeopleLogin::new(guard.clone(), options.public_url.clone()));
+            people = Some(viewer::People { guard, admins, login: login.clone() });
+            Some(
+                router
+                    .route("/people/login", axum::routing::get(people_login::start).with_state(login.clone()))
+                    .route("/people/callback", axum::routing::get(people_login::callback).with_state(login)),
+            )
         }
         (Some(g), None) => Some(mcp_router(g, stopping.child_token(), access.clone(), true)),
         (None, _) => None,

@@ -202,6 +202,11 @@ impl Access {
         self.bearer_ok(headers) || (self.session_ok(headers) && self.origin_ok(headers))
     }
 
+    /// Whether a cookie-carrying request comes from a page of this server.
+    pub fn same_origin(&self, headers: &HeaderMap) -> bool {
+        self.origin_ok(headers)
+    }
+
     /// The 401 of an `/api` request without them.
     pub fn refusal(&self) -> Response {
         let mut response = ApiError::new(

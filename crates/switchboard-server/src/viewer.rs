@@ -18,6 +18,7 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::identity::{Principal, Protected};
+use crate::people_login::PeopleLogin;
 use crate::security::Access;
 
 /// Who asks.
@@ -67,8 +68,19 @@ pub fn forbidden() -> ApiError {
 pub struct ApiGuard {
     /// The host's token and the dashboard's sessions.
     pub access: Arc<Access>,
-    /// The people's tokens, on a team's `serve`.
-    pub people: Option<(Arc<Protected>, Vec<String>)>,
+    /// The people, on a team's `serve`.
+    pub people: Option<People>,
+}
+
+/// How people are known on a team's `serve`.
+#[derive(Debug)]
+pub struct People {
+    /// Their tokens' check.
+    pub guard: Arc<Protected>,
+    /// `identity.admin_groups`.
+    pub admins: Vec<String>,
+    /// Their dashboard sessions.
+    pub login: Arc<PeopleLogin>,
 }
 
 /// Whether a person's token may ask for this route.
@@ -90,22 +102,35 @@ pub async fn check_api(State(guard): State<Arc<ApiGuard>>, mut request: Request,
         crate::listen::mark(&request);
         return next.run(request).await;
     }
-    let bearer = request.headers().get(header::AUTHORIZATION).is_some();
-    if let Some((people, admins)) = &guard.people
-        && bearer
-        && persons_route(request.method(), request.uri().path())
-    {
-        return match people.check(request.headers()).await {
-            Ok(principal) => {
-                let admin = principal.groups.iter().any(|g| admins.contains(g));
-                request.extensions_mut().insert(Viewer::Person { principal: Box::new(principal), admin });
-                crate::listen::mark(&request);
-                next.run(request).await
+    let Some(people) = guard.people.as_ref().filter(|_| persons_route(request.method(), request.uri().path())) else {
+        return guard.access.refusal();
+    };
+    let checked = if request.headers().get(header::AUTHORIZATION).is_some() {
+        people.guard.check(request.headers()).await
+    } else {
+        // The dashboard of a person who signed in, from a page of this server.
+        let from_here = guard.access.same_origin(request.headers());
+        match people.login.person(request.headers()).filter(|_| from_here) {
+            Some(principal) => Ok(principal),
+            None => {
+                let mut refused = guard.access.refusal();
+                // Where a person signs in to the dashboard.
+                refused
+                    .headers_mut()
+                    .insert("x-switchboard-sign-in", axum::http::HeaderValue::from_static("/people/login"));
+                return refused;
             }
-            Err(refused) => refused,
-        };
+        }
+    };
+    match checked {
+        Ok(principal) => {
+            let admin = principal.groups.iter().any(|g| people.admins.contains(g));
+            request.extensions_mut().insert(Viewer::Person { principal: Box::new(principal), admin });
+            crate::listen::mark(&request);
+            next.run(request).await
+        }
+        Err(refused) => refused,
     }
-    guard.access.refusal()
 }
 
 /// `GET /api/me`.

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::Severity;
 use super::file::FileCtx;
-use crate::identity::{IdentityConfig, Introspection, Issuer};
+use crate::identity::{DashboardClient, IdentityConfig, Introspection, Issuer};
 
 /// Parses `identity`; each mistake is a diagnostic naming its field, and a block with one is
 /// not used (a gateway must not run open because an issuer was misspelt).
@@ -60,6 +60,10 @@ fn read(value: &Value, env: &Env, errors: &mut Vec<(String, String)>) -> Option<
                 Some(s) => config.resource = Some(s.to_string()),
                 None => errors.push((field, "`resource` must be the http(s) URL clients reach (…/mcp)".into())),
             },
+            "dashboard_client" => match dashboard_client(v, env) {
+                Ok(c) => config.dashboard_client = Some(c),
+                Err((at, message)) => errors.push((format!("{field}{at}"), message)),
+            },
             "admin_groups" => match strings(v) {
                 Some(s) => config.admin_groups = s,
                 None => errors.push((field, "`admin_groups` must be a list of group names".into())),
@@ -67,7 +71,7 @@ fn read(value: &Value, env: &Env, errors: &mut Vec<(String, String)>) -> Option<
             other => errors.push((
                 field,
                 format!(
-                    "unknown field `{}`: use `issuers`, `scopes`, `resource` and `admin_groups`",
+                    "unknown field `{}`: use `issuers`, `scopes`, `resource`, `admin_groups` and `dashboard_client`",
                     crate::text::excerpt(other, 60)
                 ),
             )),
@@ -165,6 +169,28 @@ fn introspection(v: &Value, env: &Env) -> Result<Introspection, (String, String)
     Ok(Introspection::new(url_, client_id, secret))
 }
 
+/// `{"client_id", "client_secret_env"?}`: the dashboard's client at the first issuer (the
+/// secret, for a confidential client, from the environment variable named).
+fn dashboard_client(v: &Value, env: &Env) -> Result<DashboardClient, (String, String)> {
+    let obj = v.as_object().ok_or_else(|| {
+        (String::new(), "`dashboard_client` must be an object with `client_id` (and `client_secret_env`)".to_string())
+    })?;
+    if let Some(k) = obj.keys().find(|k| !["client_id", "client_secret_env"].contains(&k.as_str())) {
+        return Err((format!(".{k}"), "unknown field: use `client_id` and `client_secret_env`".into()));
+    }
+    let text = |key: &str| obj.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let client_id = text("client_id").ok_or_else(|| (".client_id".to_string(), "`client_id` is needed".to_string()))?;
+    let secret = match text("client_secret_env") {
+        None => None,
+        Some(var) => {
+            Some(env.get(var).cloned().or_else(|| std::env::var(var).ok()).filter(|s| !s.is_empty()).ok_or_else(
+                || (".client_secret_env".to_string(), format!("the environment variable `{var}` is not set")),
+            )?)
+        }
+    };
+    Ok(DashboardClient::new(client_id, secret))
+}
+
 fn strings(v: &Value) -> Option<Vec<String>> {
     v.as_array()?.iter().map(|s| s.as_str().map(str::to_string)).collect()
 }
@@ -215,5 +241,15 @@ mod tests {
         let (_, errors) = parsed(serde_json::json!({"issuers": [{"issuer": "https://a.example",
             "introspection": {"url": "https://a.example/introspect", "client_id": "sb", "client_secret_env": "UNSET_X"}}]}));
         assert_eq!(errors[0].0, "identity.issuers[0].introspection.client_secret_env", "{errors:?}");
+        // The dashboard's client: public, or confidential with its secret from the environment.
+        let (config, errors) = parsed(serde_json::json!({"issuers": ["https://a.example"],
+            "dashboard_client": {"client_id": "dash", "client_secret_env": "SB_SECRET"}}));
+        let c = config.unwrap().dashboard_client.unwrap();
+        assert!(errors.is_empty() && c.client_id == "dash" && c.client_secret.as_deref() == Some("s3"));
+        assert!(!format!("{c:?}").contains("s3"), "never in logs");
+        let (config, errors) = parsed(serde_json::json!({"issuers": ["https://a.example"],
+            "dashboard_client": {"client_id": "dash", "client_secret_env": "UNSET_X"}}));
+        assert!(config.is_none());
+        assert_eq!(errors[0].0, "identity.dashboard_client.client_secret_env", "{errors:?}");
     }
 }

@@ -105,9 +105,19 @@ impl KeySets {
         Ok((uri, keys))
     }
 
-    /// The issuer's `jwks_uri`: its OpenID configuration, else its RFC 8414 metadata; the
-    /// document must name the issuer exactly (RFC 8414 §3.3).
+    /// The issuer's `jwks_uri`, from its metadata ([`KeySets::metadata`]).
     async fn discover(&self, issuer: &str) -> Result<String, String> {
+        let (candidate, doc) = self.metadata(issuer).await?;
+        doc.get("jwks_uri")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| format!("{candidate} names no jwks_uri"))
+    }
+
+    /// The issuer's metadata: its OpenID configuration, else its RFC 8414 metadata (where it
+    /// was found, and the document); the document must name the issuer exactly (RFC 8414
+    /// §3.3).
+    pub(super) async fn metadata(&self, issuer: &str) -> Result<(String, Value), String> {
         let trimmed = issuer.trim_end_matches('/');
         let url = reqwest::Url::parse(issuer).map_err(|e| format!("`{issuer}` is not a URL: {e}"))?;
         let origin = url.origin().ascii_serialization();
@@ -119,13 +129,7 @@ impl KeySets {
         let mut failures = Vec::new();
         for candidate in candidates {
             match self.get_json(&candidate).await {
-                Ok(doc) if doc.get("issuer").and_then(Value::as_str) == Some(issuer) => {
-                    return doc
-                        .get("jwks_uri")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .ok_or_else(|| format!("{candidate} names no jwks_uri"));
-                }
+                Ok(doc) if doc.get("issuer").and_then(Value::as_str) == Some(issuer) => return Ok((candidate, doc)),
                 Ok(doc) => failures.push(format!(
                     "{candidate} is for issuer {}",
                     doc.get("issuer").map(Value::to_string).unwrap_or_else(|| "none".into())

@@ -115,12 +115,42 @@ pub struct IdentityConfig {
     /// Groups whose members see everyone's part of the API (the people, their logins and
     /// calls) with their own token; others see their own.
     pub admin_groups: Vec<String>,
+    /// The dashboard's client at the first issuer, for people who sign in to `serve`'s
+    /// dashboard (`None`: registered dynamically, RFC 7591, when the issuer allows it).
+    pub dashboard_client: Option<DashboardClient>,
+}
+
+/// A client registered at the issuer for the dashboard's sign-in (redirect URI
+/// `<serve's public URL>/people/callback`).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DashboardClient {
+    /// Its id.
+    pub client_id: String,
+    /// Its secret, for a confidential client (never logged).
+    pub client_secret: Option<String>,
+}
+
+impl DashboardClient {
+    /// The client `client_id`, with `client_secret` when confidential.
+    pub fn new(client_id: impl Into<String>, client_secret: Option<String>) -> DashboardClient {
+        DashboardClient { client_id: client_id.into(), client_secret }
+    }
+}
+
+impl std::fmt::Debug for DashboardClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DashboardClient")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl IdentityConfig {
     /// Tokens of these issuers, with no scope required.
     pub fn new(issuers: Vec<Issuer>) -> IdentityConfig {
-        IdentityConfig { issuers, scopes: Vec::new(), resource: None, admin_groups: Vec::new() }
+        IdentityConfig { issuers, scopes: Vec::new(), resource: None, admin_groups: Vec::new(), dashboard_client: None }
     }
 }
 
@@ -237,6 +267,11 @@ impl IdentityError {
     }
 }
 
+/// Whether `url` may be reached for an issuer: https, or http on loopback only.
+pub fn check_endpoint(url: &str) -> Result<(), String> {
+    keys::check_url(url)
+}
+
 /// Checks the access tokens of one protected resource.
 #[derive(Debug)]
 pub struct Verifier {
@@ -274,6 +309,26 @@ impl Verifier {
     pub fn refetch_after(mut self, after: Duration) -> Verifier {
         self.keys.refetch = after;
         self
+    }
+
+    /// What it checks against.
+    pub fn config(&self) -> &IdentityConfig {
+        &self.config
+    }
+
+    /// The metadata of the configured issuer `issuer` (its OpenID configuration, else its
+    /// RFC 8414 document): its endpoints, for a sign-in at it.
+    pub async fn issuer_metadata(&self, issuer: &str) -> Result<Value, IdentityError> {
+        self.keys
+            .metadata(issuer)
+            .await
+            .map(|(_, doc)| doc)
+            .map_err(|message| IdentityError::Provider { issuer: issuer.to_string(), message })
+    }
+
+    /// The HTTP client it reaches issuers with.
+    pub fn http(&self) -> reqwest::Client {
+        self.keys.http()
     }
 
     /// The resource's URL.

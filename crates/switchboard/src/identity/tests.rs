@@ -162,8 +162,7 @@ async fn opaque_tokens_are_checked_by_introspection_and_the_answer_kept_a_little
     let (id, secret) = switchboard_testkit::issuer::INTROSPECTION_CLIENT;
     let mut issuer = Issuer::new(provider.issuer.clone());
     issuer.introspection = Some(Introspection::new(provider.introspection_url(), id, secret));
-    let config =
-        IdentityConfig { issuers: vec![issuer], scopes: vec!["mcp".into()], resource: None, admin_groups: Vec::new() };
+    let config = IdentityConfig { scopes: vec!["mcp".into()], ..IdentityConfig::new(vec![issuer]) };
     let fresh = || Verifier::new(config.clone(), RESOURCE, reqwest::Client::new());
     let v = fresh();
     provider.opaque("op4que-token", &claims(&provider.issuer));

@@ -649,6 +649,29 @@ async fn serve_signs_people_in_to_their_own_upstreams_and_lists_them_without_tok
     let (status, _, challenge) = as_person(&elsewhere, http.get(format!("{base}/api/me"))).await;
     assert_eq!(status, 401);
     assert!(challenge.unwrap_or_default().contains("resource_metadata="), "the challenge");
+
+    // The dashboard's sign-in: to the organisation's provider with PKCE S256 and this
+    // gateway's `/mcp` as the resource, its `state` tied to this browser by a cookie; a callback
+    // from another browser (no cookie) is refused, and a code the provider never gave too.
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let r = browser.get(format!("{base}/people/login")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 302);
+    let to = reqwest::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(to.as_str().starts_with(&org.issuer), "{to}");
+    let query: BTreeMap<_, _> = to.query_pairs().into_owned().collect();
+    assert_eq!(query.get("code_challenge_method").map(String::as_str), Some("S256"), "{to}");
+    assert_eq!(query.get("resource"), Some(&format!("{base}/mcp")), "{to}");
+    assert_eq!(query.get("redirect_uri"), Some(&format!("{base}/people/callback")), "{to}");
+    let state = &query["state"];
+    assert!(cookie.starts_with(&format!("switchboard_sign_in={state};")) && cookie.contains("HttpOnly"), "{cookie}");
+    let callback = format!("{base}/people/callback?code=forged&state={state}");
+    let r = browser.get(&callback).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.text().await.unwrap().contains("another browser"));
+    let r = browser.get(&callback).header("cookie", format!("switchboard_sign_in={state}")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 502, "the provider refused the forged code");
+    assert!(r.headers().get("set-cookie").is_none(), "no session");
 }
 
 /// A team's dashboard in Chromium: Alice (devs) and Bob (admins) each sign in to `serve`'s

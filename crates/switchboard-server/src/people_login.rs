@@ -27,6 +27,10 @@ use crate::security::random;
 /// The person's session cookie.
 pub const PERSON_COOKIE: &str = "switchboard_person";
 
+/// The cookie that ties a sign-in's `state` to the browser that started it (so a callback URL
+/// someone else obtained cannot sign this browser in as them).
+const SIGN_IN_COOKIE: &str = "switchboard_sign_in";
+
 /// How long a sign-in may take between `/people/login` and the callback.
 const PENDING_FOR: Duration = Duration::from_secs(600);
 
@@ -200,11 +204,25 @@ pub async fn start(State(login): State<Arc<PeopleLogin>>, headers: HeaderMap) ->
         let mut pending = login.pending.lock().unwrap_or_else(PoisonError::into_inner);
         pending.retain(|_, p| p.at.elapsed() < PENDING_FOR);
         if pending.len() < MAX_KEPT {
-            pending.insert(state, Pending { verifier, redirect, at: Instant::now() });
+            pending.insert(state.clone(), Pending { verifier, redirect: redirect.clone(), at: Instant::now() });
         }
     }
-    (StatusCode::FOUND, [(header::LOCATION, url.to_string()), (header::CACHE_CONTROL, "no-store".to_string())])
-        .into_response()
+    let bound = format!(
+        "{SIGN_IN_COOKIE}={state}; HttpOnly; SameSite=Lax; Path=/people; Max-Age={}{}",
+        PENDING_FOR.as_secs(),
+        secure(&redirect)
+    );
+    let headers = [
+        (header::LOCATION, url.to_string()),
+        (header::CACHE_CONTROL, "no-store".to_string()),
+        (header::SET_COOKIE, bound),
+    ];
+    (StatusCode::FOUND, headers).into_response()
+}
+
+/// `; Secure` for a cookie of a server reached over https.
+fn secure(redirect: &str) -> &'static str {
+    if redirect.starts_with("https://") { "; Secure" } else { "" }
 }
 
 #[derive(serde::Deserialize)]
@@ -216,7 +234,19 @@ pub struct Callback {
 }
 
 /// `GET /people/callback`: the code exchanged, the token checked, the session given.
-pub async fn callback(State(login): State<Arc<PeopleLogin>>, Query(q): Query<Callback>) -> Response {
+pub async fn callback(
+    State(login): State<Arc<PeopleLogin>>,
+    headers: HeaderMap,
+    Query(q): Query<Callback>,
+) -> Response {
+    // Only the browser that started this sign-in may finish it.
+    let mine = q.state.as_deref().is_some_and(|s| cookies(&headers, SIGN_IN_COOKIE).any(|c| c == s));
+    if !mine {
+        return failed(
+            StatusCode::BAD_REQUEST,
+            "this sign-in was started by another browser: start again at /people/login",
+        );
+    }
     let pending =
         q.state.as_deref().and_then(|s| login.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(s));
     let Some(pending) = pending.filter(|p| p.at.elapsed() < PENDING_FOR) else {
@@ -270,6 +300,17 @@ pub async fn callback(State(login): State<Arc<PeopleLogin>>, Query(q): Query<Cal
         tracing::info!(subject = %principal.subject, "signed in to the dashboard");
         sessions.insert(session.clone(), PersonSession { principal, until: now + lasts });
     }
-    let cookie = format!("{PERSON_COOKIE}={session}; HttpOnly; SameSite=Lax; Path=/; Max-Age={}", lasts.as_secs());
-    (StatusCode::SEE_OTHER, [(header::SET_COOKIE, cookie), (header::LOCATION, "/".to_string())]).into_response()
+    let cookie = format!(
+        "{PERSON_COOKIE}={session}; HttpOnly; SameSite=Lax; Path=/; Max-Age={}{}",
+        lasts.as_secs(),
+        secure(&pending.redirect)
+    );
+    let done = format!("{SIGN_IN_COOKIE}=; HttpOnly; SameSite=Lax; Path=/people; Max-Age=0");
+    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, "/".to_string())]).into_response();
+    for value in [cookie, done] {
+        if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+            response.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    response
 }

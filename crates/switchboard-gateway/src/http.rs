@@ -52,6 +52,8 @@ pub struct HttpFront {
     max_body: usize,
     /// The hub's config id: a request that passed through it already is refused.
     config_id: Arc<str>,
+    /// A team's store, where sessions outlive the process ([`crate::durable`]).
+    store: Option<switchboard::store::db::Database>,
 }
 
 impl std::fmt::Debug for HttpFront {
@@ -67,8 +69,37 @@ impl HttpFront {
         sessions: Arc<Sessions>,
         max_body: usize,
         config_id: &str,
+        store: Option<switchboard::store::db::Database>,
     ) -> HttpFront {
-        HttpFront { primed, plain, sessions, in_flight: Arc::default(), max_body, config_id: config_id.into() }
+        HttpFront { primed, plain, sessions, in_flight: Arc::default(), max_body, config_id: config_id.into(), store }
+    }
+
+    /// For a session this process does not hold, on a team's store: whether the caller may
+    /// resume it (`Err`: the 404 of an unknown session, for a session of another caller) and
+    /// the kind of streams it was made with.
+    async fn resumable(&self, id: &str, caller: &str) -> Result<Option<bool>, Response> {
+        let Some(db) = self.store.as_ref().filter(|_| !self.sessions.holds(id)) else { return Ok(None) };
+        match db.session(id).await {
+            Ok(Some(kept)) if kept.owner.as_deref().is_some_and(|o| o != caller) => {
+                tracing::info!("a session of another caller was asked for: refused");
+                Err(unknown_session())
+            }
+            Ok(Some(kept)) => Ok(Some(kept.primed)),
+            Ok(None) => Ok(None),
+            Err(e) => {
+                tracing::warn!("resuming a session: {e}");
+                Ok(None)
+            }
+        }
+    }
+
+    /// After an `initialize` that made a session, on a team's store: whose it is.
+    async fn claim(&self, response: &Response, caller: &str, primed: bool) {
+        let Some(db) = &self.store else { return };
+        let Some(id) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return };
+        if let Err(e) = db.claim_session(id, caller, primed).await {
+            tracing::warn!("the session {id} will not outlive this process: {e}");
+        }
     }
 
     /// The HTTP sessions kept now (clients of 2025-11-25 and earlier).
@@ -104,23 +135,40 @@ impl HttpFront {
         }
         let header_version =
             request.headers().get("mcp-protocol-version").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let session = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+        // Who calls (a principal's key; "" for a caller who did not sign in): a session of a
+        // team's store is resumed for its owner only.
+        let caller =
+            request.extensions().get::<switchboard::identity::Principal>().map(|p| p.key()).unwrap_or_default();
+        let resumed = match &session {
+            Some(id) => match self.resumable(id, &caller).await {
+                Ok(kind) => kind,
+                Err(refused) => return refused,
+            },
+            None => None,
+        };
         if request.method() != http::Method::POST {
-            let primed = header_version.is_some_and(|v| v.as_str() >= PRIMING_FROM);
+            let primed = resumed.unwrap_or_else(|| header_version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
             return self.pass(primed, request).await;
         }
-        let session = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
         let (parts, body) = request.into_parts();
         let bytes = match Limited::new(body, self.max_body).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e) => return too_large_or_bad(&e.to_string(), self.max_body),
         };
         let peek = serde_json::from_slice::<Peek>(&bytes).ok();
+        let initialize = matches!(&peek, Some(Peek { method: Some(m), .. }) if m == "initialize");
         let version = match &peek {
             Some(Peek { method: Some(m), params: Some(p), .. }) if m == "initialize" => p.protocol_version.clone(),
             _ => header_version,
         };
-        let primed = version.is_some_and(|v| v.as_str() >= PRIMING_FROM);
+        let primed = resumed.unwrap_or_else(|| version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
         let request = http::Request::from_parts(parts, Full::new(bytes));
+        if initialize && session.is_none() {
+            let response = self.pass(primed, request).await;
+            self.claim(&response, &caller, primed).await;
+            return response;
+        }
         // A request (a method and an id) in a session: its id must not be one in flight.
         let key = match (session, peek) {
             (Some(session), Some(Peek { method: Some(_), id: Some(id), .. })) => Some((session, id)),
@@ -193,6 +241,13 @@ fn too_large_or_bad(why: &str, max: usize) -> Response {
     };
     let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message}});
     json_response(status, &body)
+}
+
+/// The 404 of a session this gateway does not know (its client starts a new one).
+fn unknown_session() -> Response {
+    let body =
+        serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Session not found"}});
+    json_response(http::StatusCode::NOT_FOUND, &body)
 }
 
 fn json_response(status: http::StatusCode, body: &serde_json::Value) -> Response {

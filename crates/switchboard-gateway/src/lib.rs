@@ -22,6 +22,7 @@
 mod approve;
 mod call;
 mod caller;
+mod durable;
 pub mod http;
 mod people;
 mod pump;
@@ -564,15 +565,20 @@ pub fn http_service(
     max_body: usize,
 ) -> http::HttpFront {
     use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_cancellation_token(cancel)
         .with_max_request_body_bytes(max_body);
+    // On a team's store, sessions outlive the process ([`durable`]).
+    let store = gateway.hub().store().cloned();
+    if let Some(db) = &store {
+        config.session_store = Some(Arc::new(durable::DurableSessions::new(db.clone())));
+    }
     let sessions = Arc::new(sessions::Sessions::new(sessions::MAX_SESSIONS));
     let service = |config: StreamableHttpServerConfig| {
         let gateway = gateway.clone();
         rmcp::transport::StreamableHttpService::new(move || Ok(gateway.session()), sessions.clone(), config)
     };
     let plain = service(config.clone().with_sse_retry(None));
-    http::HttpFront::new(service(config), plain, sessions, max_body, gateway.hub().config_id())
+    http::HttpFront::new(service(config), plain, sessions, max_body, gateway.hub().config_id(), store)
 }

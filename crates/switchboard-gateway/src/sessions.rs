@@ -85,6 +85,11 @@ impl Sessions {
     pub(crate) fn len(&self) -> usize {
         self.kinds().len()
     }
+
+    /// Whether the session `id` is held here.
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        self.kinds().contains_key(id)
+    }
 }
 
 impl SessionManager for Sessions {
@@ -146,7 +151,16 @@ impl SessionManager for Sessions {
         self.of(id).resume(id, last_event_id).await
     }
 
-    async fn restore_session(&self, _id: SessionId) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        Ok(RestoreOutcome::NotSupported)
+    /// A session of a team's store this process does not hold ([`crate::durable`]), made
+    /// again here with the kind it was made with (the front sets [`PRIMED`] from the store).
+    async fn restore_session(&self, id: SessionId) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        self.make_room().await;
+        let primed = PRIMED.try_with(|p| *p).unwrap_or(true);
+        let manager = if primed { &self.primed } else { &self.plain };
+        let restored = manager.restore_session(id.clone()).await?;
+        if matches!(restored, RestoreOutcome::Restored(_)) {
+            self.kinds().insert(id, (primed, Instant::now()));
+        }
+        Ok(restored)
     }
 }

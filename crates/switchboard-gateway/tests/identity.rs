@@ -330,3 +330,90 @@ async fn each_person_has_their_own_rate_limit_per_tool() {
         c.cancel().await.unwrap();
     }
 }
+
+/// The JSON-RPC answer in a response body (JSON, or the first event of a stream that has one).
+fn answered(said: &str) -> Value {
+    said.lines()
+        .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+        .find_map(|d| serde_json::from_str(d.trim()).ok())
+        .or_else(|| serde_json::from_str(said).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// A legacy session (2025-11-25, `Mcp-Session-Id`) made by a service account at a gateway on
+/// the team's store goes on at the gateway started again (another port: a new process): its
+/// client sends the same id, lists and calls, and is never asked to initialize again; another
+/// caller with that id gets 404, as for an unknown session. Without a store (the default), the
+/// session ends with its process: 404, and the client starts a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_session_goes_on_after_a_restart_on_the_team_store() {
+    let pg = tokio::task::spawn_blocking(switchboard_testkit::postgres::Postgres::start).await.unwrap();
+    let url = pg.database("sb");
+    for store in [true, false] {
+        let issuer = Issuer::start(&[&Key::new("k1")]);
+        let home = Home::new(false);
+        home.edit(|config| config["identity"] = json!({"issuers": [issuer.issuer], "scopes": ["mcp"]}));
+        if store {
+            home.use_store(&url);
+        }
+        let key = |name: &str| {
+            let made = home.switchboard(&["keys", "create", name]).stdin(std::process::Stdio::null()).output().unwrap();
+            assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+            String::from_utf8_lossy(&made.stdout).trim().to_string()
+        };
+        let (mine, theirs) = (key("ci-bot"), key("other-bot"));
+        let (gateway, first) = common::http_gateway(&home, &[]);
+        let r = common::post_mcp(&first, Some(&mine), None, &initialize()).await;
+        assert_eq!(r.status(), 200);
+        let session = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+        let _ = r.text().await;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(common::post_mcp(&first, Some(&mine), Some(&session), &initialized).await.status(), 202);
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        let listed =
+            answered(&common::post_mcp(&first, Some(&mine), Some(&session), &list).await.text().await.unwrap());
+        let count = listed["result"]["tools"].as_array().map(Vec::len).unwrap_or(0);
+        assert!(count > 0, "{listed}");
+
+        drop(gateway);
+        let (_gateway, again) = common::http_gateway(&home, &[]);
+        assert_ne!(first, again);
+        // Another caller first: not theirs to resume (and it stays resumable for its owner).
+        let r = common::post_mcp(&again, Some(&theirs), Some(&session), &list).await;
+        assert_eq!(r.status(), 404, "another caller's session");
+        let r = common::post_mcp(&again, Some(&mine), Some(&session), &list).await;
+        if !store {
+            assert_eq!(r.status(), 404, "without a store a session ends with its process");
+            continue;
+        }
+        assert_eq!(r.status(), 200, "resumed");
+        let listed = answered(&r.text().await.unwrap());
+        assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(count), "{listed}");
+        let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                          "params": {"name": "fx__echo", "arguments": {"text": "still here"}}});
+        let said = answered(&common::post_mcp(&again, Some(&mine), Some(&session), &call).await.text().await.unwrap());
+        assert_eq!(said["result"]["content"][0]["text"], "still here", "{said}");
+        let kept = pg.sql(
+            "sb",
+            "SELECT owner, primed, state->'initialize_params'->'clientInfo'->>'name' FROM switchboard_sessions",
+        );
+        // Its owner is the service account's key (`Principal::key`: SHA-256 of issuer and subject).
+        let owner: String = {
+            use sha2::Digest;
+            let mut hash = sha2::Sha256::new();
+            hash.update(b"switchboard\0key:ci-bot");
+            hash.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
+        };
+        assert_eq!(kept.trim(), format!("{owner}|t|raw"), "{kept}");
+        // Ended by its client: gone from the store too.
+        let r = reqwest::Client::new()
+            .delete(&again)
+            .bearer_auth(&mine)
+            .header("mcp-session-id", &session)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+        assert_eq!(pg.sql("sb", "SELECT COUNT(*) FROM switchboard_sessions").trim(), "0");
+    }
+}

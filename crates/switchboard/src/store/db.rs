@@ -33,6 +33,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "api keys", include_str!("migrations/0002_api_keys.sql")),
     (3, "documents", include_str!("migrations/0003_documents.sql")),
     (4, "audit", include_str!("migrations/0004_audit.sql")),
+    (5, "sessions", include_str!("migrations/0005_sessions.sql")),
 ];
 
 /// Values given for inputs (`${input:ID}`): config file → input id → value.

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod db;
 mod records;
 pub mod seal;
+pub mod sessions;
 
 use std::path::{Path, PathBuf};
 

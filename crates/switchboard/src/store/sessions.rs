@@ -1,0 +1,97 @@
+//! The durable part of the gateway's HTTP sessions in a team's store (`switchboard_sessions`):
+//! what each session's `initialize` said, whose it is and how its streams are made, so that a
+//! gateway that does not hold a session (started again, or another one on the store) resumes
+//! it. Sessions older than [`SESSION_DAYS`] are removed when a gateway opens the store.
+
+use super::StoreError;
+use super::db::Database;
+
+/// How long a session can be resumed after it began.
+pub const SESSION_DAYS: i64 = 7;
+
+/// A session as kept.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct StoredSession {
+    /// What its `initialize` said (rmcp's `SessionState`, as JSON).
+    pub state: serde_json::Value,
+    /// Whose it is: a principal's key, `""` for a caller who did not sign in, `None` while
+    /// not yet known.
+    pub owner: Option<String>,
+    /// Whether its streams are primed.
+    pub primed: bool,
+}
+
+impl Database {
+    /// The session `id`, if kept (and not older than [`SESSION_DAYS`]).
+    pub async fn session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let row = sqlx::query_as::<_, (String, Option<String>, bool)>(
+            "SELECT state::text, owner, primed FROM switchboard_sessions WHERE id = $1 AND created_ms >= $2",
+        )
+        .bind(id)
+        .bind(oldest())
+        .fetch_optional(self.pool())
+        .await
+        .map_err(|e| self.db_error(e))?;
+        Ok(row.and_then(|(state, owner, primed)| {
+            Some(StoredSession { state: serde_json::from_str(&state).ok()?, owner, primed })
+        }))
+    }
+
+    /// Keeps what the session `id`'s `initialize` said (its owner and kind are kept apart).
+    pub async fn put_session(&self, id: &str, state: &serde_json::Value) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO switchboard_sessions (id, state, created_ms) VALUES ($1, $2::jsonb, $3) \
+             ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state",
+        )
+        .bind(id)
+        .bind(state.to_string())
+        .bind(crate::status::now_ms() as i64)
+        .execute(self.pool())
+        .await
+        .map_err(|e| self.db_error(e))?;
+        Ok(())
+    }
+
+    /// Records whose the session `id` is and how its streams are made (the first caller's;
+    /// an owner once set is kept).
+    pub async fn claim_session(&self, id: &str, owner: &str, primed: bool) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO switchboard_sessions (id, owner, primed, state, created_ms) VALUES ($1, $2, $3, '{}'::jsonb, $4) \
+             ON CONFLICT (id) DO UPDATE SET owner = COALESCE(switchboard_sessions.owner, EXCLUDED.owner), \
+             primed = EXCLUDED.primed",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(primed)
+        .bind(crate::status::now_ms() as i64)
+        .execute(self.pool())
+        .await
+        .map_err(|e| self.db_error(e))?;
+        Ok(())
+    }
+
+    /// Forgets the session `id` (its client ended it).
+    pub async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM switchboard_sessions WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| self.db_error(e))?;
+        Ok(())
+    }
+
+    /// Removes sessions older than [`SESSION_DAYS`]; returns how many.
+    pub async fn prune_sessions(&self) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM switchboard_sessions WHERE created_ms < $1")
+            .bind(oldest())
+            .execute(self.pool())
+            .await
+            .map_err(|e| self.db_error(e))?;
+        Ok(done.rows_affected())
+    }
+}
+
+fn oldest() -> i64 {
+    crate::status::now_ms() as i64 - SESSION_DAYS * 86_400_000
+}

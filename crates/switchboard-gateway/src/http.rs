@@ -78,7 +78,10 @@ impl HttpFront {
     /// resume it (`Err`: the 404 of an unknown session, for a session of another caller) and
     /// the kind of streams it was made with.
     async fn resumable(&self, id: &str, caller: &str) -> Result<Option<bool>, Response> {
-        let Some(db) = self.store.as_ref().filter(|_| !self.sessions.holds(id)) else { return Ok(None) };
+        let Some(db) = &self.store else { return Ok(None) };
+        if self.sessions.holds(id).await {
+            return Ok(None);
+        }
         match db.session(id).await {
             Ok(Some(kept)) if kept.owner.as_deref().is_some_and(|o| o != caller) => {
                 tracing::info!("a session of another caller was asked for: refused");

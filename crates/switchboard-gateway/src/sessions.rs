@@ -86,9 +86,12 @@ impl Sessions {
         self.kinds().len()
     }
 
-    /// Whether the session `id` is held here.
-    pub(crate) fn holds(&self, id: &str) -> bool {
-        self.kinds().contains_key(id)
+    /// Whether the session `id` is held here now (its manager has it: a session it closed
+    /// for idleness is not, though it may still be listed in `kinds`).
+    pub(crate) async fn holds(&self, id: &str) -> bool {
+        let Some(primed) = self.kinds().get(id).map(|(p, _)| *p) else { return false };
+        let manager = if primed { &self.primed } else { &self.plain };
+        manager.sessions.read().await.contains_key(id)
     }
 }
 

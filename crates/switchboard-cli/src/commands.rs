@@ -220,15 +220,19 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         Command::Keys { ref action, ref name, ref groups, json } => {
             crate::keys::keys(ctx, action, name.as_deref(), groups, json).await
         }
-        Command::Serve { port, bind, allow_remote, hosts, origins, public_url } => {
-            crate::serve::serve(ctx, crate::serve::Listen { port, bind, allow_remote, hosts, origins, public_url })
-                .await
+        Command::Serve { port, bind, allow_remote, hosts, origins, public_url, drain, advertise } => {
+            let drain = std::time::Duration::from_secs(drain);
+            let listen =
+                crate::serve::Listen { port, bind, allow_remote, hosts, origins, public_url, drain, advertise };
+            crate::serve::serve(ctx, listen).await
         }
         Command::Gateway {
             http,
             allow_remote,
             no_auth,
             hosts,
+            drain,
+            advertise,
             only,
             profile,
             names,
@@ -243,6 +247,8 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
                 allow_remote,
                 no_auth,
                 hosts,
+                drain: std::time::Duration::from_secs(drain),
+                advertise,
                 only,
                 profile,
                 names,

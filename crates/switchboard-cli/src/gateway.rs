@@ -20,6 +20,10 @@ pub struct Args {
     pub allow_remote: bool,
     pub no_auth: bool,
     pub hosts: Vec<String>,
+    /// How long SIGTERM lets calls in flight finish (`--http`).
+    pub drain: std::time::Duration,
+    /// How the other replicas reach this one (`--http`).
+    pub advertise: Option<String>,
     pub only: Vec<String>,
     pub profile: Option<String>,
     pub names: String,
@@ -171,6 +175,7 @@ async fn serve_http(
     options.no_auth = args.no_auth;
     options.hosts = args.hosts.clone();
     options.identity = ctx.loaded.identity.clone();
+    options.advertise = args.advertise.clone();
     let bound = switchboard_server::bind_gateway(gateway, &options).await?;
     out!("switchboard gateway: MCP (Streamable HTTP) at http://{}/mcp", bound.addr);
     let team = ctx.loaded.identity.as_ref();
@@ -194,14 +199,23 @@ async fn serve_http(
         out!("  profiles: {}", args.profiles_hint());
     }
     let (tx, rx) = tokio::sync::oneshot::channel::<i32>();
-    let serving = bound.serve(async move {
-        let _ = rx.await;
+    let drain = args.drain;
+    let serving = bound.serve_draining(async move {
+        match rx.await {
+            Ok(crate::signals::SIGTERM) => drain,
+            _ => std::time::Duration::ZERO,
+        }
     });
     tokio::pin!(serving);
     let signal = tokio::select! {
         served = &mut serving => { served?; return Ok(0) }
         signal = stop.next() => signal,
     };
+    if signal == crate::signals::SIGTERM && !drain.is_zero() {
+        note!(
+            "switchboard gateway: SIGTERM: draining (calls in flight get up to {drain:?}; a second signal stops at once)"
+        );
+    }
     let _ = tx.send(signal);
     tokio::select! {
         served = &mut serving => served?,

@@ -293,6 +293,15 @@ pub enum Command {
         /// `URL/oauth/callback`), e.g. `https://sb.example`.
         #[arg(long, value_name = "URL")]
         public_url: Option<String>,
+        /// On SIGTERM, serve calls in flight for up to this many seconds (`/readyz` says 503 at
+        /// once) before cancelling what is left; 0, the default: stop at once.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        drain: u64,
+        /// How the other replicas on the team's store reach this one directly (e.g.
+        /// `http://10.0.0.5:7342`; Kubernetes: `http://$(POD_IP):7342`). By default the
+        /// address bound, unless that is every address.
+        #[arg(long, value_name = "URL")]
+        advertise: Option<String>,
     },
     /// Every configured server as one MCP server: on stdio (for an agent's config:
     /// `{"command": "switchboard", "args": ["gateway"]}`), or on Streamable HTTP with `--http`.
@@ -310,6 +319,17 @@ pub enum Command {
         /// Another name accepted in `Host` (behind a proxy); repeatable.
         #[arg(long = "host", value_name = "NAME", requires = "http")]
         hosts: Vec<String>,
+        /// With `--http`, on SIGTERM (a service manager, Kubernetes): `/readyz` says 503 at
+        /// once, and calls in flight (and calls waiting for their client's answers) get up to
+        /// this many seconds to finish before what is left is cancelled. Other signals, and a
+        /// second SIGTERM, stop at once.
+        #[arg(long, value_name = "SECONDS", default_value_t = 25, requires = "http")]
+        drain: u64,
+        /// With `--http`: how the other replicas on the team's store reach this one directly
+        /// (e.g. `http://10.0.0.5:7342`; Kubernetes: `http://$(POD_IP):7342`). By default the
+        /// address bound, unless that is every address.
+        #[arg(long, value_name = "URL", requires = "http")]
+        advertise: Option<String>,
         /// Only this server (repeatable).
         #[arg(long = "only", value_name = "SERVER")]
         only: Vec<String>,

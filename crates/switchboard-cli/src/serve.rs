@@ -19,6 +19,10 @@ pub struct Listen {
     pub hosts: Vec<String>,
     pub origins: Vec<String>,
     pub public_url: Option<String>,
+    /// How long SIGTERM lets calls in flight finish.
+    pub drain: std::time::Duration,
+    /// How the other replicas reach this one.
+    pub advertise: Option<String>,
 }
 
 pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
@@ -69,6 +73,7 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     }
     options.public_url = listen.public_url;
     options.identity = ctx.loaded.identity.clone();
+    options.advertise = listen.advertise.clone();
     if !listen.bind.is_loopback() {
         note!(
             "warning: answering the network over plain HTTP: the token and session cookie cross it unencrypted \
@@ -106,11 +111,22 @@ pub async fn serve(ctx: &Ctx, listen: Listen) -> Result<u8> {
     });
     let first = {
         let mut signals = signals.clone();
+        let drain = listen.drain;
         async move {
-            let _ = signals.wait_for(|(n, _)| *n >= 1).await;
+            match signals.wait_for(|(n, _)| *n >= 1).await {
+                Ok(s) if s.1 == crate::signals::SIGTERM => drain,
+                _ => std::time::Duration::ZERO,
+            }
         }
     };
-    let served = bound.serve(first).await;
+    let served = {
+        let mut again = signals.clone();
+        tokio::select! {
+            served = bound.serve_draining(first) => served,
+            // A second signal while it drains: stop now.
+            _ = again.wait_for(|(n, _)| *n >= 2) => Ok(()),
+        }
+    };
     note!("stopping: closing every server");
     tokio::select! {
         () = hub.shutdown() => {}

@@ -6,6 +6,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 pub const SIGINT: i32 = 2;
+/// A service manager's (systemd's, Kubernetes') request to stop: the HTTP fronts drain first.
+pub const SIGTERM: i32 = 15;
 
 /// The signals caught for one command, in the order they arrive.
 pub struct Stop {
@@ -18,7 +20,7 @@ impl Stop {
         let (tx, arrived) = mpsc::unbounded_channel();
         let kinds = [
             (SIGINT, SignalKind::interrupt()),
-            (15, SignalKind::terminate()),
+            (SIGTERM, SignalKind::terminate()),
             (1, SignalKind::hangup()),
             (3, SignalKind::quit()),
         ];

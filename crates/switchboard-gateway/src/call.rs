@@ -171,16 +171,29 @@ pub(crate) async fn run(
     let target = ctx.meta.get_progress_token().map(|t| (ctx.peer.clone(), t));
     let running = match request_state {
         // Resuming: answer what was asked, point progress at this request.
-        Some(state) => match shared.parked_remove(state) {
-            // Boxed, as are the other rare paths below: the request's future stays small.
-            Some(parked) => Box::pin(resume(parked, responses, target)).await,
-            None => {
+        Some(state) => {
+            let caller = crate::caller::principal(&ctx).map(|p| p.key()).unwrap_or_default();
+            let place =
+                shared.replicas.open(state, &caller).map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+            if place.replica != shared.replicas.id() {
+                // The HTTP front passes such a request on before it gets here (a stdio client
+                // cannot hold another gateway's state).
                 return Err(McpError::invalid_params(
-                    "unknown or expired requestState (a parked call waits 10 minutes for its answers)",
+                    format!("this requestState continues a call held by replica {}, not this one", place.replica),
                     None,
                 ));
             }
-        },
+            match shared.parked_remove(&place.key) {
+                // Boxed, as are the other rare paths below: the request's future stays small.
+                Some(parked) => Box::pin(resume(parked, responses, target)).await,
+                None => {
+                    return Err(McpError::invalid_params(
+                        "this requestState's call is over (answered already, or cancelled): call the tool again",
+                        None,
+                    ));
+                }
+            }
+        }
         None => match work {
             Some(work) => {
                 let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some())
@@ -254,7 +267,8 @@ fn start(
     let (guard, ask_tx, asks) = match &shared.relay {
         Some(relay) => {
             let route = crate::relay::route(&server, person.map(|p| p.key()).as_deref());
-            let (guard, tx, asks) = relay.call_started(&route, session);
+            let caller = principal.as_ref().map(|p| p.key());
+            let (guard, tx, asks) = relay.call_started(&route, session, caller.as_deref());
             (Some(guard), tx, asks)
         }
         None => {
@@ -533,13 +547,23 @@ async fn park(
         }
     }
     *unpoisoned(&running.progress) = None;
-    let state = shared.new_request_state();
+    let key = shared.new_park_key();
+    // Sealed around this replica, the key and the caller: any replica can tell where the call
+    // is and whether this caller may continue it ([`crate::replicas`]).
+    let caller = crate::caller::principal(ctx).map(|p| p.key()).unwrap_or_default();
+    let Some(state) = shared.replicas.seal(&key, &caller, PARK_TTL) else {
+        for (_, ask) in pending {
+            ask.refuse("the gateway could not seal the round's state");
+        }
+        running.cancel.cancel();
+        return Err(McpError::internal_error("the gateway could not seal the round's requestState", None));
+    };
     let expiry = {
         let shared = shared.clone();
-        let state = state.clone();
+        let key = key.clone();
         tokio::spawn(async move {
             tokio::time::sleep(PARK_TTL).await;
-            if let Some(p) = shared.parked_remove(&state) {
+            if let Some(p) = shared.parked_remove(&key) {
                 p.cancel.cancel();
             }
         })
@@ -548,7 +572,7 @@ async fn park(
     running.pending = pending;
     running.drain = running.queue.take().map(Drain::start);
     running.expiry = Some(expiry);
-    shared.park(state.clone(), running);
+    shared.park(key, running);
     Ok(InputRequiredResult::new(Some(requests), Some(state)))
 }
 

@@ -54,6 +54,8 @@ pub struct HttpFront {
     config_id: Arc<str>,
     /// A team's store, where sessions outlive the process ([`crate::durable`]).
     store: Option<switchboard::store::db::Database>,
+    /// Where the call a `requestState` continues is ([`crate::replicas`]).
+    replicas: Arc<crate::replicas::Replicas>,
 }
 
 impl std::fmt::Debug for HttpFront {
@@ -70,38 +72,110 @@ impl HttpFront {
         max_body: usize,
         config_id: &str,
         store: Option<switchboard::store::db::Database>,
+        replicas: Arc<crate::replicas::Replicas>,
     ) -> HttpFront {
-        HttpFront { primed, plain, sessions, in_flight: Arc::default(), max_body, config_id: config_id.into(), store }
+        let config_id = config_id.into();
+        HttpFront { primed, plain, sessions, in_flight: Arc::default(), max_body, config_id, store, replicas }
     }
 
-    /// For a session this process does not hold, on a team's store: whether the caller may
-    /// resume it (`Err`: the 404 of an unknown session, for a session of another caller) and
-    /// the kind of streams it was made with.
-    async fn resumable(&self, id: &str, caller: &str) -> Result<Option<bool>, Response> {
-        let Some(db) = &self.store else { return Ok(None) };
+    /// Where a request of the session `id` is served, on a team's store: here (with the
+    /// kind of streams to resume it with, when this process does not hold it), at the replica
+    /// serving it, or nowhere (the 404 of an unknown session, for another caller's).
+    /// `passed`: another replica sent it here as to the one serving it.
+    async fn route(&self, id: &str, caller: &str, passed: bool) -> Result<Route, Response> {
+        let Some(db) = &self.store else { return Ok(Route::Here(None)) };
         if self.sessions.holds(id).await {
-            return Ok(None);
+            return Ok(Route::Here(None));
         }
-        match db.session(id).await {
-            Ok(Some(kept)) if kept.owner.as_deref().is_some_and(|o| o != caller) => {
-                tracing::info!("a session of another caller was asked for: refused");
-                Err(unknown_session())
-            }
-            Ok(Some(kept)) => Ok(Some(kept.primed)),
-            Ok(None) => Ok(None),
+        let kept = match db.session(id).await {
+            Ok(Some(kept)) => kept,
+            Ok(None) => return Ok(Route::Here(None)),
             Err(e) => {
                 tracing::warn!("resuming a session: {e}");
-                Ok(None)
+                return Ok(Route::Here(None));
+            }
+        };
+        if kept.owner.as_deref().is_some_and(|o| o != caller) {
+            tracing::info!("a session of another caller was asked for: refused");
+            return Err(unknown_session());
+        }
+        let me = self.replicas.id();
+        if let Some(serving) = kept.replica.as_deref().filter(|r| *r != me && !passed) {
+            match self.replicas.address(serving).await {
+                Ok(url) => return Ok(Route::There { replica: serving.to_string(), url, primed: kept.primed }),
+                Err(why) => tracing::info!("session {id}: its replica {serving} {why}: taken over here"),
+            }
+        }
+        Ok(self.take_over(id, kept.replica.as_deref(), kept.primed).await)
+    }
+
+    /// Makes this replica the one serving the session `id` (served by `from` until now), or
+    /// routes to the replica that took it over first.
+    async fn take_over(&self, id: &str, from: Option<&str>, primed: bool) -> Route {
+        let Some(db) = &self.store else { return Route::Here(Some(primed)) };
+        let me = self.replicas.id();
+        if from == Some(me) {
+            return Route::Here(Some(primed));
+        }
+        match db.take_session(id, from, me).await {
+            Ok(true) => Route::Here(Some(primed)),
+            // Another replica was first: it serves the session.
+            Ok(false) => match db.session(id).await {
+                Ok(Some(kept)) => match kept.replica.filter(|r| r != me) {
+                    Some(replica) => match self.replicas.address(&replica).await {
+                        Ok(url) => Route::There { replica, url, primed },
+                        Err(_) => Route::Here(Some(primed)),
+                    },
+                    None => Route::Here(Some(primed)),
+                },
+                _ => Route::Here(Some(primed)),
+            },
+            Err(e) => {
+                tracing::warn!("taking session {id} over: {e}");
+                Route::Here(Some(primed))
             }
         }
     }
 
-    /// After an `initialize` that made a session, on a team's store: whose it is.
+    /// After an `initialize` that made a session, on a team's store: whose it is, and that
+    /// this replica serves it.
     async fn claim(&self, response: &Response, caller: &str, primed: bool) {
         let Some(db) = &self.store else { return };
         let Some(id) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return };
-        if let Err(e) = db.claim_session(id, caller, primed).await {
+        if let Err(e) = db.claim_session(id, caller, primed, self.replicas.id()).await {
             tracing::warn!("the session {id} will not outlive this process: {e}");
+        }
+    }
+
+    /// Sends a request of a session served by another replica on to it; if that replica
+    /// does not take the connection (killed a moment ago), this one takes the session over
+    /// and serves the request (`Err` gives the request back, with the kind of streams).
+    async fn pass_session(
+        &self,
+        id: &str,
+        (replica, url, primed): (String, String, bool),
+        parts: &http::request::Parts,
+        body: Bytes,
+        request_id: Option<&RequestId>,
+    ) -> Result<Response, Option<bool>> {
+        match self.replicas.send_to(&url, parts, body.clone(), request_id).await {
+            Ok(response) => Ok(response),
+            Err(e) if e.is_connect() => {
+                tracing::info!("session {id}: its replica {replica} at {url} refused the connection: taken over here");
+                match self.take_over(id, Some(&replica), primed).await {
+                    Route::Here(primed) => Err(primed),
+                    // Another replica took it over meanwhile: one more try, there.
+                    Route::There { url, .. } => match self.replicas.send_to(&url, parts, body, request_id).await {
+                        Ok(response) => Ok(response),
+                        Err(_) => Err(Some(primed)),
+                    },
+                }
+            }
+            Err(e) => Ok(crate::replicas::error(
+                request_id,
+                -32603,
+                &format!("the replica serving this session, at {url}, did not answer: {e}"),
+            )),
         }
     }
 
@@ -143,29 +217,70 @@ impl HttpFront {
         // team's store is resumed for its owner only.
         let caller =
             request.extensions().get::<switchboard::identity::Principal>().map(|p| p.key()).unwrap_or_default();
-        let resumed = match &session {
-            Some(id) => match self.resumable(id, &caller).await {
-                Ok(kind) => kind,
-                Err(refused) => return refused,
-            },
-            None => None,
-        };
-        if request.method() != http::Method::POST {
-            let primed = resumed.unwrap_or_else(|| header_version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
-            return self.pass(primed, request).await;
-        }
+        // The body whole (none for a GET or a DELETE): a request may be sent on to another
+        // replica, or looked at below.
         let (parts, body) = request.into_parts();
         let bytes = match Limited::new(body, self.max_body).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e) => return too_large_or_bad(&e.to_string(), self.max_body),
         };
-        let peek = serde_json::from_slice::<Peek>(&bytes).ok();
+        let post = parts.method == http::Method::POST;
+        let peek = if post { serde_json::from_slice::<Peek>(&bytes).ok() } else { None };
+        // A session's requests are served by one replica (on a team's store): here, or there.
+        let mut resumed = None;
+        if let Some(id) = &session {
+            let passed = parts.headers.contains_key(crate::replicas::PASSED_BY);
+            match self.route(id, &caller, passed).await {
+                Err(refused) => return refused,
+                Ok(Route::Here(kind)) => resumed = kind,
+                Ok(Route::There { replica, url, primed }) => {
+                    let request_id = peek.as_ref().and_then(|p| p.id.as_ref());
+                    match self.pass_session(id, (replica, url, primed), &parts, bytes.clone(), request_id).await {
+                        Ok(response) => return response,
+                        Err(kind) => resumed = kind,
+                    }
+                }
+            }
+        }
+        if !post {
+            let primed = resumed.unwrap_or_else(|| header_version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
+            let mut parts = parts;
+            // A request's stream asked for again ([`crate::resume`]).
+            let last = parts.headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+            let Some(tagged) = last.as_deref().and_then(crate::resume::parse) else {
+                return self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
+            };
+            if tagged.replica != self.replicas.id() {
+                return crate::resume::lost(&tagged);
+            }
+            let suffix = crate::resume::tag(self.replicas.id(), &tagged.request);
+            if let Ok(value) = http::HeaderValue::from_str(tagged.rmcp) {
+                parts.headers.insert("last-event-id", value);
+            }
+            let response = self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
+            return response.map(|body| crate::resume::tagged(crate::resume::or_lost(body, &tagged), suffix));
+        }
         let initialize = matches!(&peek, Some(Peek { method: Some(m), .. }) if m == "initialize");
         let version = match &peek {
             Some(Peek { method: Some(m), params: Some(p), .. }) if m == "initialize" => p.protocol_version.clone(),
             _ => header_version,
         };
         let primed = resumed.unwrap_or_else(|| version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
+        // Answers to a round of a call another replica holds: passed on to it.
+        if let Some(state) = peek.as_ref().and_then(|p| p.params.as_ref()).and_then(|p| p.request_state.as_deref()) {
+            let id = peek.as_ref().and_then(|p| p.id.as_ref());
+            match self.replicas.open(state, &caller) {
+                Err(e) => return crate::replicas::error(id, -32602, &e.to_string()),
+                Ok(place) if place.replica != self.replicas.id() => {
+                    if parts.headers.contains_key(crate::replicas::PASSED_BY) {
+                        let why = format!("this requestState's call is held by replica {}, not here", place.replica);
+                        return crate::replicas::error(id, -32602, &why);
+                    }
+                    return self.replicas.pass_on(&place.replica, &parts, bytes, id).await;
+                }
+                Ok(_) => {}
+            }
+        }
         let request = http::Request::from_parts(parts, Full::new(bytes));
         if initialize && session.is_none() {
             let response = self.pass(primed, request).await;
@@ -181,9 +296,17 @@ impl HttpFront {
         if !self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone()) {
             return in_flight(&key.1);
         }
+        let suffix = crate::resume::tag(self.replicas.id(), &serde_json::to_string(&key.1).unwrap_or_default());
         let guard = Free { set: self.in_flight.clone(), key: Some(key) };
         let response = self.pass(primed, request).await;
-        response.map(|body| BoxBody::new(Guarded { body, _free: guard }))
+        let events = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+        response.map(|body| {
+            let body = if events { crate::resume::tagged(body, suffix) } else { body };
+            BoxBody::new(Guarded { body, _free: guard })
+        })
     }
 }
 
@@ -213,6 +336,14 @@ fn ok(r: Result<Response, Infallible>) -> Response {
     }
 }
 
+/// Where a request of a session is served.
+enum Route {
+    /// Here; resumed with these streams (primed or not) when this process does not hold it.
+    Here(Option<bool>),
+    /// At the replica serving it.
+    There { replica: String, url: String, primed: bool },
+}
+
 /// What is looked at in a request body (the rest is skipped, not kept).
 #[derive(serde::Deserialize)]
 struct Peek {
@@ -225,6 +356,9 @@ struct Peek {
 struct PeekParams {
     #[serde(rename = "protocolVersion")]
     protocol_version: Option<String>,
+    /// The round a 2026-07-28 request answers.
+    #[serde(rename = "requestState")]
+    request_state: Option<String>,
 }
 
 /// The answer to a request whose id is in flight in its session.

@@ -27,6 +27,8 @@ pub mod http;
 mod people;
 mod pump;
 mod relay;
+mod replicas;
+mod resume;
 pub mod search;
 mod servers;
 mod session;
@@ -138,10 +140,13 @@ pub(crate) struct Shared {
     filters: Mutex<HashMap<Option<String>, Arc<view::Filter>>>,
     /// Upstream resource subscriptions, counted over sessions.
     subscriptions: Mutex<HashMap<(String, String), usize>>,
-    /// Calls waiting for a 2026-07-28 client's answers, by `requestState`.
+    /// Calls waiting for a 2026-07-28 client's answers, by the key their sealed
+    /// `requestState` holds.
     parked: Mutex<HashMap<String, call::Call>>,
-    /// Makes `requestState` values no one can guess.
+    /// Makes parked calls' keys no one can guess.
     state_keys: std::collections::hash_map::RandomState,
+    /// This gateway as one of several behind a load balancer ([`replicas`]).
+    replicas: Arc<replicas::Replicas>,
     /// The token counter for `--tool-search auto:N`, loaded on first need (`None`: it failed).
     tokens: std::sync::OnceLock<Option<switchboard::catalog::tokens::TokenCounter>>,
     /// The names in use now (`options.names` until [`Gateway::set_names`]).
@@ -197,6 +202,7 @@ impl Gateway {
     /// and sampler (without it, upstreams' questions are declined). Starts the task that
     /// fans the hub's events out to sessions (it ends with the hub's event channel).
     pub fn new(hub: Hub, options: GatewayOptions, relay: Option<Arc<Relay>>) -> Gateway {
+        let replicas = Arc::new(replicas::Replicas::new(hub.store().cloned()));
         let shared = Arc::new(Shared {
             hub,
             options: options.clone(),
@@ -208,6 +214,7 @@ impl Gateway {
             subscriptions: Mutex::default(),
             parked: Mutex::default(),
             state_keys: std::collections::hash_map::RandomState::new(),
+            replicas,
             tokens: std::sync::OnceLock::new(),
             names: Mutex::new(options.names),
             aliases: Mutex::default(),
@@ -216,6 +223,25 @@ impl Gateway {
         });
         pump::start(&shared);
         Gateway { shared }
+    }
+
+    /// Serves as one of several replicas behind a load balancer, reached directly by the
+    /// others at `url` (`http://10.0.0.5:7342`; empty: they cannot reach it, and a request
+    /// for a call it holds that reaches another fails saying so). On a team's store it
+    /// registers there, says it is alive every few seconds until `stop`, then leaves.
+    pub fn join_replicas(&self, url: &str, stop: tokio_util::sync::CancellationToken) {
+        self.shared.replicas.join(url, stop);
+    }
+
+    /// This gateway's id among the replicas of its store (random, made when it started).
+    pub fn replica_id(&self) -> &str {
+        self.shared.replicas.id()
+    }
+
+    /// How many calls wait for a 2026-07-28 client to come back with its answers (a drain
+    /// waits for them as for requests in flight).
+    pub fn parked(&self) -> usize {
+        self.shared.parked.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
     /// The hub behind it.
@@ -325,8 +351,8 @@ impl Shared {
         self.next_session.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// A fresh, unguessable `requestState` for a parked call.
-    fn new_request_state(&self) -> String {
+    /// A fresh, unguessable key for a parked call.
+    fn new_park_key(&self) -> String {
         use std::hash::{BuildHasher, Hasher};
         let n = self.new_session_id();
         let mut a = self.state_keys.build_hasher();
@@ -580,5 +606,6 @@ pub fn http_service(
         rmcp::transport::StreamableHttpService::new(move || Ok(gateway.session()), sessions.clone(), config)
     };
     let plain = service(config.clone().with_sse_retry(None));
-    http::HttpFront::new(service(config), plain, sessions, max_body, gateway.hub().config_id(), store)
+    let replicas = gateway.shared.replicas.clone();
+    http::HttpFront::new(service(config), plain, sessions, max_body, gateway.hub().config_id(), store, replicas)
 }

@@ -99,8 +99,8 @@ impl Ask {
 
 #[derive(Default)]
 struct State {
-    /// Calls in flight: call number → (server, where its questions go).
-    calls: BTreeMap<u64, (String, AskSender)>,
+    /// Calls in flight: call number → (server, who made it, where its questions go).
+    calls: BTreeMap<u64, (String, Option<Arc<str>>, AskSender)>,
     /// Sessions known, by id.
     sessions: BTreeMap<u64, Known>,
 }
@@ -202,14 +202,19 @@ impl Relay {
         self.state().sessions.remove(&id);
     }
 
-    /// Registers a call on `server` made by `session`; its questions arrive on the receiver
-    /// until the guard drops. The sender is the call's own (the gateway's approver asks
-    /// through it).
-    pub(crate) fn call_started(self: &Arc<Self>, server: &str, session: u64) -> (CallGuard, AskSender, AskReceiver) {
+    /// Registers a call on `server` made by `session` for `caller` (a principal's key; `None`
+    /// where no one signs in); its questions arrive on the receiver until the guard drops. The
+    /// sender is the call's own (the gateway's approver asks through it).
+    pub(crate) fn call_started(
+        self: &Arc<Self>,
+        server: &str,
+        session: u64,
+        caller: Option<&str>,
+    ) -> (CallGuard, AskSender, AskReceiver) {
         let call = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
         let mut st = self.state();
-        st.calls.insert(call, (server.to_string(), tx.clone()));
+        st.calls.insert(call, (server.to_string(), caller.map(Arc::from), tx.clone()));
         if let Some(known) = st.sessions.get_mut(&session) {
             match known.servers.get_mut(server) {
                 Some(last) => *last = call,
@@ -223,20 +228,30 @@ impl Relay {
         (CallGuard { relay: self.clone(), call }, tx, rx)
     }
 
-    /// The most recent call in flight on `server`.
-    fn call_for(&self, server: &str) -> Option<AskSender> {
+    /// The call a question of `server` belongs to: the most recent call in flight on it. A
+    /// server shared by everyone does not say which call a question is for (a stdio server
+    /// cannot): while calls of more than one person are in flight on it, the question is
+    /// nobody's to take ([`Found::Ambiguous`]), for it must never reach another person.
+    fn call_for(&self, server: &str) -> Found {
         let st = self.state();
-        st.calls.values().rev().find(|(srv, tx)| srv == server && !tx.is_closed()).map(|(_, tx)| tx.clone())
+        let mut live = st.calls.values().rev().filter(|(srv, _, tx)| srv == server && !tx.is_closed());
+        let Some((_, caller, tx)) = live.next() else { return Found::None };
+        if live.any(|(_, other, _)| other != caller) {
+            return Found::Ambiguous;
+        }
+        Found::Call(tx.clone())
     }
 
     /// Who answers a question of `server` that no call in flight can take (rule 2 of the
     /// module): among the sessions that can answer it, the one that most recently made a
-    /// request to `server`, else the one that most recently made any.
+    /// request to `server`, else the one that most recently made any. A question of a server
+    /// shared by everyone (`person` is `None`) goes to no session someone signed in for: it
+    /// is no one person's.
     fn recent_session(&self, server: &str, need: Need, person: Option<&str>) -> Option<SessionPeer> {
         let st = self.state();
         st.sessions
             .values()
-            .filter(|k| person.is_none_or(|p| k.peer.person.as_deref() == Some(p)))
+            .filter(|k| k.peer.person.as_deref() == person)
             .filter(|k| need.met_by(&k.peer.peer))
             .max_by_key(|k| (k.servers.get(server).copied(), k.last))
             .map(|k| k.peer.clone())
@@ -245,6 +260,24 @@ impl Relay {
     fn fallback(&self) -> Option<Arc<dyn Elicitor>> {
         self.fallback.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
+}
+
+/// Which call a question is for.
+enum Found {
+    /// This one.
+    Call(AskSender),
+    /// Calls of more than one person are in flight on its server.
+    Ambiguous,
+    /// No call is in flight on its server.
+    None,
+}
+
+/// What a question no one person can be given gets.
+const AMBIGUOUS: &str = "calls of several people are in flight on this shared server, and it did not say which one \
+                         asks: no one is asked (give it `\"sharing\": \"per_principal\"` to ask each caller)";
+
+fn ambiguous(server: &str, what: &str) {
+    tracing::warn!("server `{server}` sent {what} while calls of several people were in flight on it: {AMBIGUOUS}");
 }
 
 /// The client's answer as the hub takes it.
@@ -307,12 +340,19 @@ impl Relay {
     }
 
     async fn elicit_as(&self, request: ElicitationRequest, person: Option<&str>) -> ElicitationAnswer {
-        if let Some(call) = self.call_for(&route(&request.server, person)) {
-            let (reply, answer) = oneshot::channel();
-            if call.send(Box::new(Ask::Elicit { request, reply })).is_ok() {
-                return answer.await.unwrap_or(ElicitationAnswer::Cancel);
+        match self.call_for(&route(&request.server, person)) {
+            Found::Call(call) => {
+                let (reply, answer) = oneshot::channel();
+                if call.send(Box::new(Ask::Elicit { request, reply })).is_ok() {
+                    return answer.await.unwrap_or(ElicitationAnswer::Cancel);
+                }
+                return ElicitationAnswer::Cancel;
             }
-            return ElicitationAnswer::Cancel;
+            Found::Ambiguous => {
+                ambiguous(&request.server, "a question");
+                return ElicitationAnswer::Decline;
+            }
+            Found::None => {}
         }
         if let Some(session) = self.recent_session(&route(&request.server, person), Need::Elicitation, person) {
             return elicit_peer(&session.peer, &request).await;
@@ -324,10 +364,17 @@ impl Relay {
     }
 
     async fn sample_as(&self, request: SamplingRequest, person: Option<&str>) -> Result<CreateMessageResult, String> {
-        if let Some(call) = self.call_for(&route(&request.server, person)) {
-            let (reply, answer) = oneshot::channel();
-            call.send(Box::new(Ask::Sample { request, reply })).map_err(|_| "the call ended".to_string())?;
-            return answer.await.map_err(|_| "the call ended".to_string())?;
+        match self.call_for(&route(&request.server, person)) {
+            Found::Call(call) => {
+                let (reply, answer) = oneshot::channel();
+                call.send(Box::new(Ask::Sample { request, reply })).map_err(|_| "the call ended".to_string())?;
+                return answer.await.map_err(|_| "the call ended".to_string())?;
+            }
+            Found::Ambiguous => {
+                ambiguous(&request.server, "a request for a completion");
+                return Err(AMBIGUOUS.to_string());
+            }
+            Found::None => {}
         }
         if let Some(session) = self.recent_session(&route(&request.server, person), Need::Sampling, person) {
             return session.peer.create_message(request.params).await.map_err(|e| format!("the client refused: {e}"));
@@ -343,12 +390,19 @@ impl Relay {
 
     async fn roots_as(&self, server: &str, input_key: Option<String>, person: Option<&str>) -> ListRootsResult {
         let empty = || ListRootsResult::new(Vec::new());
-        if let Some(call) = self.call_for(&route(server, person)) {
-            let (reply, answer) = oneshot::channel();
-            if call.send(Box::new(Ask::Roots { input_key, reply })).is_ok() {
-                return answer.await.unwrap_or_else(|_| empty());
+        match self.call_for(&route(server, person)) {
+            Found::Call(call) => {
+                let (reply, answer) = oneshot::channel();
+                if call.send(Box::new(Ask::Roots { input_key, reply })).is_ok() {
+                    return answer.await.unwrap_or_else(|_| empty());
+                }
+                return empty();
             }
-            return empty();
+            Found::Ambiguous => {
+                ambiguous(server, "a request for roots");
+                return empty();
+            }
+            Found::None => {}
         }
         let Some(session) = self.recent_session(&route(server, person), Need::Roots, person) else { return empty() };
         session.peer.list_roots().await.unwrap_or_else(|_| empty())
@@ -426,5 +480,26 @@ impl RootsSource for PersonRelay {
     ) -> Pin<Box<dyn Future<Output = Option<ListRootsResult>> + Send + '_>> {
         let server = server.to_string();
         Box::pin(async move { Some(self.relay.roots_as(&server, input_key, Some(&self.person)).await) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_of_a_shared_server_goes_to_no_one_while_several_people_call_it() {
+        let relay = Relay::new();
+        let (alice, _, _rx_a) = relay.call_started("fx", 1, Some("alice"));
+        assert!(matches!(relay.call_for("fx"), Found::Call(_)), "one person's call: theirs");
+        let (again, _, _rx_a2) = relay.call_started("fx", 1, Some("alice"));
+        assert!(matches!(relay.call_for("fx"), Found::Call(_)), "two calls of one person: still theirs");
+        let (bob, _, _rx_b) = relay.call_started("fx", 2, Some("bob"));
+        assert!(matches!(relay.call_for("fx"), Found::Ambiguous), "Alice's and Bob's: no one's");
+        assert!(matches!(relay.call_for("other"), Found::None));
+        drop((alice, again));
+        assert!(matches!(relay.call_for("fx"), Found::Call(_)), "Bob's alone again");
+        drop(bob);
+        assert!(matches!(relay.call_for("fx"), Found::None));
     }
 }

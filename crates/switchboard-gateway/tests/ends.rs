@@ -106,3 +106,116 @@ fn an_http_gateway_stops_on_sigterm_with_a_session_open_and_leaves_nothing() {
     let left = wait_gone(&home.marker, Duration::from_secs(10));
     assert!(left.is_empty(), "left after SIGTERM: {left:?}");
 }
+
+/// `/healthz` and `/readyz` answer a load balancer: no token, any `Host`.
+fn health(url: &str, path: &str) -> (u16, serde_json::Value) {
+    let base = url.strip_suffix("/mcp").unwrap();
+    let r = reqwest::blocking::Client::new()
+        .get(format!("{base}{path}"))
+        .header("host", "10.1.2.3:8080")
+        .timeout(Duration::from_secs(5))
+        .send();
+    match r {
+        Ok(r) => (r.status().as_u16(), r.json().unwrap()),
+        // Gone already (a drain that did not wait).
+        Err(e) => (0, serde_json::json!(e.to_string())),
+    }
+}
+
+/// A session of the fixture's gateway, and a `tools/call` of `slow` for `ms` milliseconds on
+/// a thread: its response's text.
+fn slow_call(url: &str, token: &str, ms: u64) -> std::thread::JoinHandle<String> {
+    let client = reqwest::blocking::Client::new();
+    let init = client
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(INIT)
+        .send()
+        .unwrap();
+    assert!(init.status().is_success(), "{}", init.status());
+    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let _ = init.text();
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "fx__slow", "arguments": {"ms": ms / 2, "steps": 2}}});
+    let (url, token) = (url.to_string(), token.to_string());
+    std::thread::spawn(move || {
+        let r = client
+            .post(&url)
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(call.to_string())
+            .send();
+        match r {
+            Ok(r) => r.text().unwrap_or_else(|e| format!("(body cut: {e})")),
+            Err(e) => format!("(no response: {e})"),
+        }
+    })
+}
+
+/// SIGTERM drains an HTTP gateway, the default a service manager gets: `/readyz` says 503 at
+/// once, a call in flight finishes with its result, then the process ends (143) and leaves
+/// nothing; with `--drain 1`, a call longer than that is cancelled when the second is up.
+#[test]
+fn sigterm_drains_an_http_gateway_then_stops() {
+    let home = Home::new(false);
+    let (mut child, url) = common::http_gateway(&home, &[]);
+    let token = home.token();
+    let started = std::time::Instant::now();
+    while health(&url, "/readyz").0 != 200 {
+        assert!(started.elapsed() < Duration::from_secs(20), "never ready: {:?}", health(&url, "/readyz"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(health(&url, "/healthz"), (200, serde_json::json!({"live": true})));
+    assert_eq!(health(&url, "/readyz"), (200, serde_json::json!({"ready": true, "why": []})));
+    let call = slow_call(&url, &token, 2000);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let signalled = std::time::Instant::now();
+    let mut seen = None;
+    while seen.is_none() && signalled.elapsed() < Duration::from_secs(1) {
+        let (status, body) = health(&url, "/readyz");
+        if status == 503 {
+            seen = Some(body);
+        }
+    }
+    let seen = seen.expect("/readyz never said 503 while draining");
+    assert_eq!(seen["why"], serde_json::json!(["draining: it is stopping"]), "{seen}");
+    assert_eq!(health(&url, "/healthz").0, 200, "live while it drains");
+    let text = call.join().unwrap();
+    assert!(text.contains("\"result\"") && !text.contains("\"isError\":true"), "the call did not finish: {text}");
+    let status = wait_exit(&mut child, Duration::from_secs(10)).expect("the HTTP gateway did not exit");
+    assert_eq!(status.code(), Some(143));
+    let took = signalled.elapsed();
+    assert!(took >= Duration::from_millis(1200), "it stopped before the call ended: {took:?}");
+    let left = wait_gone(&home.marker, Duration::from_secs(10));
+    assert!(left.is_empty(), "left after SIGTERM: {left:?}");
+
+    // A call longer than the drain: cancelled when it is up.
+    let home = Home::new(false);
+    let (mut child, url) = common::http_gateway(&home, &["--drain", "1"]);
+    let token = home.token();
+    let started = std::time::Instant::now();
+    while health(&url, "/readyz").0 != 200 {
+        assert!(started.elapsed() < Duration::from_secs(20), "never ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let call = slow_call(&url, &token, 60_000);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let signalled = std::time::Instant::now();
+    let status = wait_exit(&mut child, Duration::from_secs(10)).expect("the HTTP gateway did not exit");
+    assert_eq!(status.code(), Some(143));
+    let took = signalled.elapsed();
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(8), "{took:?}");
+    let text = call.join().unwrap();
+    assert!(!text.contains("\"isError\":false"), "a 60 s call cannot have finished: {text}");
+    let left = wait_gone(&home.marker, Duration::from_secs(10));
+    assert!(left.is_empty(), "left after SIGTERM: {left:?}");
+}

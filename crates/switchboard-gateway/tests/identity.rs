@@ -356,12 +356,7 @@ async fn a_legacy_session_goes_on_after_a_restart_on_the_team_store() {
         if store {
             home.use_store(&url);
         }
-        let key = |name: &str| {
-            let made = home.switchboard(&["keys", "create", name]).stdin(std::process::Stdio::null()).output().unwrap();
-            assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-            String::from_utf8_lossy(&made.stdout).trim().to_string()
-        };
-        let (mine, theirs) = (key("ci-bot"), key("other-bot"));
+        let (mine, theirs) = (home.api_key("ci-bot"), home.api_key("other-bot"));
         let (gateway, first) = common::http_gateway(&home, &[]);
         let r = common::post_mcp(&first, Some(&mine), None, &initialize()).await;
         assert_eq!(r.status(), 200);

@@ -13,6 +13,8 @@ mod complete;
 mod dashboard;
 mod error;
 mod events;
+mod gateway_http;
+mod health;
 pub mod identity;
 mod inputs;
 pub mod listen;
@@ -45,6 +47,7 @@ use utoipa_axum::routes;
 
 pub use approvals::{ApprovalQueue, PendingApproval};
 pub use error::{ErrorBody, ErrorDetail};
+pub use gateway_http::{GatewayHttpOptions, bind_gateway};
 pub use questions::{AnswerError, Question, Questions};
 pub use running::{RecordError, RunningServe, ServeApprover};
 pub use sampling::{PendingSample, SamplingQueue};
@@ -98,6 +101,9 @@ pub struct ServeOptions {
     /// `/mcp` callers sign in with the organisation's authorization server instead of the
     /// local token (`identity` in the config: see [`identity`]); the API keeps the token.
     pub identity: Option<switchboard::identity::IdentityConfig>,
+    /// How the other replicas on the team's store reach this one's `/mcp` directly; `None`:
+    /// `http://<the address bound>` unless that is a wildcard.
+    pub advertise: Option<String>,
 }
 
 impl ServeOptions {
@@ -116,6 +122,7 @@ impl ServeOptions {
             gateway: None,
             public_url: None,
             identity: None,
+            advertise: None,
         }
     }
 }
@@ -251,6 +258,7 @@ pub struct Bound {
     pub token: String,
     stopping: tokio_util::sync::CancellationToken,
     limits: listen::Limits,
+    health: Arc<health::Health>,
 }
 
 impl std::fmt::Debug for Bound {
@@ -389,10 +397,20 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         // Outside the auth check, so a preflight (no token) gets its answer.
         router = router.layer(cors);
     }
-    let router = router.layer(axum::middleware::from_fn_with_state(access, security::check_host));
+    let health = health::Health::new(hub, options.gateway.as_ref());
+    if let Some(gateway) = &options.gateway {
+        gateway_http::join_replicas(gateway, options.advertise.as_deref(), addr, stopping.child_token());
+    }
+    let router = with_health(router.layer(axum::middleware::from_fn_with_state(access, security::check_host)), &health);
     let info = serde_json::json!({"url": format!("http://{host}"), "port": addr.port(), "pid": std::process::id()});
     switchboard::write_private(&options.data_dir.join("serve.json"), info.to_string().as_bytes())?;
-    Ok(Bound { listener, router, addr, login_url, token, stopping, limits: listen::Limits::from_descriptors() })
+    Ok(Bound { listener, router, addr, login_url, token, stopping, limits: listen::Limits::from_descriptors(), health })
+}
+
+/// `router` with `/healthz` and `/readyz` (outside the `Host` check and the token: a load
+/// balancer asks by address), its requests counted for the drain.
+fn with_health(router: Router, health: &Arc<health::Health>) -> Router {
+    router.merge(health.routes()).layer(axum::middleware::from_fn_with_state(health.clone(), health::count))
 }
 
 /// `/mcp`: the gateway's Streamable HTTP service, behind the token unless `auth` is off.
@@ -441,83 +459,6 @@ fn protected_mcp(
     Ok((router, guard))
 }
 
-/// How `switchboard gateway --http` serves.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct GatewayHttpOptions {
-    /// The address (loopback unless `allow_remote`).
-    pub addr: SocketAddr,
-    /// Binding to a non-loopback address needs this.
-    pub allow_remote: bool,
-    /// No token (loopback only).
-    pub no_auth: bool,
-    /// More names accepted in `Host`.
-    pub hosts: Vec<String>,
-    /// Where the token lives.
-    pub data_dir: PathBuf,
-    /// Callers sign in with the organisation's authorization server instead of the local
-    /// token (`identity` in the config: see [`identity`]).
-    pub identity: Option<switchboard::identity::IdentityConfig>,
-}
-
-impl GatewayHttpOptions {
-    /// Loopback at `addr`, with the token from `data_dir`.
-    pub fn new(addr: SocketAddr, data_dir: PathBuf) -> GatewayHttpOptions {
-        GatewayHttpOptions { addr, allow_remote: false, no_auth: false, hosts: Vec::new(), data_dir, identity: None }
-    }
-}
-
-/// Binds the gateway alone (`/mcp`, nothing else) for `switchboard gateway --http`.
-pub async fn bind_gateway(
-    gateway: &switchboard_gateway::Gateway,
-    options: &GatewayHttpOptions,
-) -> Result<Bound, ServeError> {
-    let ip = options.addr.ip();
-    if !ip.is_loopback() && !options.allow_remote {
-        return Err(ServeError::NotLoopback(ip));
-    }
-    if !ip.is_loopback() && options.no_auth {
-        return Err(ServeError::NoAuthRemote);
-    }
-    let listener = tokio::net::TcpListener::bind(options.addr).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::AddrInUse => ServeError::InUse { addr: options.addr },
-        _ => e.into(),
-    })?;
-    let addr = listener.local_addr()?;
-    let stopping = tokio_util::sync::CancellationToken::new();
-    if let Some(config) = &options.identity {
-        if options.no_auth {
-            return Err(ServeError::Identity("--no-auth and `identity` contradict each other".into()));
-        }
-        let access = Arc::new(security::Access::new(String::new(), addr, &options.hosts));
-        // A person's sign-in to their own upstream comes back here.
-        let resource = config.resource.clone().unwrap_or_else(|| format!("http://{addr}/mcp"));
-        gateway.set_public_url(resource.strip_suffix("/mcp").unwrap_or(&resource));
-        let (router, _) = protected_mcp(gateway, stopping.child_token(), config.clone(), addr, &options.data_dir)?;
-        let router = router
-            .route("/oauth/callback", axum::routing::get(login::sign_in_callback).with_state(gateway.clone()))
-            .merge(inputs::routes(gateway))
-            .fallback(|| async {
-                error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()
-            })
-            .layer(axum::middleware::map_response(close_after_unread_body))
-            .layer(axum::middleware::from_fn_with_state(access, security::check_host));
-        let limits = listen::Limits::from_descriptors();
-        let login_url = String::new();
-        return Ok(Bound { listener, router, addr, login_url, token: String::new(), stopping, limits });
-    }
-    let token = if options.no_auth { String::new() } else { security::load_or_make_token(&options.data_dir)? };
-    let access = Arc::new(security::Access::new(token.clone(), addr, &options.hosts));
-    let router = mcp_router(gateway, stopping.child_token(), access.clone(), !options.no_auth)
-        .fallback(|| async {
-            error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()
-        })
-        .layer(axum::middleware::map_response(close_after_unread_body))
-        .layer(axum::middleware::from_fn_with_state(access, security::check_host));
-    let limits = listen::Limits::from_descriptors();
-    Ok(Bound { listener, router, addr, login_url: String::new(), token, stopping, limits })
-}
-
 /// How long open requests get to finish once the server stops.
 const DRAIN: std::time::Duration = std::time::Duration::from_millis(1000);
 
@@ -527,9 +468,27 @@ impl Bound {
     /// told), questions waiting are cancelled; what is still open after a second is dropped.
     /// Connections are bounded as [`listen`] says.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        let stopping = self.stopping.clone();
-        let signal = async move {
+        self.serve_draining(async move {
             shutdown.await;
+            std::time::Duration::ZERO
+        })
+        .await
+    }
+
+    /// Serves until `shutdown` resolves with a drain time. Then it drains first: `/readyz`
+    /// says 503 at once (a load balancer sends new requests elsewhere), requests still come in
+    /// and are served, and it waits until no request is in flight and no call waits for its
+    /// client's answers, at most that long (`/healthz` and `/readyz` answer throughout); then it stops as [`Bound::serve`]
+    /// says, cancelling what is left.
+    pub async fn serve_draining(
+        self,
+        shutdown: impl std::future::Future<Output = std::time::Duration> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let stopping = self.stopping.clone();
+        let health = self.health.clone();
+        let signal = async move {
+            let drain = shutdown.await;
+            health.drain(drain).await;
             stopping.cancel();
             std::future::pending::<()>().await;
         };

@@ -7,6 +7,7 @@
 //! the test that asked, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod haproxy;
 pub mod issuer;
 pub mod oidc;
 pub mod postgres;

@@ -194,6 +194,28 @@ impl Home {
 
     /// Puts its state in the team's store at `url` (`store` in the `--config` file), with a new
     /// key ring in a file of its own (0600); returns the ring.
+    /// A service account's key, made by `switchboard keys create NAME` (printed once).
+    pub fn api_key(&self, name: &str) -> String {
+        let made = self.switchboard(&["keys", "create", name]).stdin(Stdio::null()).output().unwrap();
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+        String::from_utf8_lossy(&made.stdout).trim().to_string()
+    }
+
+    /// A home whose callers sign in (`identity` trusting `issuer`, scope `mcp`, and `more`
+    /// merged into the block) on the team's store at `url`.
+    pub fn team_on_store(issuer: &str, url: &str, more: serde_json::Value) -> Home {
+        let home = Home::new(false);
+        home.edit(|config| {
+            let mut identity = json!({"issuers": [issuer], "scopes": ["mcp"]});
+            if let (Some(block), Some(extra)) = (identity.as_object_mut(), more.as_object()) {
+                block.extend(extra.clone());
+            }
+            config["identity"] = identity;
+        });
+        home.use_store(url);
+        home
+    }
+
     pub fn use_store(&self, url: &str) -> String {
         let keys = switchboard::store::seal::KeyRing::new_key_line("k1").unwrap();
         let file = self.path().join("store.keys");
@@ -265,6 +287,13 @@ impl std::ops::DerefMut for Killed {
 /// Starts `switchboard gateway --http 127.0.0.1:0 <args>` and returns it with its `/mcp` URL.
 pub fn http_gateway(home: &Home, args: &[&str]) -> (Killed, String) {
     let mut c = home.switchboard(&["gateway", "--http", "127.0.0.1:0"]);
+    c.args(args);
+    until_said(c, "switchboard gateway: MCP (Streamable HTTP) at ")
+}
+
+/// The same on `addr` (`127.0.0.1:PORT`).
+pub fn http_gateway_at(home: &Home, addr: &str, args: &[&str]) -> (Killed, String) {
+    let mut c = home.switchboard(&["gateway", "--http", addr]);
     c.args(args);
     until_said(c, "switchboard gateway: MCP (Streamable HTTP) at ")
 }

@@ -226,7 +226,7 @@ impl Hub {
             self.inner.events.send(crate::events::Event::ToolCalled(Box::new(record.clone())));
         }
         if let Some(audit) = audit {
-            audit.record(record);
+            audit.record_written(record).await;
         }
         result
     }

@@ -325,6 +325,13 @@ impl Hub {
         self.inner.all_slots().iter().map(|s| info(s)).collect()
     }
 
+    /// Whether every server's first attempt to connect is over (each connected, failed, or
+    /// waits for something such as a login): what a load balancer's readiness check waits for
+    /// (a reconnection later does not count; a server that fails would fail on every replica).
+    pub fn first_start_over(&self) -> bool {
+        self.inner.all_slots().iter().all(|s| s.started())
+    }
+
     /// One server's status.
     pub fn status(&self, name: &str) -> Option<ServerStatus> {
         self.inner.slot(name).ok().map(|s| s.state().status.clone())

@@ -34,6 +34,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "documents", include_str!("migrations/0003_documents.sql")),
     (4, "audit", include_str!("migrations/0004_audit.sql")),
     (5, "sessions", include_str!("migrations/0005_sessions.sql")),
+    (6, "replicas", include_str!("migrations/0006_replicas.sql")),
 ];
 
 /// Values given for inputs (`${input:ID}`): config file → input id → value.
@@ -498,6 +499,23 @@ impl Database {
             .await
             .map_err(|e| self.db_error(e))?;
         Ok(StoreStatus { schema, secrets, people })
+    }
+
+    /// The keys secrets are sealed with: the replicas of one store share them, so what one
+    /// seals (a `requestState`) another opens.
+    pub fn key_ring(&self) -> &KeyRing {
+        &self.inner.keys
+    }
+
+    /// Whether the store answers a trivial query within `within` (a readiness check: an
+    /// error, or `None` for no answer in time).
+    pub async fn ping(&self, within: Duration) -> Option<Result<(), StoreError>> {
+        let asked = sqlx::query("SELECT 1").execute(&self.inner.pool);
+        match tokio::time::timeout(within, asked).await {
+            Ok(Ok(_)) => Some(Ok(())),
+            Ok(Err(e)) => Some(Err(self.db_error(e))),
+            Err(_) => None,
+        }
     }
 
     /// Closes the pool (waits for connections in use to come back).

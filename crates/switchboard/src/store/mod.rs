@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod db;
 mod records;
+pub mod replicas;
 pub mod seal;
 pub mod sessions;
 

@@ -20,21 +20,23 @@ pub struct StoredSession {
     pub owner: Option<String>,
     /// Whether its streams are primed.
     pub primed: bool,
+    /// The replica serving it (`None`: none yet).
+    pub replica: Option<String>,
 }
 
 impl Database {
     /// The session `id`, if kept (and not older than [`SESSION_DAYS`]).
     pub async fn session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let row = sqlx::query_as::<_, (String, Option<String>, bool)>(
-            "SELECT state::text, owner, primed FROM switchboard_sessions WHERE id = $1 AND created_ms >= $2",
+        let row = sqlx::query_as::<_, (String, Option<String>, bool, Option<String>)>(
+            "SELECT state::text, owner, primed, replica FROM switchboard_sessions WHERE id = $1 AND created_ms >= $2",
         )
         .bind(id)
         .bind(oldest())
         .fetch_optional(self.pool())
         .await
         .map_err(|e| self.db_error(e))?;
-        Ok(row.and_then(|(state, owner, primed)| {
-            Some(StoredSession { state: serde_json::from_str(&state).ok()?, owner, primed })
+        Ok(row.and_then(|(state, owner, primed, replica)| {
+            Some(StoredSession { state: serde_json::from_str(&state).ok()?, owner, primed, replica })
         }))
     }
 
@@ -53,22 +55,39 @@ impl Database {
         Ok(())
     }
 
-    /// Records whose the session `id` is and how its streams are made (the first caller's;
-    /// an owner once set is kept).
-    pub async fn claim_session(&self, id: &str, owner: &str, primed: bool) -> Result<(), StoreError> {
+    /// Records whose the session `id` is, how its streams are made (the first caller's; an
+    /// owner once set is kept) and the replica serving it.
+    pub async fn claim_session(&self, id: &str, owner: &str, primed: bool, replica: &str) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO switchboard_sessions (id, owner, primed, state, created_ms) VALUES ($1, $2, $3, '{}'::jsonb, $4) \
+            "INSERT INTO switchboard_sessions (id, owner, primed, state, created_ms, replica) \
+             VALUES ($1, $2, $3, '{}'::jsonb, $4, $5) \
              ON CONFLICT (id) DO UPDATE SET owner = COALESCE(switchboard_sessions.owner, EXCLUDED.owner), \
-             primed = EXCLUDED.primed",
+             primed = EXCLUDED.primed, replica = EXCLUDED.replica",
         )
         .bind(id)
         .bind(owner)
         .bind(primed)
         .bind(crate::status::now_ms() as i64)
+        .bind(replica)
         .execute(self.pool())
         .await
         .map_err(|e| self.db_error(e))?;
         Ok(())
+    }
+
+    /// Makes `to` the replica serving the session `id` if `from` still is (`None`: none was):
+    /// whether it did. Of replicas taking over a session at once, one does.
+    pub async fn take_session(&self, id: &str, from: Option<&str>, to: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE switchboard_sessions SET replica = $3 WHERE id = $1 AND replica IS NOT DISTINCT FROM $2",
+        )
+        .bind(id)
+        .bind(from)
+        .bind(to)
+        .execute(self.pool())
+        .await
+        .map_err(|e| self.db_error(e))?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Forgets the session `id` (its client ended it).

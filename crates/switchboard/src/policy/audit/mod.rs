@@ -115,6 +115,8 @@ struct Shared {
     spare: Vec<AuditRecord>,
     /// How the writing went, as of the last flush.
     health: Health,
+    /// How many records were pushed (the number of the last one).
+    pushed: u64,
 }
 
 /// The log of one hub.
@@ -140,6 +142,11 @@ enum Sink {
         /// Whether [`AuditLog::ready`] asked the store (calls after it do not wait for the
         /// writer).
         probed: std::sync::atomic::AtomicBool,
+        /// Wakes the writer: a record waits for it.
+        wake: Arc<tokio::sync::Notify>,
+        /// The number of the last record the writer has dealt with (inserted, or held when the
+        /// store refused it).
+        handled: tokio::sync::watch::Receiver<u64>,
     },
 }
 
@@ -177,7 +184,7 @@ impl AuditLog {
             first.probe();
             health = first.health();
         }
-        let shared = Arc::new(Mutex::new(Shared { pending: Vec::new(), spare: Vec::new(), health }));
+        let shared = Arc::new(Mutex::new(Shared { pending: Vec::new(), spare: Vec::new(), health, pushed: 0 }));
         let writer = Arc::new(Mutex::new(first));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (shared2, writer2, stop2) = (shared.clone(), writer.clone(), stop.clone());
@@ -201,23 +208,34 @@ impl AuditLog {
     }
 
     fn in_store(runtime: &tokio::runtime::Handle, db: &Database, dir: PathBuf, config: AuditConfig) -> AuditLog {
-        let shared = Arc::new(Mutex::new(Shared { pending: Vec::new(), spare: Vec::new(), health: Health::default() }));
+        let shared = Arc::new(Mutex::new(Shared {
+            pending: Vec::new(),
+            spare: Vec::new(),
+            health: Health::default(),
+            pushed: 0,
+        }));
         let writer = Arc::new(tokio::sync::Mutex::new(StoreWriter::new(db.clone(), dir, config.max_bytes)));
         let stop = tokio_util::sync::CancellationToken::new();
-        let (shared2, writer2, stop2) = (shared.clone(), writer.clone(), stop.clone());
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let (told, handled) = tokio::sync::watch::channel(0u64);
+        let (shared2, writer2, stop2, wake2) = (shared.clone(), writer.clone(), stop.clone(), wake.clone());
+        // Written as soon as a record comes (records that come meanwhile go in the next
+        // insert, so a busy gateway makes one insert per round trip, not per record), and
+        // every 100 ms while the store refuses what is held.
         runtime.spawn(async move {
             loop {
                 tokio::select! {
                     () = stop2.cancelled() => break,
+                    () = wake2.notified() => {}
                     () = tokio::time::sleep(Duration::from_millis(100)) => {}
                 }
-                flush_store(&shared2, &writer2).await;
+                let _ = told.send(flush_store(&shared2, &writer2).await);
             }
-            flush_store(&shared2, &writer2).await;
+            let _ = told.send(flush_store(&shared2, &writer2).await);
             writer2.lock().await.close();
         });
         let probed = std::sync::atomic::AtomicBool::new(false);
-        AuditLog { config, shared, sink: Sink::Store { writer, stop, probed } }
+        AuditLog { config, shared, sink: Sink::Store { writer, stop, probed, wake, handled } }
     }
 
     /// Whether arguments are kept.
@@ -232,8 +250,31 @@ impl AuditLog {
 
     /// Adds a line (written within 100 ms, by the log's thread: the call pays for a push).
     pub fn record(&self, record: AuditRecord) {
-        if let Ok(mut shared) = self.shared.lock() {
-            shared.pending.push(record);
+        self.push(record);
+    }
+
+    fn push(&self, record: AuditRecord) -> u64 {
+        let Ok(mut shared) = self.shared.lock() else { return 0 };
+        shared.pending.push(record);
+        shared.pushed += 1;
+        shared.pushed
+    }
+
+    /// Adds a line and, in a team's store, waits until it is written there (or held, when
+    /// the store refuses it: then it is counted as [`AuditLog::record`]'s would be), at most
+    /// [`COMMIT_WAIT`], and not at all while the store refuses records: a call's record
+    /// outlives a crash of the process that made it, which several replicas behind one
+    /// balancer need. The day files are written within 100 ms.
+    pub async fn record_written(&self, record: AuditRecord) {
+        let number = self.push(record);
+        if let Sink::Store { wake, handled, .. } = &self.sink {
+            wake.notify_one();
+            // While the store refuses records, calls do not wait for it (theirs are held).
+            if self.health().failing.is_some() {
+                return;
+            }
+            let mut handled = handled.clone();
+            let _ = tokio::time::timeout(COMMIT_WAIT, handled.wait_for(|h| *h >= number)).await;
         }
     }
 
@@ -277,7 +318,9 @@ impl AuditLog {
     pub async fn flush(&self) {
         match &self.sink {
             Sink::Files { writer, .. } => flush(&self.shared, writer),
-            Sink::Store { writer, .. } => flush_store(&self.shared, writer).await,
+            Sink::Store { writer, .. } => {
+                flush_store(&self.shared, writer).await;
+            }
         }
     }
 }
@@ -327,15 +370,16 @@ fn flush(shared: &Mutex<Shared>, writer: &Mutex<Writer>) {
     }
 }
 
-async fn flush_store(shared: &Mutex<Shared>, writer: &tokio::sync::Mutex<StoreWriter>) {
+/// Writes what is pending in the store; the number of the last record it dealt with.
+async fn flush_store(shared: &Mutex<Shared>, writer: &tokio::sync::Mutex<StoreWriter>) -> u64 {
     let mut w = writer.lock().await;
-    let mut records = {
-        let Ok(mut s) = shared.lock() else { return };
+    let (mut records, upto) = {
+        let Ok(mut s) = shared.lock() else { return 0 };
         if s.pending.is_empty() && !w.has_held() {
-            return;
+            return s.pushed;
         }
         let spare = std::mem::take(&mut s.spare);
-        std::mem::replace(&mut s.pending, spare)
+        (std::mem::replace(&mut s.pending, spare), s.pushed)
     };
     w.write(&mut records).await;
     if let Ok(mut s) = shared.lock() {
@@ -344,7 +388,11 @@ async fn flush_store(shared: &Mutex<Shared>, writer: &tokio::sync::Mutex<StoreWr
             s.spare = records;
         }
     }
+    upto
 }
+
+/// How long a call waits for its record to be written in a team's store.
+pub const COMMIT_WAIT: Duration = Duration::from_secs(2);
 
 /// Why the log could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -180,17 +180,20 @@ pub fn read(data_dir: &Path, filter: &AuditFilter) -> std::io::Result<AuditRead>
     {
         out.records.drain(..out.records.len() - limit);
     }
-    let pending = super::lost::peek(&dir);
-    if pending.lost > 0 {
-        out.lost.push(Lost {
-            count: pending.lost,
-            first: pending.first,
-            last: pending.last,
-            error: pending.error,
-            time: None,
-        });
-    }
+    out.lost.extend(pending_lost(&dir));
     Ok(out)
+}
+
+/// The losses counted in `lost.json` and not yet said in the log, if any.
+pub(super) fn pending_lost(dir: &Path) -> Option<Lost> {
+    let pending = super::lost::peek(dir);
+    (pending.lost > 0).then_some(Lost {
+        count: pending.lost,
+        first: pending.first,
+        last: pending.last,
+        error: pending.error,
+        time: None,
+    })
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::AuditRecord;
 use super::lost::{self, Summary};
-use super::read::{AuditFilter, AuditRead, Lost};
+use super::read::{AuditFilter, AuditRead, Lost, pending_lost};
 use super::write::{HELD_MAX, Health};
 use crate::store::StoreError;
 use crate::store::audit::{AuditQuery, AuditRow, AuditRowKind};
@@ -282,16 +282,7 @@ pub(crate) async fn read_store(db: &Database, dir: &Path, filter: &AuditFilter) 
             time: text("time"),
         });
     }
-    let pending = lost::peek(dir);
-    if pending.lost > 0 {
-        out.lost.push(Lost {
-            count: pending.lost,
-            first: pending.first,
-            last: pending.last,
-            error: pending.error,
-            time: None,
-        });
-    }
+    out.lost.extend(pending_lost(dir));
     Ok(out)
 }
 

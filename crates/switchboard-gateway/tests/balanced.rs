@@ -1,0 +1,139 @@
+//! Three gateway replicas on one PostgreSQL store behind HAProxy (Debian's package: round
+//! robin, no affinity of any kind), as a team runs them: the TypeScript SDK 1.x client (a
+//! 2025-11-25 session for the whole run, questions on the call's stream), the 2.x client
+//! (2026-07-28: questions as `input_required` rounds) and the Python SDK client each call tools
+//! for a while, every 7th call one whose upstream asks its caller a question; one replica is
+//! killed with SIGKILL in the middle and started again on its port. Counted: calls ok and
+//! failed (only calls in flight on the killed replica may fail, at most one per client, since
+//! each makes one call at a time), sessions that went on (the same id from start to end), and
+//! the store's audit records (every call that succeeded is there).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Home;
+use serde_json::{Value, json};
+use switchboard_testkit::haproxy::HaProxy;
+use switchboard_testkit::issuer::{Issuer, Key};
+use switchboard_testkit::{node_peers, npm_folder};
+
+/// How long each client calls.
+const RUN_SECS: u64 = 10;
+
+/// Starts a client and waits until it says it is connected; the child, and a thread that reads
+/// its report.
+fn client(mut c: Command) -> std::thread::JoinHandle<(Value, String)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut said = String::new();
+        let mut lines = BufReader::new(stderr).lines();
+        for line in lines.by_ref() {
+            let line = line.unwrap_or_default();
+            if line.trim() == "started" {
+                let _ = tx.send(());
+                break;
+            }
+            said.push_str(&line);
+            said.push('\n');
+        }
+        let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
+        let out = child.wait_with_output().unwrap();
+        let _ = tx.send(());
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let report = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap_or(Value::Null);
+        (report, format!("{said}{}\n{stdout}", rest.join().unwrap_or_default()))
+    });
+    rx.recv_timeout(Duration::from_secs(60)).expect("the client did not connect");
+    handle
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_behind_haproxy_keep_every_client_going_when_one_is_killed() {
+    let pg = tokio::task::spawn_blocking(switchboard_testkit::postgres::Postgres::start).await.unwrap();
+    let issuer = Issuer::start(&[&Key::new("k1")]);
+    // The balancer first: the replicas are told the name clients reach them by (`--host`), and
+    // the identity's resource is its URL, as an operator configures them.
+    let addrs: Vec<String> = (0..3).map(|_| format!("127.0.0.1:{}", switchboard_testkit::free_port())).collect();
+    let proxy = HaProxy::start(&addrs);
+    let url = format!("{}/mcp", proxy.url());
+    let public = proxy.url().trim_start_matches("http://").to_string();
+    let home = Home::team_on_store(&issuer.issuer, &pg.database("sb"), json!({"resource": url}));
+    // The fixture asks its caller a question in the middle of `ask`. A server shared by
+    // everyone does not say which call a question is for, so while several people call it
+    // the gateway gives its questions to no one (the relay's rule); each person gets their own.
+    home.edit(|config| config["servers"]["fx"]["sharing"] = json!("per_principal"));
+    let (ts1, ts2, py) = (home.api_key("ts1-bot"), home.api_key("ts2-bot"), home.api_key("py-bot"));
+    let replica = |addr: &str| common::http_gateway_at(&home, addr, &["--host", &public]).0;
+    let mut replicas: Vec<_> = addrs.iter().map(|a| replica(a)).collect();
+    proxy.wait_up(3, Duration::from_secs(30));
+
+    let sdk2 = npm_folder("sdk2", &["@modelcontextprotocol/client@2.4.0"]);
+    let node = |kind: &str, dir: &std::path::Path, token: &str| {
+        let mut c = Command::new("node");
+        c.arg(common::script("replica_client.mjs")).arg(kind).arg(dir).arg(&url).arg(token);
+        c.arg(RUN_SECS.to_string());
+        c
+    };
+    let mut python = Command::new(switchboard_testkit::python());
+    python.arg("-W").arg("ignore").arg(common::script("replica_py.py"));
+    python.args(["http", url.as_str(), py.as_str(), &RUN_SECS.to_string()]);
+    let started = Instant::now();
+    let clients = [
+        ("TypeScript SDK 1.x", client(node("sdk1", &node_peers(), &ts1))),
+        ("TypeScript SDK 2.x", client(node("sdk2", &sdk2, &ts2))),
+        ("Python SDK", client(python)),
+    ];
+
+    // In the middle: the second replica killed, then started again on its port.
+    tokio::time::sleep(Duration::from_secs(RUN_SECS / 3)).await;
+    let killed_at = started.elapsed();
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(replicas[1].id() as i32, libc::SIGKILL) };
+    let _ = replicas[1].0.wait();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    replicas[1] = replica(&addrs[1]);
+    let again = Instant::now();
+    proxy.wait_up(3, Duration::from_secs(30));
+    let back_in = again.elapsed();
+
+    let mut ok = 0;
+    for (who, handle) in clients {
+        let (report, said) = tokio::task::spawn_blocking(move || handle.join().unwrap()).await.unwrap();
+        println!("{who}: {report}");
+        assert!(report.get("error").is_none() && report["ok"].is_u64(), "{who}: {report}\n{said}");
+        let (done, failed) = (report["ok"].as_u64().unwrap(), report["failed"].as_u64().unwrap());
+        assert!(done >= 20, "{who}: {report}");
+        assert!(report["asked"].as_u64().unwrap() >= 3, "{who}: questions were asked: {report}");
+        assert!(failed <= 1, "{who}: only a call in flight on the killed replica may fail: {report}\n{said}");
+        if let Some(sessions) = report["sessions"].as_array().filter(|s| s.iter().any(|s| !s.is_null())) {
+            assert_eq!(sessions.len(), 1, "{who}: its session went on: {report}");
+        }
+        ok += done;
+    }
+    // Every call that succeeded is in the store's audit.
+    let started = Instant::now();
+    let recorded = loop {
+        let n: u64 = pg.sql("sb", "SELECT COUNT(*) FROM switchboard_audit WHERE kind = 'call'").trim().parse().unwrap();
+        if n >= ok || started.elapsed() > Duration::from_secs(5) {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let lost: u64 = pg.sql("sb", "SELECT COUNT(*) FROM switchboard_audit WHERE kind = 'lost'").trim().parse().unwrap();
+    println!(
+        "killed at {killed_at:?}, back in {back_in:?}; {ok} calls ok; {recorded} audit records, {lost} loss records; \
+         HAProxy:\n{}",
+        proxy.stats_csv()
+    );
+    assert!(recorded >= ok, "{recorded} audit records for {ok} calls that succeeded");
+    // The balancer spread the requests: every replica served some.
+    let states = proxy.states();
+    assert_eq!(states.len(), 3, "{states:?}");
+}

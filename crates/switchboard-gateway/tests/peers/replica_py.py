@@ -1,0 +1,54 @@
+"""The Python SDK's client (`mcp` from PyPI, the era it negotiates) as one agent at a gateway of
+several replicas behind a load balancer: calls `fx__echo` with a counter for <seconds>, and every
+7th call `fx__ask` (its upstream asks a question in the middle of the call; the answer is a name
+the result must repeat). Writes `started` on stderr once connected; reports calls ok and failed,
+each failure's message, how many questions came, the session's ids.
+
+    python replica_py.py http <gateway /mcp URL> <token> <seconds>
+"""
+
+import sys
+import time
+
+import mcp.types as types
+from gateway_client import report
+from mcp import ClientSession
+
+
+async def run(read, write, out):
+    seconds = float(sys.argv[4])
+    out.update({"ok": 0, "failed": 0, "failures": [], "asked": 0})
+    state = {"name": "", "n": 0}
+
+    async def on_elicit(_context, _params):
+        out["asked"] += 1
+        state["name"] = f"person-{state['n']}"
+        return types.ElicitResult(action="accept", content={"name": state["name"]})
+
+    async with ClientSession(read, write, elicitation_callback=on_elicit) as session:
+        init = await session.initialize()
+        out["protocol"] = getattr(init, "protocol_version", None) or getattr(init, "protocolVersion", None)
+        sys.stderr.write("started\n")
+        sys.stderr.flush()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            state["n"] += 1
+            n = state["n"]
+            ask = n % 7 == 0
+            try:
+                if ask:
+                    result = await session.call_tool("fx__ask", {})
+                else:
+                    result = await session.call_tool("fx__echo", {"text": f"call {n}"})
+                text = "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+                want = state["name"] if ask else f"call {n}"
+                if getattr(result, "is_error", None) or getattr(result, "isError", None) or want not in text:
+                    raise RuntimeError(f"unexpected result: {text[:300]}")
+                out["ok"] += 1
+            except Exception as e:  # noqa: BLE001 - counted and reported
+                out["failed"] += 1
+                if len(out["failures"]) < 20:
+                    out["failures"].append(f"call {n}{' (ask)' if ask else ''}: {e!r}"[:400])
+
+
+report("http", sys.argv[2:4], run)

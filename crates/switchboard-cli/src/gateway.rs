@@ -190,6 +190,11 @@ async fn serve_http(
     if let Some(identity) = team {
         let issuers: Vec<&str> = identity.issuers.iter().map(|i| i.issuer.as_str()).collect();
         out!("  callers sign in with: {} (`identity` in the config)", issuers.join(", "));
+        out!(
+            "  metrics: http://{}/metrics with the token in {}",
+            bound.addr,
+            ctx.paths.data_dir.join("serve-token").display()
+        );
     } else if args.no_auth {
         note!("warning: --no-auth: any program on this machine can use every server through this gateway");
     } else {

@@ -56,6 +56,8 @@ pub struct HttpFront {
     store: Option<switchboard::store::db::Database>,
     /// Where the call a `requestState` continues is ([`crate::replicas`]).
     replicas: Arc<crate::replicas::Replicas>,
+    /// Where what it serves is counted.
+    pub(crate) metrics: crate::metrics::GatewayMetrics,
 }
 
 impl std::fmt::Debug for HttpFront {
@@ -75,7 +77,8 @@ impl HttpFront {
         replicas: Arc<crate::replicas::Replicas>,
     ) -> HttpFront {
         let config_id = config_id.into();
-        HttpFront { primed, plain, sessions, in_flight: Arc::default(), max_body, config_id, store, replicas }
+        let metrics = crate::metrics::GatewayMetrics::default();
+        HttpFront { primed, plain, sessions, in_flight: Arc::default(), max_body, config_id, store, replicas, metrics }
     }
 
     /// Where a request of the session `id` is served, on a team's store: here (with the
@@ -226,87 +229,99 @@ impl HttpFront {
         };
         let post = parts.method == http::Method::POST;
         let peek = if post { serde_json::from_slice::<Peek>(&bytes).ok() } else { None };
-        // A session's requests are served by one replica (on a team's store): here, or there.
-        let mut resumed = None;
-        if let Some(id) = &session {
-            let passed = parts.headers.contains_key(crate::replicas::PASSED_BY);
-            match self.route(id, &caller, passed).await {
-                Err(refused) => return refused,
-                Ok(Route::Here(kind)) => resumed = kind,
-                Ok(Route::There { replica, url, primed }) => {
-                    let request_id = peek.as_ref().and_then(|p| p.id.as_ref());
-                    match self.pass_session(id, (replica, url, primed), &parts, bytes.clone(), request_id).await {
-                        Ok(response) => return response,
-                        Err(kind) => resumed = kind,
+        // A request (a method and an id) is timed until its answer is sent ([`crate::metrics`]).
+        let timing = peek.as_ref().filter(|p| p.id.is_some()).and_then(|p| p.method.clone());
+        let started = std::time::Instant::now();
+        let response: Response = async {
+            // A session's requests are served by one replica (on a team's store): here, or there.
+            let mut resumed = None;
+            if let Some(id) = &session {
+                let passed = parts.headers.contains_key(crate::replicas::PASSED_BY);
+                match self.route(id, &caller, passed).await {
+                    Err(refused) => return refused,
+                    Ok(Route::Here(kind)) => resumed = kind,
+                    Ok(Route::There { replica, url, primed }) => {
+                        let request_id = peek.as_ref().and_then(|p| p.id.as_ref());
+                        match self.pass_session(id, (replica, url, primed), &parts, bytes.clone(), request_id).await {
+                            Ok(response) => return response,
+                            Err(kind) => resumed = kind,
+                        }
                     }
                 }
             }
-        }
-        if !post {
-            let primed = resumed.unwrap_or_else(|| header_version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
-            let mut parts = parts;
-            // A request's stream asked for again ([`crate::resume`]).
-            let last = parts.headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_string);
-            let Some(tagged) = last.as_deref().and_then(crate::resume::parse) else {
-                return self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
+            if !post {
+                let primed = resumed.unwrap_or_else(|| header_version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
+                let mut parts = parts;
+                // A request's stream asked for again ([`crate::resume`]).
+                let last = parts.headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+                let Some(tagged) = last.as_deref().and_then(crate::resume::parse) else {
+                    return self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
+                };
+                if tagged.replica != self.replicas.id() {
+                    return crate::resume::lost(&tagged);
+                }
+                let suffix = crate::resume::tag(self.replicas.id(), &tagged.request);
+                if let Ok(value) = http::HeaderValue::from_str(tagged.rmcp) {
+                    parts.headers.insert("last-event-id", value);
+                }
+                let response = self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
+                return response.map(|body| crate::resume::tagged(crate::resume::or_lost(body, &tagged), suffix));
+            }
+            let initialize = matches!(&peek, Some(Peek { method: Some(m), .. }) if m == "initialize");
+            let version = match &peek {
+                Some(Peek { method: Some(m), params: Some(p), .. }) if m == "initialize" => p.protocol_version.clone(),
+                _ => header_version,
             };
-            if tagged.replica != self.replicas.id() {
-                return crate::resume::lost(&tagged);
-            }
-            let suffix = crate::resume::tag(self.replicas.id(), &tagged.request);
-            if let Ok(value) = http::HeaderValue::from_str(tagged.rmcp) {
-                parts.headers.insert("last-event-id", value);
-            }
-            let response = self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
-            return response.map(|body| crate::resume::tagged(crate::resume::or_lost(body, &tagged), suffix));
-        }
-        let initialize = matches!(&peek, Some(Peek { method: Some(m), .. }) if m == "initialize");
-        let version = match &peek {
-            Some(Peek { method: Some(m), params: Some(p), .. }) if m == "initialize" => p.protocol_version.clone(),
-            _ => header_version,
-        };
-        let primed = resumed.unwrap_or_else(|| version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
-        // Answers to a round of a call another replica holds: passed on to it.
-        if let Some(state) = peek.as_ref().and_then(|p| p.params.as_ref()).and_then(|p| p.request_state.as_deref()) {
-            let id = peek.as_ref().and_then(|p| p.id.as_ref());
-            match self.replicas.open(state, &caller) {
-                Err(e) => return crate::replicas::error(id, -32602, &e.to_string()),
-                Ok(place) if place.replica != self.replicas.id() => {
-                    if parts.headers.contains_key(crate::replicas::PASSED_BY) {
-                        let why = format!("this requestState's call is held by replica {}, not here", place.replica);
-                        return crate::replicas::error(id, -32602, &why);
+            let primed = resumed.unwrap_or_else(|| version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
+            // Answers to a round of a call another replica holds: passed on to it.
+            if let Some(state) = peek.as_ref().and_then(|p| p.params.as_ref()).and_then(|p| p.request_state.as_deref())
+            {
+                let id = peek.as_ref().and_then(|p| p.id.as_ref());
+                match self.replicas.open(state, &caller) {
+                    Err(e) => return crate::replicas::error(id, -32602, &e.to_string()),
+                    Ok(place) if place.replica != self.replicas.id() => {
+                        if parts.headers.contains_key(crate::replicas::PASSED_BY) {
+                            let why =
+                                format!("this requestState's call is held by replica {}, not here", place.replica);
+                            return crate::replicas::error(id, -32602, &why);
+                        }
+                        return self.replicas.pass_on(&place.replica, &parts, bytes, id).await;
                     }
-                    return self.replicas.pass_on(&place.replica, &parts, bytes, id).await;
+                    Ok(_) => {}
                 }
-                Ok(_) => {}
             }
-        }
-        let request = http::Request::from_parts(parts, Full::new(bytes));
-        if initialize && session.is_none() {
+            let request = http::Request::from_parts(parts, Full::new(bytes));
+            if initialize && session.is_none() {
+                let response = self.pass(primed, request).await;
+                self.claim(&response, &caller, primed).await;
+                return response;
+            }
+            // A request (a method and an id) in a session: its id must not be one in flight.
+            let key = match (session, peek) {
+                (Some(session), Some(Peek { method: Some(_), id: Some(id), .. })) => Some((session, id)),
+                _ => None,
+            };
+            let Some(key) = key else { return self.pass(primed, request).await };
+            if !self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone()) {
+                return in_flight(&key.1);
+            }
+            let suffix = crate::resume::tag(self.replicas.id(), &serde_json::to_string(&key.1).unwrap_or_default());
+            let guard = Free { set: self.in_flight.clone(), key: Some(key) };
             let response = self.pass(primed, request).await;
-            self.claim(&response, &caller, primed).await;
-            return response;
+            let events = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+            response.map(|body| {
+                let body = if events { crate::resume::tagged(body, suffix) } else { body };
+                BoxBody::new(Guarded { body, _free: guard })
+            })
         }
-        // A request (a method and an id) in a session: its id must not be one in flight.
-        let key = match (session, peek) {
-            (Some(session), Some(Peek { method: Some(_), id: Some(id), .. })) => Some((session, id)),
-            _ => None,
-        };
-        let Some(key) = key else { return self.pass(primed, request).await };
-        if !self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone()) {
-            return in_flight(&key.1);
+        .await;
+        match timing {
+            Some(method) => timed(response, method, started, self.metrics.clone()),
+            None => response,
         }
-        let suffix = crate::resume::tag(self.replicas.id(), &serde_json::to_string(&key.1).unwrap_or_default());
-        let guard = Free { set: self.in_flight.clone(), key: Some(key) };
-        let response = self.pass(primed, request).await;
-        let events = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-        response.map(|body| {
-            let body = if events { crate::resume::tagged(body, suffix) } else { body };
-            BoxBody::new(Guarded { body, _free: guard })
-        })
     }
 }
 
@@ -333,6 +348,61 @@ fn ok(r: Result<Response, Infallible>) -> Response {
     match r {
         Ok(r) => r,
         Err(e) => match e {},
+    }
+}
+
+/// `response` with its request timed in `metrics` until its body is sent or dropped.
+fn timed(
+    response: Response,
+    method: String,
+    started: std::time::Instant,
+    metrics: crate::metrics::GatewayMetrics,
+) -> Response {
+    let status = response.status();
+    let error = (status.is_client_error() || status.is_server_error()).then(|| status.as_u16().to_string());
+    let done = Served { metrics, method, error: Some(error), started };
+    response.map(|body| BoxBody::new(Timed { body, _done: done }))
+}
+
+/// Observes its request's duration when dropped.
+struct Served {
+    metrics: crate::metrics::GatewayMetrics,
+    method: String,
+    error: Option<Option<String>>,
+    started: std::time::Instant,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(error) = self.error.take() {
+            self.metrics.served(&self.method, error, self.started.elapsed());
+        }
+    }
+}
+
+/// A response body whose request is timed until it ends or is dropped.
+struct Timed {
+    body: BoxBody<Bytes, Infallible>,
+    _done: Served,
+}
+
+impl http_body::Body for Timed {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 

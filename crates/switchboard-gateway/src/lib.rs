@@ -24,6 +24,7 @@ mod call;
 mod caller;
 mod durable;
 pub mod http;
+mod metrics;
 mod people;
 mod pump;
 mod relay;
@@ -46,6 +47,7 @@ use switchboard::Hub;
 use switchboard::config::Profile;
 use switchboard::events::LogLevel;
 
+pub use metrics::GatewayMetrics;
 pub use relay::Relay;
 pub use search::ToolSearch;
 pub use session::{START_WAIT, Session};
@@ -147,6 +149,8 @@ pub(crate) struct Shared {
     state_keys: std::collections::hash_map::RandomState,
     /// This gateway as one of several behind a load balancer ([`replicas`]).
     replicas: Arc<replicas::Replicas>,
+    /// What its HTTP front serves, counted ([`metrics`]).
+    metrics: metrics::GatewayMetrics,
     /// The token counter for `--tool-search auto:N`, loaded on first need (`None`: it failed).
     tokens: std::sync::OnceLock<Option<switchboard::catalog::tokens::TokenCounter>>,
     /// The names in use now (`options.names` until [`Gateway::set_names`]).
@@ -215,6 +219,7 @@ impl Gateway {
             parked: Mutex::default(),
             state_keys: std::collections::hash_map::RandomState::new(),
             replicas,
+            metrics: metrics::GatewayMetrics::default(),
             tokens: std::sync::OnceLock::new(),
             names: Mutex::new(options.names),
             aliases: Mutex::default(),
@@ -231,6 +236,11 @@ impl Gateway {
     /// registers there, says it is alive every few seconds until `stop`, then leaves.
     pub fn join_replicas(&self, url: &str, stop: tokio_util::sync::CancellationToken) {
         self.shared.replicas.join(url, stop);
+    }
+
+    /// What it served and its hub did, counted for Prometheus.
+    pub fn metrics(&self) -> &GatewayMetrics {
+        &self.shared.metrics
     }
 
     /// This gateway's id among the replicas of its store (random, made when it started).
@@ -600,12 +610,15 @@ pub fn http_service(
     if let Some(db) = &store {
         config.session_store = Some(Arc::new(durable::DurableSessions::new(db.clone())));
     }
-    let sessions = Arc::new(sessions::Sessions::new(sessions::MAX_SESSIONS));
+    let sessions = Arc::new(sessions::Sessions::new(sessions::MAX_SESSIONS, gateway.shared.metrics.clone()));
     let service = |config: StreamableHttpServerConfig| {
         let gateway = gateway.clone();
         rmcp::transport::StreamableHttpService::new(move || Ok(gateway.session()), sessions.clone(), config)
     };
     let plain = service(config.clone().with_sse_retry(None));
     let replicas = gateway.shared.replicas.clone();
-    http::HttpFront::new(service(config), plain, sessions, max_body, gateway.hub().config_id(), store, replicas)
+    let mut front =
+        http::HttpFront::new(service(config), plain, sessions, max_body, gateway.hub().config_id(), store, replicas);
+    front.metrics = gateway.shared.metrics.clone();
+    front
 }

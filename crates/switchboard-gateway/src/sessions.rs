@@ -27,30 +27,47 @@ tokio::task_local! {
 pub(crate) struct Sessions {
     primed: LocalSessionManager,
     plain: LocalSessionManager,
-    /// Session → whether it primes, and when it was last used.
-    kinds: Mutex<HashMap<SessionId, (bool, Instant)>>,
+    /// Session → whether it primes, when it was last used, when it was made.
+    kinds: Mutex<HashMap<SessionId, (bool, Instant, Instant)>>,
     max: usize,
+    metrics: crate::metrics::GatewayMetrics,
 }
 
 type Manager = LocalSessionManager;
 type Error = <Manager as SessionManager>::Error;
 
 impl Sessions {
-    pub(crate) fn new(max: usize) -> Sessions {
+    pub(crate) fn new(max: usize, metrics: crate::metrics::GatewayMetrics) -> Sessions {
         let mut plain = LocalSessionManager::default();
         plain.session_config.sse_retry = None;
-        Sessions { primed: LocalSessionManager::default(), plain, kinds: Mutex::default(), max }
+        Sessions { primed: LocalSessionManager::default(), plain, kinds: Mutex::default(), max, metrics }
     }
 
-    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, (bool, Instant)>> {
+    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, (bool, Instant, Instant)>> {
         self.kinds.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds `id`, made now.
+    fn add(&self, id: SessionId, primed: bool) {
+        let mut kinds = self.kinds();
+        kinds.insert(id, (primed, Instant::now(), Instant::now()));
+        self.metrics.sessions_open(kinds.len());
+    }
+
+    /// Forgets `id` (closed, by its client, the cap or its manager).
+    fn forget(&self, id: &SessionId) {
+        let mut kinds = self.kinds();
+        if let Some((_, _, made)) = kinds.remove(id) {
+            self.metrics.session_ended(made);
+        }
+        self.metrics.sessions_open(kinds.len());
     }
 
     /// The manager of `id`, its use noted.
     fn of(&self, id: &SessionId) -> &Manager {
         let mut kinds = self.kinds();
         match kinds.get_mut(id) {
-            Some((primed, last)) => {
+            Some((primed, last, _)) => {
                 *last = Instant::now();
                 if *primed { &self.primed } else { &self.plain }
             }
@@ -64,18 +81,19 @@ impl Sessions {
         if self.kinds().len() < self.max {
             return;
         }
-        let known: Vec<(SessionId, bool)> = self.kinds().iter().map(|(id, (p, _))| (id.clone(), *p)).collect();
+        let known: Vec<(SessionId, bool)> = self.kinds().iter().map(|(id, (p, ..))| (id.clone(), *p)).collect();
         for (id, primed) in known {
             let manager = if primed { &self.primed } else { &self.plain };
             if !manager.sessions.read().await.contains_key(&id) {
-                self.kinds().remove(&id);
+                self.forget(&id);
             }
         }
         while self.kinds().len() >= self.max {
-            let oldest = self.kinds().iter().min_by_key(|(_, (_, last))| *last).map(|(id, (p, _))| (id.clone(), *p));
+            let oldest =
+                self.kinds().iter().min_by_key(|(_, (_, last, _))| *last).map(|(id, (p, ..))| (id.clone(), *p));
             let Some((id, primed)) = oldest else { break };
             tracing::info!("{} HTTP sessions open: the one used least recently is closed", self.max);
-            self.kinds().remove(&id);
+            self.forget(&id);
             let manager = if primed { &self.primed } else { &self.plain };
             let _ = manager.close_session(&id).await;
         }
@@ -89,7 +107,7 @@ impl Sessions {
     /// Whether the session `id` is held here now (its manager has it: a session it closed
     /// for idleness is not, though it may still be listed in `kinds`).
     pub(crate) async fn holds(&self, id: &str) -> bool {
-        let Some(primed) = self.kinds().get(id).map(|(p, _)| *p) else { return false };
+        let Some(primed) = self.kinds().get(id).map(|(p, ..)| *p) else { return false };
         let manager = if primed { &self.primed } else { &self.plain };
         manager.sessions.read().await.contains_key(id)
     }
@@ -104,7 +122,7 @@ impl SessionManager for Sessions {
         let primed = PRIMED.try_with(|p| *p).unwrap_or(true);
         let manager = if primed { &self.primed } else { &self.plain };
         let (id, transport) = manager.create_session().await?;
-        self.kinds().insert(id.clone(), (primed, Instant::now()));
+        self.add(id.clone(), primed);
         Ok((id, transport))
     }
 
@@ -123,7 +141,7 @@ impl SessionManager for Sessions {
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         let manager = self.of(id);
         let closed = manager.close_session(id).await;
-        self.kinds().remove(id);
+        self.forget(id);
         closed
     }
 
@@ -162,7 +180,7 @@ impl SessionManager for Sessions {
         let manager = if primed { &self.primed } else { &self.plain };
         let restored = manager.restore_session(id.clone()).await?;
         if matches!(restored, RestoreOutcome::Restored(_)) {
-            self.kinds().insert(id, (primed, Instant::now()));
+            self.add(id, primed);
         }
         Ok(restored)
     }

@@ -10,8 +10,8 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
 use crate::{
-    Bound, ServeError, close_after_unread_body, error, health, inputs, listen, login, mcp_router, protected_mcp,
-    security, with_health,
+    Bound, ServeError, close_after_unread_body, error, health, inputs, listen, login, mcp_router, metrics,
+    protected_mcp, security, with_health,
 };
 
 /// How `switchboard gateway --http` serves.
@@ -112,7 +112,11 @@ pub async fn bind_gateway(
             .layer(axum::middleware::map_response(close_after_unread_body))
             .layer(axum::middleware::from_fn_with_state(access, security::check_host));
         let health = health::Health::new(gateway.hub(), Some(gateway));
-        let router = with_health(router, &health);
+        // Callers sign in on `/mcp`; `/metrics` takes the local token, for the scraper.
+        let token = security::load_or_make_token(&options.data_dir)?;
+        let scraper = Arc::new(security::Access::new(token, addr, &options.hosts));
+        let exposed = metrics::Exposed::new(gateway.hub(), Some(gateway)).routes(Some(scraper));
+        let router = with_health(router, &health, exposed);
         join_replicas(gateway, options.advertise.as_deref(), addr, stopping.child_token());
         let limits = listen::Limits::from_descriptors();
         let login_url = String::new();
@@ -125,9 +129,10 @@ pub async fn bind_gateway(
             error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()
         })
         .layer(axum::middleware::map_response(close_after_unread_body))
-        .layer(axum::middleware::from_fn_with_state(access, security::check_host));
+        .layer(axum::middleware::from_fn_with_state(access.clone(), security::check_host));
     let health = health::Health::new(gateway.hub(), Some(gateway));
-    let router = with_health(router, &health);
+    let exposed = metrics::Exposed::new(gateway.hub(), Some(gateway)).routes((!options.no_auth).then_some(access));
+    let router = with_health(router, &health, exposed);
     join_replicas(gateway, options.advertise.as_deref(), addr, stopping.child_token());
     let limits = listen::Limits::from_descriptors();
     Ok(Bound { listener, router, addr, login_url: String::new(), token, stopping, limits, health })

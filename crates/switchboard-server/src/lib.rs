@@ -20,6 +20,7 @@ mod inputs;
 pub mod listen;
 mod login;
 mod manage;
+mod metrics;
 mod people;
 mod people_login;
 mod questions;
@@ -401,16 +402,22 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     if let Some(gateway) = &options.gateway {
         gateway_http::join_replicas(gateway, options.advertise.as_deref(), addr, stopping.child_token());
     }
-    let router = with_health(router.layer(axum::middleware::from_fn_with_state(access, security::check_host)), &health);
+    let exposed = metrics::Exposed::new(hub, options.gateway.as_ref()).routes(Some(access.clone()));
+    let router = router.layer(axum::middleware::from_fn_with_state(access, security::check_host));
+    let router = with_health(router, &health, exposed);
     let info = serde_json::json!({"url": format!("http://{host}"), "port": addr.port(), "pid": std::process::id()});
     switchboard::write_private(&options.data_dir.join("serve.json"), info.to_string().as_bytes())?;
     Ok(Bound { listener, router, addr, login_url, token, stopping, limits: listen::Limits::from_descriptors(), health })
 }
 
 /// `router` with `/healthz` and `/readyz` (outside the `Host` check and the token: a load
-/// balancer asks by address), its requests counted for the drain.
-fn with_health(router: Router, health: &Arc<health::Health>) -> Router {
-    router.merge(health.routes()).layer(axum::middleware::from_fn_with_state(health.clone(), health::count))
+/// balancer asks by address) and `metrics` (`/metrics`, outside the `Host` check: a scraper
+/// asks by address too; behind its own token check), its requests counted for the drain.
+fn with_health(router: Router, health: &Arc<health::Health>, metrics: Router) -> Router {
+    router
+        .merge(health.routes())
+        .merge(metrics)
+        .layer(axum::middleware::from_fn_with_state(health.clone(), health::count))
 }
 
 /// `/mcp`: the gateway's Streamable HTTP service, behind the token unless `auth` is off.

@@ -11,6 +11,7 @@ pub mod haproxy;
 pub mod issuer;
 pub mod oidc;
 pub mod postgres;
+pub mod prometheus;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -42,6 +42,7 @@ mod fuzz;
 mod glob;
 mod hub;
 pub mod identity;
+pub mod metrics;
 pub mod output;
 mod paths;
 pub mod policy;

@@ -222,6 +222,7 @@ impl Hub {
             hidden: result.as_ref().ok().and_then(|o| o.hidden.as_deref().cloned()),
             secrets: result.as_ref().ok().and_then(|o| o.secrets.as_deref().cloned()).unwrap_or_default(),
         };
+        self.inner.options.metrics.call(&record.server, record.outcome.as_str(), record.decision.as_str());
         if watched {
             self.inner.events.send(crate::events::Event::ToolCalled(Box::new(record.clone())));
         }

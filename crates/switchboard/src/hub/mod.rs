@@ -332,6 +332,11 @@ impl Hub {
         self.inner.all_slots().iter().all(|s| s.started())
     }
 
+    /// What this hub (and each person's, made from it) counted ([`crate::metrics`]).
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.inner.options.metrics
+    }
+
     /// One server's status.
     pub fn status(&self, name: &str) -> Option<ServerStatus> {
         self.inner.slot(name).ok().map(|s| s.state().status.clone())

@@ -70,6 +70,9 @@ pub struct HubOptions {
     /// and each person's) are kept there, sealed, instead of in the data folder, and so are the
     /// people's records. `None` (the default): the data folder.
     pub store: Option<crate::store::db::Database>,
+    /// Where the hub counts what it does ([`crate::metrics`]); shared with the hubs made from
+    /// it (each person's), so one registry shows them all.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// Makes a person's hub's options from the host's ([`HubOptions::person_options`]).
@@ -117,6 +120,7 @@ impl HubOptions {
             person_options: None,
             person_config: None,
             store: None,
+            metrics: crate::metrics::Metrics::new(),
         }
     }
 

@@ -25,7 +25,17 @@ impl Hub {
     /// Sends `request` to `slot`'s server and waits for its result, through every step a
     /// request takes (see the module's doc). A request in flight when the server goes away
     /// fails with [`Error::ServerExited`] and is not sent again (it may have been acted on).
-    pub(super) async fn exchange(&self, slot: &Arc<Slot>, mut request: Request) -> Result<ServerResult, Error> {
+    /// Timed in the hub's metrics (`mcp_client_operation_duration_seconds`).
+    pub(super) async fn exchange(&self, slot: &Arc<Slot>, request: Request) -> Result<ServerResult, Error> {
+        let started = std::time::Instant::now();
+        let method = request.body.method().to_string();
+        let result = self.exchange_timed(slot, request).await;
+        let error = result.as_ref().err().map(Error::kind);
+        self.inner.options.metrics.client_operation(&slot.name, &method, error, started.elapsed());
+        result
+    }
+
+    async fn exchange_timed(&self, slot: &Arc<Slot>, mut request: Request) -> Result<ServerResult, Error> {
         let _in_use = slot.begin_use();
         let cancel = request.cancel.clone();
         let wait = request.limits.idle;

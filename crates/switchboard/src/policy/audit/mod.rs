@@ -62,6 +62,22 @@ pub enum Outcome {
     Failed,
 }
 
+impl Outcome {
+    /// `ok`, `tool_error`, `timeout`, … (as in the record).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::ToolError => "tool_error",
+            Outcome::Timeout => "timeout",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Denied => "denied",
+            Outcome::InvalidArguments => "invalid_arguments",
+            Outcome::RateLimited => "rate_limited",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]

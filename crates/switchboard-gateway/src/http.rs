@@ -236,7 +236,7 @@ impl HttpFront {
             // A session's requests are served by one replica (on a team's store): here, or there.
             let mut resumed = None;
             if let Some(id) = &session {
-                let passed = parts.headers.contains_key(crate::replicas::PASSED_BY);
+                let passed = self.replicas.passed_by(&parts.headers).is_some();
                 match self.route(id, &caller, passed).await {
                     Err(refused) => return refused,
                     Ok(Route::Here(kind)) => resumed = kind,
@@ -280,7 +280,7 @@ impl HttpFront {
                 match self.replicas.open(state, &caller) {
                     Err(e) => return crate::replicas::error(id, -32602, &e.to_string()),
                     Ok(place) if place.replica != self.replicas.id() => {
-                        if parts.headers.contains_key(crate::replicas::PASSED_BY) {
+                        if self.replicas.passed_by(&parts.headers).is_some() {
                             let why =
                                 format!("this requestState's call is held by replica {}, not here", place.replica);
                             return crate::replicas::error(id, -32602, &why);

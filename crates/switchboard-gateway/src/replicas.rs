@@ -29,9 +29,16 @@ use switchboard::store::db::Database;
 use switchboard::store::seal::KeyRing;
 use tokio_util::sync::CancellationToken;
 
-/// The header on a request one replica passes to another (its value: the sender's id): it is
-/// served where it arrives, never passed on again.
+/// The header on a request one replica passes to another: it is served where it arrives,
+/// never passed on again. Its value is sealed by the sender ([`Replicas::passed_by`]), so a
+/// client cannot make a replica take its session over by sending it.
 pub(crate) const PASSED_BY: &str = "x-switchboard-passed-by";
+
+/// The associated data of [`PASSED_BY`]'s value.
+const PASSED_CONTEXT: &[u8] = b"switchboard passed-by";
+
+/// How long a [`PASSED_BY`] value is good for (it is made for each request passed on).
+const PASSED_TTL: Duration = Duration::from_secs(60);
 
 /// The associated data a `requestState` is sealed with, before the caller's key.
 const CONTEXT: &[u8] = b"switchboard requestState\0";
@@ -127,6 +134,21 @@ impl Replicas {
         }
     }
 
+    /// The value of [`PASSED_BY`] for a request this replica passes on now.
+    fn passed_mark(&self) -> Option<String> {
+        let plain = serde_json::to_vec(&(self.id.as_str(), now_ms() + PASSED_TTL.as_millis() as u64)).ok()?;
+        self.keys()?.seal(PASSED_CONTEXT, &plain).ok()
+    }
+
+    /// Which replica passed this request on (`None`: none did, or the header is not one a
+    /// replica of this store sealed, or it is too old).
+    pub(crate) fn passed_by(&self, headers: &http::HeaderMap) -> Option<String> {
+        let value = headers.get(PASSED_BY)?.to_str().ok()?;
+        let plain = self.keys()?.open(PASSED_CONTEXT, value).ok()?;
+        let (replica, expires): (String, u64) = serde_json::from_slice(&plain).ok()?;
+        (expires >= now_ms()).then_some(replica)
+    }
+
     /// Where the call `state` continues is, if `caller` may continue it.
     pub(crate) fn open(&self, state: &str, caller: &str) -> Result<Place, StateError> {
         let keys = self.keys().ok_or(StateError::NotOurs)?;
@@ -200,7 +222,9 @@ impl Replicas {
                 request = request.header(name, value);
             }
         }
-        request = request.header(PASSED_BY, &self.id);
+        if let Some(mark) = self.passed_mark() {
+            request = request.header(PASSED_BY, mark);
+        }
         let answer = request.send().await?;
         tracing::debug!("passed a {} on to the replica at {url}: {}", parts.method, answer.status());
         let mut response = http::Response::builder().status(answer.status());
@@ -318,6 +342,14 @@ mod tests {
         changed[last] = if changed[last] == b'A' { b'B' } else { b'A' };
         assert_eq!(replicas.open(&String::from_utf8_lossy(&changed), "alice"), Err(StateError::NotOurs));
         assert_eq!(Replicas::new(None).open(&state, "alice"), Err(StateError::NotOurs), "another gateway's key");
+        // What marks a request passed on opens for replicas of the same keys only.
+        let mut headers = http::HeaderMap::new();
+        headers.insert(PASSED_BY, http::HeaderValue::from_static("a-replica-id"));
+        assert_eq!(replicas.passed_by(&headers), None, "a client's own value");
+        let mark = replicas.passed_mark().unwrap_or_default();
+        headers.insert(PASSED_BY, http::HeaderValue::from_str(&mark).unwrap_or(http::HeaderValue::from_static("x")));
+        assert_eq!(replicas.passed_by(&headers).as_deref(), Some(replicas.id()));
+        assert_eq!(Replicas::new(None).passed_by(&headers), None, "another gateway's keys");
         let expired = replicas.seal("k2", "alice", Duration::ZERO).unwrap_or_default();
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(replicas.open(&expired, "alice"), Err(StateError::Expired));

@@ -314,7 +314,7 @@ impl HttpFront {
                 .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
             response.map(|body| {
                 let body = if events { crate::resume::tagged(body, suffix) } else { body };
-                BoxBody::new(Guarded { body, _free: guard })
+                Holding::boxed(body, guard)
             })
         }
         .await;
@@ -361,7 +361,7 @@ fn timed(
     let status = response.status();
     let error = (status.is_client_error() || status.is_server_error()).then(|| status.as_u16().to_string());
     let done = Served { metrics, method, error: Some(error), started };
-    response.map(|body| BoxBody::new(Timed { body, _done: done }))
+    response.map(|body| Holding::boxed(body, done))
 }
 
 /// Observes its request's duration when dropped.
@@ -377,32 +377,6 @@ impl Drop for Served {
         if let Some(error) = self.error.take() {
             self.metrics.served(&self.method, error, self.started.elapsed());
         }
-    }
-}
-
-/// A response body whose request is timed until it ends or is dropped.
-struct Timed {
-    body: BoxBody<Bytes, Infallible>,
-    _done: Served,
-}
-
-impl http_body::Body for Timed {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
     }
 }
 
@@ -479,13 +453,20 @@ impl Drop for Free {
     }
 }
 
-/// A response body that frees its request's id once it has ended or been dropped.
-struct Guarded {
+/// A response body holding `T` until it has ended or been dropped (a request's id in flight,
+/// a request being timed).
+struct Holding<T> {
     body: BoxBody<Bytes, Infallible>,
-    _free: Free,
+    _held: T,
 }
 
-impl http_body::Body for Guarded {
+impl<T: Send + Sync + Unpin + 'static> Holding<T> {
+    fn boxed(body: BoxBody<Bytes, Infallible>, held: T) -> BoxBody<Bytes, Infallible> {
+        BoxBody::new(Holding { body, _held: held })
+    }
+}
+
+impl<T: Unpin> http_body::Body for Holding<T> {
     type Data = Bytes;
     type Error = Infallible;
 

@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Home, initialize};
+use common::{Home, answered, initialize};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -329,15 +329,6 @@ async fn each_person_has_their_own_rate_limit_per_tool() {
     for c in [alice, bob, root] {
         c.cancel().await.unwrap();
     }
-}
-
-/// The JSON-RPC answer in a response body (JSON, or the first event of a stream that has one).
-fn answered(said: &str) -> Value {
-    said.lines()
-        .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
-        .find_map(|d| serde_json::from_str(d.trim()).ok())
-        .or_else(|| serde_json::from_str(said).ok())
-        .unwrap_or(Value::Null)
 }
 
 /// A legacy session (2025-11-25, `Mcp-Session-Id`) made by a service account at a gateway on

@@ -8,18 +8,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::Home;
+use common::{Home, answered};
 use serde_json::{Value, json};
 use switchboard_testkit::issuer::{Issuer, Key};
-
-/// The body's JSON-RPC message (a JSON body, or the first `data:` of an event stream).
-fn answered(said: &str) -> Value {
-    said.lines()
-        .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
-        .find_map(|d| serde_json::from_str(d.trim()).ok())
-        .or_else(|| serde_json::from_str(said).ok())
-        .unwrap_or(Value::Null)
-}
 
 /// A 2026-07-28 `tools/call` of `fx__ask` (which asks its caller a question), with the round's
 /// state and answers when continuing one.

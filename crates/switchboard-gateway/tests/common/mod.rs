@@ -362,6 +362,16 @@ pub async fn client_token(token_endpoint: &str, client: &str, resource: &str) ->
     r["access_token"].as_str().unwrap_or_else(|| panic!("no token for {client}: {r}")).to_string()
 }
 
+/// The JSON-RPC message of an answer's body (a JSON body, or the first `data:` of an event
+/// stream).
+pub fn answered(said: &str) -> serde_json::Value {
+    said.lines()
+        .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+        .find_map(|d| serde_json::from_str(d.trim()).ok())
+        .or_else(|| serde_json::from_str(said).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
 /// An `initialize` request of the 2025-11-25 revision.
 pub fn initialize() -> serde_json::Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",

@@ -6,7 +6,8 @@
 //! killed with SIGKILL in the middle and started again on its port. Counted: calls ok and
 //! failed (only calls in flight on the killed replica may fail, at most one per client, since
 //! each makes one call at a time), sessions that went on (the same id from start to end), and
-//! the store's audit records (every call that succeeded is there).
+//! the store's audit records (every call that succeeded is there), and no process of any
+//! replica left at the end (the killed one's servers included).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -133,7 +134,11 @@ async fn three_replicas_behind_haproxy_keep_every_client_going_when_one_is_kille
         proxy.stats_csv()
     );
     assert!(recorded >= ok, "{recorded} audit records for {ok} calls that succeeded");
-    // The balancer spread the requests: every replica served some.
     let states = proxy.states();
     assert_eq!(states.len(), 3, "{states:?}");
+    // Nothing of any replica is left once they are gone, the killed one's servers included
+    // (its supervisors ended them): counted through /proc by the fixture's marker.
+    drop(replicas);
+    let left = switchboard_testkit::wait_gone(&home.marker, Duration::from_secs(15));
+    assert!(left.is_empty(), "left after the replicas ended: {left:?}");
 }

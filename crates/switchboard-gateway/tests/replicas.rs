@@ -12,6 +12,15 @@ use common::{Home, answered};
 use serde_json::{Value, json};
 use switchboard_testkit::issuer::{Issuer, Key};
 
+/// Waits until `n` replicas have registered in the store.
+async fn registered(pg: &switchboard_testkit::postgres::Postgres, n: usize) {
+    let started = std::time::Instant::now();
+    while pg.sql("sb", "SELECT COUNT(*) FROM switchboard_replicas").trim() != n.to_string() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the replicas did not register");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// A 2026-07-28 `tools/call` of `fx__ask` (which asks its caller a question), with the round's
 /// state and answers when continuing one.
 async fn ask(url: &str, token: &str, round: Option<(&str, Value)>) -> Value {
@@ -69,11 +78,7 @@ async fn an_input_required_round_goes_on_at_the_replica_that_holds_it() {
     let (a, at_a) = common::http_gateway(&home, &[]);
     let (_b, at_b) = common::http_gateway(&home, &[]);
     // Both registered, each at the address it bound.
-    let started = std::time::Instant::now();
-    while pg.sql("sb", "SELECT COUNT(*) FROM switchboard_replicas").trim() != "2" {
-        assert!(started.elapsed() < Duration::from_secs(20), "the replicas did not register");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    registered(&pg, 2).await;
     let urls = pg.sql("sb", "SELECT url FROM switchboard_replicas ORDER BY url");
     for url in [&at_a, &at_b] {
         assert!(urls.contains(url.strip_suffix("/mcp").unwrap()), "{url} not in {urls}");
@@ -171,11 +176,7 @@ async fn a_legacy_session_is_served_by_one_replica_and_taken_over_when_it_dies()
     let alice = home.api_key("alice-bot");
     let (a, at_a) = common::http_gateway(&home, &[]);
     let (_b, at_b) = common::http_gateway(&home, &[]);
-    let started = std::time::Instant::now();
-    while pg.sql("sb", "SELECT COUNT(*) FROM switchboard_replicas").trim() != "2" {
-        assert!(started.elapsed() < Duration::from_secs(20), "the replicas did not register");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    registered(&pg, 2).await;
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
         "capabilities": {"elicitation": {}}, "clientInfo": {"name": "legacy", "version": "1"}}});
     let r = post(&at_a, &alice, None, &init).await;

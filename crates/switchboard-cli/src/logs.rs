@@ -75,9 +75,14 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Secrets {
     }
 }
 
-/// Starts the logs for `verbose` (`-v` count); returns where secrets are told.
-pub fn init(verbose: u8) -> Secrets {
+/// Starts the logs for `verbose` (`-v` count), and the traces when the environment asks for
+/// them ([`crate::telemetry`]); returns where secrets are told, and the traces' exporter, to be
+/// dropped when the command ends.
+pub fn init(verbose: u8) -> (Secrets, Option<crate::telemetry::Exporter>) {
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let default = match verbose {
         0 => "warn,rmcp=off",
         1 => "info",
@@ -97,14 +102,32 @@ pub fn init(verbose: u8) -> Secrets {
     {
         filter = filter.add_directive(cap);
     }
+    // The MCP spans are for traces: a log line inside a request does not carry its attributes.
+    let target = switchboard::telemetry::TARGET;
+    if !from_env.as_deref().is_some_and(|v| v.contains(target))
+        && let Ok(off) = format!("{target}=off").parse()
+    {
+        filter = filter.add_directive(off);
+    }
     let secrets = Secrets::default();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(secrets.clone())
         .with_ansi(false)
         .with_target(verbose > 1)
-        .try_init();
-    secrets
+        .with_filter(filter);
+    let (traces, exporter, problem) = match crate::telemetry::layer() {
+        Ok(Some((layer, exporter))) => {
+            let only = tracing_subscriber::filter::Targets::new().with_target(target, tracing::Level::INFO);
+            (Some(layer.with_filter(only)), Some(exporter), None)
+        }
+        Ok(None) => (None, None, None),
+        Err(problem) => (None, None, Some(problem)),
+    };
+    let _ = tracing_subscriber::registry().with(logs).with(traces).try_init();
+    if let Some(problem) = problem {
+        tracing::warn!("traces are off: {problem}");
+    }
+    (secrets, exporter)
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ mod sandbox;
 mod scan;
 mod serve;
 mod signals;
+mod telemetry;
 mod terminal;
 mod tools;
 
@@ -611,7 +612,7 @@ fn main() -> std::process::ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let json = wants_json(&matches);
-    let secrets = logs::init(cli.verbose);
+    let (secrets, _traces) = logs::init(cli.verbose);
     if let Command::Completions { shell } = &cli.command {
         // clap_complete panics on a closed pipe: write to a buffer first.
         let mut script = Vec::new();

@@ -258,6 +258,7 @@ fn start(
         }
         Work::Prompt { server, .. } | Work::Resource { server, .. } => server.clone(),
     };
+    crate::traced::upstream(&server);
     // A server each person gets their own of is the caller's own (in their hub, and to the relay).
     let person = principal.as_ref().filter(|_| shared.hub.is_personal(&server));
     // A tool call goes to the host's hub, which finds the caller's own (by the caller in its

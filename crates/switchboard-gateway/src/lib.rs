@@ -36,6 +36,7 @@ mod session;
 mod sessions;
 mod signin;
 pub mod stdio;
+mod traced;
 pub mod view;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -259,9 +260,9 @@ impl Gateway {
         &self.shared.hub
     }
 
-    /// A handler for one new downstream session.
+    /// A handler for one new downstream session over HTTP.
     pub fn session(&self) -> Session {
-        Session::new(self.shared.clone())
+        Session::new(self.shared.clone(), switchboard::telemetry::Transport::Tcp)
     }
 
     /// Whether `profile` is one a client may ask for.
@@ -582,8 +583,7 @@ impl Shared {
 pub async fn serve_stdio(gateway: &Gateway, cancel: tokio_util::sync::CancellationToken) -> std::io::Result<()> {
     use rmcp::ServiceExt;
     let transport = stdio::Front::new(stdio::streams());
-    let running = gateway
-        .session()
+    let running = Session::new(gateway.shared.clone(), switchboard::telemetry::Transport::Pipe)
         .serve_with_ct(transport, cancel)
         .await
         .map_err(|e| std::io::Error::other(format!("the client did not start a session: {e}")))?;

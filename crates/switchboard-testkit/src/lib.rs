@@ -10,6 +10,7 @@
 pub mod haproxy;
 pub mod issuer;
 pub mod oidc;
+pub mod otlp;
 pub mod postgres;
 pub mod prometheus;
 
@@ -156,6 +157,21 @@ pub const PYTHON_MCP: &str = "mcp==2.3.0";
 pub fn python() -> PathBuf {
     static PY: OnceLock<PathBuf> = OnceLock::new();
     PY.get_or_init(|| python_venv("py", &[PYTHON_MCP]).join("bin/python")).clone()
+}
+
+/// The pinned versions of OpenTelemetry's Python SDK and OTLP exporter.
+pub const PYTHON_OTEL: &[&str] = &["opentelemetry-sdk==1.45.2", "opentelemetry-exporter-otlp-proto-http==1.45.2"];
+
+/// A Python with the `mcp` package (whose servers make spans) and OpenTelemetry's SDK and OTLP
+/// exporter, which send them (a venv in `<workspace>/.peers/py-otel`, made once).
+pub fn python_otel() -> PathBuf {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let mut packages = vec![PYTHON_MCP];
+        packages.extend_from_slice(PYTHON_OTEL);
+        python_venv("py-otel", &packages).join("bin/python")
+    })
+    .clone()
 }
 
 /// Waits (up to `limit`) until an HTTP server answers on `127.0.0.1:port`.

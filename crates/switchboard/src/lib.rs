@@ -54,6 +54,7 @@ pub mod sandbox;
 pub mod screen;
 pub mod status;
 pub mod store;
+pub mod telemetry;
 pub mod text;
 mod transport;
 pub mod trust;

@@ -17,6 +17,13 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 
 use super::Session;
+use crate::traced;
+use switchboard::telemetry::Operation;
+
+/// A tool call whose result says `isError`.
+fn failed_call(r: &CallToolResponse) -> bool {
+    matches!(r, CallToolResponse::Complete(r) if r.is_error == Some(true))
+}
 
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
@@ -81,14 +88,16 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<InitializeResult, McpError>> + Send + '_ {
-        Box::pin(self.handle_initialize(request, context))
+        let span = traced::span(&Operation::method("initialize"), self.transport, &context);
+        Box::pin(traced::within(span, self.handle_initialize(request, context), traced::never))
     }
 
     fn discover(
         &self,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<DiscoverResult, McpError>> + Send + '_ {
-        Box::pin(self.handle_discover(context))
+        let span = traced::span(&Operation::method("server/discover"), self.transport, &context);
+        Box::pin(traced::within(span, self.handle_discover(context), traced::never))
     }
 
     fn list_tools(
@@ -96,7 +105,8 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ListToolsResult, McpError>> + Send + '_ {
-        Box::pin(self.handle_list_tools(_request, ctx))
+        let span = traced::span(&Operation::method("tools/list"), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_list_tools(_request, ctx), traced::never))
     }
 
     fn call_tool(
@@ -104,7 +114,8 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + '_ {
-        Box::pin(self.handle_call_tool(request, ctx))
+        let span = traced::span(&Operation::tool(request.name.as_ref()), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_call_tool(request, ctx), failed_call))
     }
 
     fn list_prompts(
@@ -112,7 +123,8 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ListPromptsResult, McpError>> + Send + '_ {
-        Box::pin(self.handle_list_prompts(_request, ctx))
+        let span = traced::span(&Operation::method("prompts/list"), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_list_prompts(_request, ctx), traced::never))
     }
 
     fn get_prompt(
@@ -120,7 +132,8 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + Send + '_ {
-        Box::pin(self.handle_get_prompt(request, ctx))
+        let span = traced::span(&Operation::prompt(request.name.as_str()), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_get_prompt(request, ctx), traced::never))
     }
 
     fn list_resources(
@@ -128,7 +141,8 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + Send + '_ {
-        Box::pin(self.handle_list_resources(_request, ctx))
+        let span = traced::span(&Operation::method("resources/list"), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_list_resources(_request, ctx), traced::never))
     }
 
     fn list_resource_templates(
@@ -136,7 +150,8 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + Send + '_ {
-        Box::pin(self.handle_list_resource_templates(_request, ctx))
+        let span = traced::span(&Operation::method("resources/templates/list"), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_list_resource_templates(_request, ctx), traced::never))
     }
 
     fn read_resource(
@@ -144,7 +159,8 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + Send + '_ {
-        Box::pin(self.handle_read_resource(request, ctx))
+        let span = traced::span(&Operation::resource("resources/read", request.uri.as_str()), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_read_resource(request, ctx), traced::never))
     }
 
     #[allow(deprecated)]
@@ -153,7 +169,9 @@ impl ServerHandler for Session {
         request: SubscribeRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
-        Box::pin(self.handle_subscribe(request, ctx))
+        let span =
+            traced::span(&Operation::resource("resources/subscribe", request.uri.as_str()), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_subscribe(request, ctx), traced::never))
     }
 
     #[allow(deprecated)]
@@ -162,7 +180,9 @@ impl ServerHandler for Session {
         request: UnsubscribeRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
-        Box::pin(self.handle_unsubscribe(request, ctx))
+        let span =
+            traced::span(&Operation::resource("resources/unsubscribe", request.uri.as_str()), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_unsubscribe(request, ctx), traced::never))
     }
 
     fn complete(
@@ -170,7 +190,8 @@ impl ServerHandler for Session {
         request: CompleteRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CompleteResult, McpError>> + Send + '_ {
-        Box::pin(self.handle_complete(request, ctx))
+        let span = traced::span(&Operation::method("completion/complete"), self.transport, &ctx);
+        Box::pin(traced::within(span, self.handle_complete(request, ctx), traced::never))
     }
 
     fn listen(&self, context: SubscriptionContext) -> impl Future<Output = Result<(), McpError>> + Send + '_ {

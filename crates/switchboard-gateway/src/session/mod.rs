@@ -30,6 +30,8 @@ pub struct Session {
     listed: AtomicBool,
     /// When it began: its `initialize` and first list wait together until [`START_WAIT`] after.
     born: tokio::time::Instant,
+    /// How its client reaches it, for its spans.
+    transport: Transport,
 }
 
 impl Drop for Session {
@@ -40,6 +42,7 @@ impl Drop for Session {
 
 use crate::caller::principal;
 use crate::servers::error;
+use switchboard::telemetry::Transport;
 
 fn profile_error(e: UnknownProfile) -> McpError {
     McpError::invalid_params(format!("no profile `{}` in the config", e.0), None)
@@ -84,10 +87,11 @@ macro_rules! listing {
 listing!(ListToolsResult, ListPromptsResult, ListResourcesResult, ListResourceTemplatesResult);
 
 impl Session {
-    pub(crate) fn new(shared: Arc<Shared>) -> Session {
+    pub(crate) fn new(shared: Arc<Shared>, transport: Transport) -> Session {
         let id = shared.new_session_id();
         Session {
             shared,
+            transport,
             id,
             registered: AtomicBool::new(false),
             listed: AtomicBool::new(false),

@@ -291,6 +291,13 @@ pub fn http_gateway(home: &Home, args: &[&str]) -> (Killed, String) {
     until_said(c, "switchboard gateway: MCP (Streamable HTTP) at ")
 }
 
+/// The same with more environment variables.
+pub fn http_gateway_env(home: &Home, args: &[&str], env: &[(&str, &str)]) -> (Killed, String) {
+    let mut c = home.switchboard(&["gateway", "--http", "127.0.0.1:0"]);
+    c.args(args).envs(env.iter().copied());
+    until_said(c, "switchboard gateway: MCP (Streamable HTTP) at ")
+}
+
 /// The same on `addr` (`127.0.0.1:PORT`).
 pub fn http_gateway_at(home: &Home, addr: &str, args: &[&str]) -> (Killed, String) {
     let mut c = home.switchboard(&["gateway", "--http", addr]);

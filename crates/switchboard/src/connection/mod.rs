@@ -364,16 +364,41 @@ impl Connection {
     }
 
     async fn list<T: Listed>(&self, server: &str) -> Result<Vec<T>, ServiceError> {
-        pages::list(server, |request| self.ask(request), || ServiceError::UnexpectedResponse).await
+        pages::list(server, |request| self.ask(server, request), || ServiceError::UnexpectedResponse).await
     }
 
-    /// Sends `request` and waits for its answer. A caller that stops waiting (drops this future
-    /// once the request is out: a deadline) still tells the server, as rmcp's own requests do.
-    pub(crate) async fn ask(&self, request: ClientRequest) -> Result<ServerResult, ServiceError> {
-        let handle = self.request(request, PeerRequestOptions::no_options()).await?;
-        let mut abandoned = Abandoned::new(self, handle.id.clone(), None);
-        let answer = handle.await_response().await;
-        abandoned.disarm();
+    /// Sends `request` to `server` and waits for its answer. A caller that stops waiting (drops
+    /// this future once the request is out: a deadline) still tells the server, as rmcp's own
+    /// requests do. Traced as the hub's requests are ([`crate::telemetry`]).
+    pub(crate) async fn ask(&self, server: &str, request: ClientRequest) -> Result<ServerResult, ServiceError> {
+        use crate::telemetry::{self, Kind, Operation, Transport};
+        use tracing::Instrument;
+        let transport = if self.tree.is_some() { Transport::Pipe } else { Transport::Tcp };
+        let span = telemetry::span(Kind::Client, &Operation::of(&request), transport);
+        let mut options = PeerRequestOptions::no_options();
+        if !span.is_disabled() {
+            span.record("switchboard.server", server);
+            span.record("mcp.protocol.version", self.identity.protocol_version.as_str());
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            telemetry::inject(&span, &mut meta.0);
+            options = options.with_meta(meta);
+        }
+        let asked = async {
+            let handle = self.request(request, options).await?;
+            span.record("jsonrpc.request.id", tracing::field::display(&handle.id));
+            let mut abandoned = Abandoned::new(self, handle.id.clone(), None);
+            let answer = handle.await_response().await;
+            abandoned.disarm();
+            answer
+        };
+        let answer = asked.instrument(span.clone()).await;
+        if let Err(e) = &answer {
+            let code = match e {
+                ServiceError::McpError(data) => Some(data.code.0),
+                _ => None,
+            };
+            telemetry::failed(&span, code.map_or("server_error".into(), |c| c.to_string()).as_str(), code);
+        }
         answer
     }
 

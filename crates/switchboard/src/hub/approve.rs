@@ -221,6 +221,7 @@ impl Hub {
             arguments: kept,
             hidden: result.as_ref().ok().and_then(|o| o.hidden.as_deref().cloned()),
             secrets: result.as_ref().ok().and_then(|o| o.secrets.as_deref().cloned()).unwrap_or_default(),
+            trace_id: crate::telemetry::trace_id(&tracing::Span::current()),
         };
         self.inner.options.metrics.call(&record.server, record.outcome.as_str(), record.decision.as_str());
         if watched {

@@ -18,6 +18,7 @@ use super::{Inner, Slot};
 use crate::connection::{Abandoned, Connection, Listed, describe_error};
 use crate::deadline::Expired;
 use crate::error::Error;
+use crate::telemetry::{self, Kind, Operation, Transport};
 use crate::transport::progress::{Progress, Publish};
 
 /// How one request that is not a tool call is made: its timeout, who may cancel it, where its
@@ -128,12 +129,49 @@ impl From<Error> for Failure {
 /// cancellation. The deadlines are kept by the hub's [`Watchdog`](crate::deadline::Watchdog)
 /// rather than by per-request timers (see there why); on timeout or cancellation the server is
 /// told with `notifications/cancelled`, as the spec asks. `meta`: the request's `_meta`.
+///
+/// Traced: a client span of the MCP conventions ([`crate::telemetry`]) around it, a child of
+/// the current span, whose context goes to the server in `_meta` (and over HTTP in the
+/// `traceparent` header, [`crate::transport::http`]).
 pub(super) async fn send(
     inner: &Inner,
     slot: &Slot,
     conn: &Connection,
     request: &Request,
     meta: Option<rmcp::model::RequestMetaObject>,
+) -> Result<ServerResult, Failure> {
+    use tracing::Instrument;
+    let transport = if conn.tree.is_some() { Transport::Pipe } else { Transport::Tcp };
+    let span = telemetry::span(Kind::Client, &Operation::of(&request.body), transport);
+    if span.is_disabled() {
+        return send_once(inner, slot, conn, request, meta, &span).await;
+    }
+    span.record("switchboard.server", slot.name.as_str());
+    span.record("mcp.protocol.version", conn.identity.protocol_version.as_str());
+    let mut meta = meta.unwrap_or_default();
+    telemetry::inject(&span, &mut meta.0);
+    let result = send_once(inner, slot, conn, request, Some(meta), &span).instrument(span.clone()).await;
+    match &result {
+        Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => telemetry::tool_error(&span),
+        Ok(_) => {}
+        Err(Failure { error, .. }) => {
+            let code = match error {
+                Error::Rejected { code, .. } => Some(*code),
+                _ => None,
+            };
+            telemetry::failed(&span, error.kind(), code);
+        }
+    }
+    result
+}
+
+async fn send_once(
+    inner: &Inner,
+    slot: &Slot,
+    conn: &Connection,
+    request: &Request,
+    meta: Option<rmcp::model::RequestMetaObject>,
+    span: &tracing::Span,
 ) -> Result<ServerResult, Failure> {
     let Request { body, what, limits, progress, cancel, .. } = request;
     let what = what.as_str();
@@ -168,6 +206,7 @@ pub(super) async fn send(
     };
     let token = handle.progress_token.clone();
     let id = handle.id.clone();
+    span.record("jsonrpc.request.id", tracing::field::display(&id));
     let (routed, published) = (progress.caller.is_some(), progress.publish.is_some());
     conn.progress.register(token.clone(), watched.activity.clone(), progress.caller.clone(), progress.publish.clone());
     // From here the server works on it: a caller that stops waiting (drops this future: an

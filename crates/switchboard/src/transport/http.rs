@@ -109,6 +109,20 @@ fn lists_tools(message: &ClientJsonRpcMessage, headers: &HashMap<HeaderName, Hea
     (version >= HEADER_PARAMS_FROM).then(|| list.params.as_ref().is_none_or(|p| p.cursor.is_none()))
 }
 
+/// The trace context a request carries in `_meta` (put there by the hub's span,
+/// [`crate::telemetry::inject`]) also in its HTTP headers, for a server or a proxy on the way
+/// that reads only those.
+fn trace_headers(message: &ClientJsonRpcMessage, headers: &mut HashMap<HeaderName, HeaderValue>) {
+    use rmcp::model::GetMeta;
+    let ClientJsonRpcMessage::Request(r) = message else { return };
+    let meta = r.request.get_meta();
+    for (name, value) in [("traceparent", meta.get_traceparent()), ("tracestate", meta.get_tracestate())] {
+        if let Some(value) = value.and_then(|v| HeaderValue::from_str(v).ok()) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+}
+
 /// The session the last request went out in, and a count of the changes.
 #[derive(Debug)]
 struct SessionWatch {
@@ -338,6 +352,8 @@ impl StreamableHttpClient for HttpClient {
         limits.max_sse_event_size = limits.max_sse_event_size.min(self.max_message_bytes);
         let id = request_id(&message);
         let lifecycle = is_lifecycle(&message);
+        let mut custom_headers = custom_headers;
+        trace_headers(&message, &mut custom_headers);
         let listing = lists_tools(&message, &custom_headers);
         let in_session = session_id.is_some();
         if let Some(session) = &session_id {

@@ -122,6 +122,10 @@ pub struct AuditRecord {
     /// values.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<crate::screen::secrets::Redaction>,
+    /// The trace the call was made in (32 hex digits), when it was traced
+    /// ([`crate::telemetry`]): where to look for its spans.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 struct Shared {
@@ -540,6 +544,7 @@ pub(crate) fn sample(time: SystemTime) -> AuditRecord {
         arguments: None,
         hidden: None,
         secrets: Vec::new(),
+        trace_id: None,
     }
 }
 

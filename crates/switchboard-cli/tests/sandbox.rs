@@ -189,6 +189,35 @@ fn a_hostile_server_is_stopped_told_and_the_others_go_on() {
     let (out, _, _) = home.run(&["list"]);
     assert!(out.contains("No sandbox (\"sandbox\": false): off runs with all your rights."), "{out}");
     assert!(out.contains("Refused by the sandbox: h"), "{out}");
+    // And counted, in the daemon's `/metrics`.
+    let record = std::fs::read_dir(data.join("workspaces"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("the daemon's record");
+    let record: Value = serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    let addr = record["url"].as_str().unwrap().trim_start_matches("http://").trim_end_matches('/').to_string();
+    let token = std::fs::read_to_string(data.join("serve-token")).unwrap().trim().to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    use std::io::{Read, Write};
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut metrics = String::new();
+    stream.read_to_string(&mut metrics).unwrap();
+    let count = |line: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(line))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no `{line}` in {metrics}"))
+    };
+    assert!(count(r#"switchboard_sandbox_refusals_total{server="h",kind="read"}"#) >= 3, "{metrics}");
+    assert!(count(r#"switchboard_sandbox_refusals_total{server="h",kind="write"}"#) >= 2, "{metrics}");
+    assert_eq!(count(r#"switchboard_sandbox_refusals_total{server="web",kind="domain"}"#), 1, "{metrics}");
     drop(listener);
 }
 

@@ -1,7 +1,9 @@
 //! What a hub does, counted for Prometheus (`prometheus-client`): each request it makes of a
 //! server, timed (`mcp_client_operation_duration_seconds`, by method, server and error type,
 //! in the buckets the OpenTelemetry MCP conventions advise), and each tool call by its outcome
-//! and the policy's verdict (`switchboard_tool_calls_total`). A hub's [`Metrics`] are shared with
+//! and the policy's verdict (`switchboard_tool_calls_total`), what servers' sandboxes refused
+//! (`switchboard_sandbox_refusals_total`) and refreshes of their tokens
+//! (`switchboard_token_refreshes_total`). A hub's [`Metrics`] are shared with
 //! the hubs made from it (each person's), so one registry has them all; the program serving
 //! them registers them ([`Metrics::register`]) next to its own, and encodes the registry when
 //! asked (`switchboard serve` and `gateway --http` at `/metrics`). Counting costs a hash lookup
@@ -43,16 +45,38 @@ struct Call {
     decision: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Refused {
+    server: String,
+    /// `read`, `write` or `domain`.
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Refresh {
+    server: String,
+    /// `ok`, `rejected` (the authorization server refused the refresh token: log in again) or
+    /// `failed`.
+    outcome: &'static str,
+}
+
 /// A hub's counters and histograms (see the module).
 #[derive(Clone, Debug)]
 pub struct Metrics {
     operations: Durations<Operation>,
     calls: Family<Call, Counter>,
+    refusals: Family<Refused, Counter>,
+    refreshes: Family<Refresh, Counter>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
-        Metrics { operations: Family::new_with_constructor(duration_histogram), calls: Family::default() }
+        Metrics {
+            operations: Family::new_with_constructor(duration_histogram),
+            calls: Family::default(),
+            refusals: Family::default(),
+            refreshes: Family::default(),
+        }
     }
 }
 
@@ -77,6 +101,16 @@ impl Metrics {
         self.calls.get_or_create(&Call { server: server.to_string(), outcome, decision }).inc();
     }
 
+    /// `server`'s sandbox refused something of `kind` (`read`, `write`, `domain`).
+    pub(crate) fn sandbox_refusal(&self, server: &str, kind: &'static str) {
+        self.refusals.get_or_create(&Refused { server: server.to_string(), kind }).inc();
+    }
+
+    /// A refresh of `server`'s token ended with `outcome` (`ok`, `rejected`, `failed`).
+    pub(crate) fn token_refresh(&self, server: &str, outcome: &'static str) {
+        self.refreshes.get_or_create(&Refresh { server: server.to_string(), outcome }).inc();
+    }
+
     /// Puts them in `registry`.
     pub fn register(&self, registry: &mut Registry) {
         registry.register_with_unit(
@@ -89,6 +123,16 @@ impl Metrics {
             "switchboard_tool_calls",
             "Tool calls, by server, outcome and the policy's decision",
             self.calls.clone(),
+        );
+        registry.register(
+            "switchboard_sandbox_refusals",
+            "What servers' sandboxes refused (a hidden path read, a write outside the writable folders, a name not allowed), by server and kind",
+            self.refusals.clone(),
+        );
+        registry.register(
+            "switchboard_token_refreshes",
+            "Refreshes of servers' OAuth tokens, by server and outcome",
+            self.refreshes.clone(),
         );
     }
 }
@@ -104,6 +148,8 @@ mod tests {
         metrics.client_operation("fx", "tools/call", Some("timeout"), Duration::from_secs(3));
         metrics.call("fx", "ok", "allow");
         metrics.call("fx", "ok", "allow");
+        metrics.sandbox_refusal("fx", "domain");
+        metrics.token_refresh("up", "rejected");
         let mut registry = Registry::default();
         metrics.register(&mut registry);
         let mut text = String::new();
@@ -119,5 +165,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(r#"error_type="timeout""#), "{text}");
+        assert!(text.contains(r#"switchboard_sandbox_refusals_total{server="fx",kind="domain"} 1"#), "{text}");
+        assert!(text.contains(r#"switchboard_token_refreshes_total{server="up",outcome="rejected"} 1"#), "{text}");
     }
 }

@@ -242,6 +242,59 @@ fn tokens_refresh_rotate_and_a_revoked_login_asks_for_a_new_one() {
     assert!(ok && out.contains("authorised"), "{out}");
 }
 
+/// A running hub counts each refresh of a token by how it ended (`/metrics`'
+/// `switchboard_token_refreshes_total`): `ok` when the new tokens were saved, `rejected` when
+/// the authorization server refused the refresh token (revoked).
+#[test]
+fn a_running_hub_counts_its_refreshes_by_outcome() {
+    let (_server, port) = python_oauth_server(2, &[]);
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    std::fs::write(
+        home.dir.path().join("user.json"),
+        json!({"servers": {"py": {"url": url, "oauth": {"callback_port": free_port()}}}}).to_string(),
+    )
+    .unwrap();
+    home.login("py");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let paths =
+            switchboard::Paths::new(home.dir.path().join("user.json"), switchboard_testkit::data_dir(home.dir.path()));
+        let loaded =
+            switchboard::config::load(&switchboard::config::LoadOptions::from_env(home.dir.path().into(), &paths));
+        let hub = switchboard::Hub::start(&loaded, switchboard::HubOptions::new(paths));
+        tokio::time::timeout(Duration::from_secs(60), hub.ready()).await.unwrap();
+        let refreshes = |hub: &switchboard::Hub| {
+            let mut registry = prometheus_client::registry::Registry::default();
+            hub.metrics().register(&mut registry);
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+            text.lines()
+                .filter(|l| l.starts_with("switchboard_token_refreshes_total{"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        let call = |tool: &'static str| {
+            let hub = hub.clone();
+            async move { hub.call_tool(&format!("py__{tool}"), None, Default::default()).await }
+        };
+        call("whoami").await.unwrap();
+        assert_eq!(refreshes(&hub), Vec::<String>::new(), "no refresh yet");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        call("whoami").await.unwrap();
+        assert_eq!(refreshes(&hub), vec![r#"switchboard_token_refreshes_total{server="py",outcome="ok"} 1"#]);
+        call("revoke_everything").await.unwrap();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(call("whoami").await.is_err(), "revoked");
+        let counted = refreshes(&hub);
+        assert!(
+            counted.contains(&r#"switchboard_token_refreshes_total{server="py",outcome="rejected"} 1"#.to_string()),
+            "{counted:?}"
+        );
+        hub.shutdown().await;
+    });
+}
+
 /// A registered client the authorization server refuses: after the server restarts (it
 /// forgot its clients and tokens), the refresh is answered `invalid_client`, the client is
 /// forgotten, and the next `switchboard auth` registers a new one; `auth` on a server whose

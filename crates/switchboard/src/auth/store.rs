@@ -152,18 +152,27 @@ pub struct TokenStore {
     /// The file (for the database: where its locks would be; unused).
     path: PathBuf,
     db: Option<(Database, String)>,
+    /// Where refreshes are counted.
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl TokenStore {
     /// The store in a data folder (`<data>/auth.json`).
     pub fn in_dir(data_dir: &Path) -> TokenStore {
-        TokenStore { path: data_dir.join("auth.json"), db: None }
+        TokenStore { path: data_dir.join("auth.json"), db: None, metrics: None }
     }
 
     /// `owner`'s entries in a team's database (`""`: the host's own logins; else a person's
     /// [`Principal::key`](crate::identity::Principal::key)).
     pub fn in_database(db: Database, owner: &str) -> TokenStore {
-        TokenStore { path: PathBuf::new(), db: Some((db, owner.to_string())) }
+        TokenStore { path: PathBuf::new(), db: Some((db, owner.to_string())), metrics: None }
+    }
+
+    /// The same, each refresh of a token counted in `metrics`
+    /// (`switchboard_token_refreshes_total`).
+    pub(crate) fn counted(mut self, metrics: crate::metrics::Metrics) -> TokenStore {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The file, for the file store.
@@ -316,7 +325,13 @@ impl TokenStore {
 
     /// The credential store rmcp reads and writes for one server URL.
     pub(crate) fn for_url(&self, url: &str, server: &str) -> UrlStore {
-        UrlStore { store: self.clone(), url: url.to_string(), server: server.to_string(), kept: Arc::default() }
+        UrlStore {
+            store: self.clone(),
+            url: url.to_string(),
+            server: server.to_string(),
+            kept: Arc::default(),
+            refresh: Arc::default(),
+        }
     }
 }
 
@@ -339,6 +354,27 @@ pub(crate) struct UrlStore {
     server: String,
     /// What was last read or saved, and when (shared by the clones rmcp makes).
     kept: Arc<Mutex<Option<Kept>>>,
+    /// How the refresh under way is going (`None`: none is).
+    refresh: Arc<Mutex<Option<&'static str>>>,
+}
+
+/// A refresh's guard: rmcp holds it from before it loads the tokens until it saved the new
+/// ones (or gave up); when it is dropped, the refresh is counted by how it ended: `ok` (new
+/// tokens saved), `rejected` (`invalid_grant`: the refresh token is no good, log in again) or
+/// `failed` (the authorization server did not answer well, or there was no refresh token).
+struct Refreshing {
+    _held: Box<dyn Send>,
+    refresh: Arc<Mutex<Option<&'static str>>>,
+    metrics: Option<(crate::metrics::Metrics, String)>,
+}
+
+impl Drop for Refreshing {
+    fn drop(&mut self) {
+        let outcome = self.refresh.lock().unwrap_or_else(PoisonError::into_inner).take().unwrap_or("failed");
+        if let Some((metrics, server)) = &self.metrics {
+            metrics.token_refresh(server, outcome);
+        }
+    }
 }
 
 /// Tokens as read (or saved) at a time (`None`: the store held none).
@@ -409,6 +445,16 @@ impl CredentialStore for UrlStore {
             self.blocking(move |s| s.store.update_file(&s.url, &s.server, save)).await?;
         }
         self.keep(Some(Some(saved)));
+        if let Some(outcome) = self.refresh.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            *outcome = "ok";
+        }
+        Ok(())
+    }
+
+    async fn on_refresh_token_rejected(&self, _credentials: &StoredCredentials) -> Result<(), AuthError> {
+        if let Some(outcome) = self.refresh.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            *outcome = "rejected";
+        }
         Ok(())
     }
 
@@ -429,16 +475,16 @@ impl CredentialStore for UrlStore {
         // One refresh at a time across processes: the second one then loads the tokens the
         // first saved instead of spending a refresh token that was just rotated away.
         // Another process may be refreshing over a slow network: wait longer for it.
-        let guard = if let Some((db, owner)) = &self.store.db {
-            let held =
-                db.hold("refresh", SecretKind::Token, owner, &self.url, REFRESH_WAIT).await.map_err(store_error)?;
-            CredentialRefreshGuard::new(held)
+        let held: Box<dyn Send> = if let Some((db, owner)) = &self.store.db {
+            Box::new(db.hold("refresh", SecretKind::Token, owner, &self.url, REFRESH_WAIT).await.map_err(store_error)?)
         } else {
-            CredentialRefreshGuard::new(self.blocking(|s| s.store.lock("auth.json.refresh.lock", REFRESH_WAIT)).await?)
+            Box::new(self.blocking(|s| s.store.lock("auth.json.refresh.lock", REFRESH_WAIT)).await?)
         };
         // Under the lock, the store itself: another process may have refreshed meanwhile.
         self.keep(None);
-        Ok(Some(guard))
+        *self.refresh.lock().unwrap_or_else(PoisonError::into_inner) = Some("failed");
+        let metrics = self.store.metrics.clone().map(|m| (m, self.server.clone()));
+        Ok(Some(CredentialRefreshGuard::new(Refreshing { _held: held, refresh: self.refresh.clone(), metrics })))
     }
 }
 

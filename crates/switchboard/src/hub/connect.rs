@@ -53,6 +53,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
     }
     inner.set_status(slot, ServerStatus::Connecting);
     let epoch = slot.epoch.fetch_add(1, Ordering::SeqCst) + 1;
+    slot.refusals.count_in(&inner.options.metrics, &slot.name);
     let ctx = ConnectCtx {
         project_root: inner.project_root.clone(),
         host_env: inner.host_env.clone(),

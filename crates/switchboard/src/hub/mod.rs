@@ -241,7 +241,8 @@ impl Hub {
                 (Some(db), Some(p)) => crate::auth::TokenStore::in_database(db.clone(), &p.key()),
                 (Some(db), None) => crate::auth::TokenStore::in_database(db.clone(), ""),
                 (None, _) => crate::auth::TokenStore::in_dir(&credentials),
-            },
+            }
+            .counted(options.metrics.clone()),
             person,
             credentials,
             people: people::People::new(config),

@@ -42,6 +42,8 @@ pub struct Refusal {
 #[derive(Debug, Default)]
 pub struct Refusals {
     state: Mutex<State>,
+    /// Where each refusal is counted, and the server's name there (set by the hub).
+    counted: std::sync::OnceLock<(crate::metrics::Metrics, String)>,
 }
 
 #[derive(Debug, Default)]
@@ -59,6 +61,23 @@ impl Refusals {
         s.home = home.map(Path::to_path_buf);
     }
 
+    /// From now on each refusal is counted in `metrics` as `server`'s
+    /// (`switchboard_sandbox_refusals_total`); the first call holds.
+    pub(crate) fn count_in(&self, metrics: &crate::metrics::Metrics, server: &str) {
+        let _ = self.counted.set((metrics.clone(), server.to_string()));
+    }
+
+    fn count(&self, kind: RefusedKind) {
+        if let Some((metrics, server)) = self.counted.get() {
+            let kind = match kind {
+                RefusedKind::Read => "read",
+                RefusedKind::Write => "write",
+                RefusedKind::Domain => "domain",
+            };
+            metrics.sandbox_refusal(server, kind);
+        }
+    }
+
     /// The refusals so far.
     pub fn list(&self) -> Vec<Refusal> {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).kept.clone()
@@ -74,6 +93,7 @@ impl Refusals {
         let mut s = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(rules) = s.rules.clone() else { return };
         let home = s.home.clone();
+        let mut found = Vec::new();
         for path in paths_in(line, home.as_deref()) {
             if let Some(kind) = judge(&rules, &path) {
                 let target = shown(&path, home.as_deref());
@@ -83,7 +103,12 @@ impl Refusals {
                 };
                 let allow = format!("\"sandbox\": {{\"{key}\": [{}]}}}}", serde_json::json!(target));
                 add(&mut s.kept, kind, target, allow);
+                found.push(kind);
             }
+        }
+        drop(s);
+        for kind in found {
+            self.count(kind);
         }
     }
 
@@ -92,6 +117,8 @@ impl Refusals {
         let mut s = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let allow = format!("\"sandbox\": {{\"network\": {{\"allowedDomains\": [{}]}}}}", serde_json::json!(name));
         add(&mut s.kept, RefusedKind::Domain, name.to_string(), allow);
+        drop(s);
+        self.count(RefusedKind::Domain);
     }
 }
 
@@ -168,6 +195,8 @@ mod tests {
     #[test]
     fn a_permission_error_on_a_hidden_path_names_the_line_that_allows_it() {
         let r = Refusals::default();
+        let metrics = crate::metrics::Metrics::new();
+        r.count_in(&metrics, "s");
         r.set_rules(Some(rules()), Some(Path::new("/h")));
         r.line("Error: EACCES: permission denied, open '/h/.ssh/id_rsa'");
         r.line("PermissionError: [Errno 13] Permission denied: '/etc/out.txt'");
@@ -186,6 +215,13 @@ mod tests {
         assert_eq!(got[0].allow, r#""sandbox": {"filesystem": {"allowRead": ["~/.ssh/id_rsa"]}}"#);
         assert_eq!((got[1].kind, got[1].target.as_str()), (RefusedKind::Write, "/etc/out.txt"));
         assert_eq!(got[1].allow, r#""sandbox": {"filesystem": {"allowWrite": ["/etc/out.txt"]}}"#);
+        // Each refusal counted, whatever is kept.
+        let mut registry = prometheus_client::registry::Registry::default();
+        metrics.register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap_or_default();
+        assert!(text.contains(r#"switchboard_sandbox_refusals_total{server="s",kind="read"} 3"#), "{text}");
+        assert!(text.contains(r#"switchboard_sandbox_refusals_total{server="s",kind="write"} 1"#), "{text}");
     }
 
     #[test]

@@ -295,6 +295,74 @@ fn a_running_hub_counts_its_refreshes_by_outcome() {
     });
 }
 
+/// Replicas on a team's store: a logout in one process (`switchboard logout`) reaches a hub
+/// running in another at once (the store's signals): it connects the server again, finds no
+/// tokens, and says the server needs a login, without waiting for a request to fail.
+#[test]
+fn a_logout_elsewhere_on_the_store_reaches_a_running_hub_at_once() {
+    let pg = switchboard_testkit::postgres::Postgres::start();
+    let store_url = pg.database("sb");
+    let keys = switchboard::store::seal::KeyRing::new_key_line("k1").unwrap();
+    let (_server, port) = python_oauth_server(60, &[]);
+    let home = Home { dir: tempfile::tempdir().unwrap() };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    std::fs::write(
+        home.dir.path().join("user.json"),
+        json!({"store": {"url": store_url}, "servers": {"py": {"url": url, "oauth": {"callback_port": free_port()}}}})
+            .to_string(),
+    )
+    .unwrap();
+    // SAFETY: set before any thread of this test reads the environment.
+    unsafe { std::env::set_var("SWITCHBOARD_STORE_KEYS", &keys) };
+    home.login("py");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let paths =
+            switchboard::Paths::new(home.dir.path().join("user.json"), switchboard_testkit::data_dir(home.dir.path()));
+        let loaded =
+            switchboard::config::load(&switchboard::config::LoadOptions::from_env(home.dir.path().into(), &paths));
+        let db = switchboard::store::db::Database::open(
+            &store_url,
+            switchboard::store::seal::KeyRing::parse(&keys).unwrap(),
+        )
+        .await
+        .unwrap();
+        let hub = switchboard::Hub::start(&loaded, switchboard::HubOptions::new(paths).store(db));
+        tokio::time::timeout(Duration::from_secs(60), hub.ready()).await.unwrap();
+        assert!(
+            matches!(hub.status("py"), Some(switchboard::status::ServerStatus::Connected { .. })),
+            "{:?}",
+            hub.status("py")
+        );
+        hub.call_tool("py__whoami", None, Default::default()).await.unwrap();
+
+        let out = tokio::task::spawn_blocking({
+            let mut logout = home.sb();
+            logout.args(["logout", "py"]);
+            move || logout.output().unwrap()
+        })
+        .await
+        .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let started = std::time::Instant::now();
+        loop {
+            let status = hub.status("py");
+            if matches!(
+                &status,
+                Some(switchboard::status::ServerStatus::Failed {
+                    kind: switchboard::status::FailureKind::NeedsAuth,
+                    ..
+                })
+            ) {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(5), "still {status:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        hub.shutdown().await;
+    });
+}
+
 /// A registered client the authorization server refuses: after the server restarts (it
 /// forgot its clients and tokens), the refresh is answered `invalid_client`, the client is
 /// forgotten, and the next `switchboard auth` registers a new one; `auth` on a server whose

@@ -69,7 +69,9 @@ pub async fn list_logins(store: &TokenStore, servers: &[(String, String)]) -> Re
 }
 
 /// Forgets the tokens stored for `url` (the registered client is kept, to be reused by the
-/// next login). Returns whether there were any.
+/// next login). Returns whether there were any. On a team's store the other processes are
+/// told ([`crate::store::signals::Signal::Logout`]): their running hubs forget the tokens they
+/// hold.
 pub async fn logout(store: &TokenStore, url: &str, server: &str) -> Result<bool, StoreError> {
     let had = store.entry(url).await?.is_some_and(|e| e.credentials.is_some());
     // The DPoP key goes with the tokens bound to it: the next login makes a new one.
@@ -79,6 +81,7 @@ pub async fn logout(store: &TokenStore, url: &str, server: &str) -> Result<bool,
             e.dpop_key = None;
         })
         .await?;
+    store.tell_logout(server).await;
     Ok(had)
 }
 

@@ -168,6 +168,16 @@ impl TokenStore {
         TokenStore { path: PathBuf::new(), db: Some((db, owner.to_string())), metrics: None }
     }
 
+    /// Tells the other processes on the team's store that this owner logged out of `server`
+    /// (nothing for a file store; a failure is logged).
+    pub(crate) async fn tell_logout(&self, server: &str) {
+        let Some((db, owner)) = &self.db else { return };
+        let signal = crate::store::signals::Signal::Logout { owner: owner.clone(), server: server.to_string() };
+        if let Err(e) = db.signal(&signal).await {
+            tracing::warn!(server = %server, "could not tell the other processes on the store of the logout: {e}");
+        }
+    }
+
     /// The same, each refresh of a token counted in `metrics`
     /// (`switchboard_token_refreshes_total`).
     pub(crate) fn counted(mut self, metrics: crate::metrics::Metrics) -> TokenStore {

@@ -25,6 +25,7 @@ use crate::connection::handler::ListChange;
 use crate::connection::{ConnectCtx, Connection, StartFailure};
 use crate::error::Error;
 use crate::status::{FailureKind, Retry, ServerStatus, now_ms};
+use crate::store::signals::Signal;
 
 /// Connects a slot (no-op when it already has a live connection). A failure is the slot's
 /// status, and is tried again as [`super::retry`] says.
@@ -240,6 +241,9 @@ pub(super) fn spawn_watchers(
                     refresh(&inner2, &slot2, &conn, kind, epoch).await;
                 }
             }
+            // A server may tell only the session that changed it: the other replicas list too.
+            let changed = Signal::ListChanged { owner: inner2.owner(), server: slot2.name.clone() };
+            inner2.tell(changed).await;
         }
     });
     inner.track(h.abort_handle());

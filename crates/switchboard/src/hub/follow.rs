@@ -133,14 +133,28 @@ impl Hub {
         }
         let hub = self.clone();
         let (follow_files, follow_watcher) = (files.clone(), watcher.clone());
+        // Another process on the team's store saw its config change ([`super::signals`]).
+        let mut remote = self.inner.remote_reload.subscribe();
         let task = tokio::spawn(async move {
-            while rx.recv().await.is_some() {
+            loop {
+                let from_files = tokio::select! {
+                    got = rx.recv() => match got {
+                        Some(()) => true,
+                        None => return,
+                    },
+                    told = remote.changed() => match told {
+                        Ok(()) => false,
+                        Err(_) => return,
+                    },
+                };
                 // Quiet for a moment: one reload for a burst of saves.
-                loop {
-                    match tokio::time::timeout(DEBOUNCE, rx.recv()).await {
-                        Ok(Some(())) => continue,
-                        Ok(None) => return,
-                        Err(_) => break,
+                if from_files {
+                    loop {
+                        match tokio::time::timeout(DEBOUNCE, rx.recv()).await {
+                            Ok(Some(())) => continue,
+                            Ok(None) => return,
+                            Err(_) => break,
+                        }
                     }
                 }
                 let load_options = options.clone();
@@ -162,6 +176,11 @@ impl Hub {
                     *f = now;
                 }
                 let report = hub.reload(&loaded).await;
+                if report.changed() && from_files {
+                    // The other replicas read theirs again (a config map reaches each at its
+                    // own time).
+                    hub.inner.tell(crate::store::signals::Signal::Reload).await;
+                }
                 if report.changed() {
                     tracing::info!(
                         "config reloaded: {} added, {} removed, {} restarted, {} updated",

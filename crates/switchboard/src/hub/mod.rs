@@ -25,6 +25,7 @@ mod reload;
 mod request;
 mod retry;
 mod scan;
+mod signals;
 mod slot;
 mod subscriptions;
 mod view;
@@ -114,6 +115,9 @@ pub(crate) struct Inner {
     /// Where this hub's running supervisors are recorded.
     record: Option<Arc<crate::process::record::Record>>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// Counts the config reloads other processes on the store asked for ([`signals`]), which
+    /// [`Hub::watch_config`]'s loop follows.
+    remote_reload: watch::Sender<u64>,
     shutting_down: AtomicBool,
     id: String,
     /// Numbers tool calls for [`Event::Progress`].
@@ -261,6 +265,7 @@ impl Hub {
             trees: Arc::default(),
             record,
             tasks: Mutex::new(Vec::new()),
+            remote_reload: watch::Sender::new(0),
             shutting_down: AtomicBool::new(false),
             id,
             calls: AtomicU64::new(0),
@@ -269,6 +274,7 @@ impl Hub {
         if inner.options.reconnect.background {
             lease::spawn(&inner);
         }
+        signals::spawn(&inner);
         for slot in inner.all_slots() {
             if matches!(slot.state().status, ServerStatus::Connecting) {
                 let (inner2, slot2) = (inner.clone(), slot.clone());
@@ -534,6 +540,20 @@ fn wanted(options: &HubOptions, person: bool, name: &str, entry: &crate::config:
 }
 
 impl Inner {
+    /// The owner this hub's logins and instances are told as (`""`: the host's).
+    fn owner(&self) -> String {
+        self.person.as_ref().map(|p| p.key()).unwrap_or_default()
+    }
+
+    /// Tells the other processes on the team's store `signal` ([`signals`]; nothing without a
+    /// store; a failure is logged: what is told is a hint, the store holds the truth).
+    async fn tell(&self, signal: crate::store::signals::Signal) {
+        let Some(db) = &self.options.store else { return };
+        if let Err(e) = db.signal(&signal).await {
+            tracing::warn!("could not tell the other processes on the store: {e}");
+        }
+    }
+
     fn slot(&self, name: &str) -> Result<Arc<Slot>, Error> {
         let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
         slots.get(name).cloned().ok_or_else(|| Error::unknown_server(name, slots.keys().map(String::as_str)))

@@ -69,6 +69,11 @@ impl People {
         self.hubs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The hub of the person `key`, while it runs.
+    pub(super) fn running(&self, key: &str) -> Option<Hub> {
+        self.hubs().get(key).map(|p| p.hub.clone())
+    }
+
     /// The config as it is now.
     pub(super) fn config(&self) -> Arc<LoadedConfig> {
         self.config.read().unwrap_or_else(PoisonError::into_inner).clone()
@@ -476,8 +481,7 @@ impl Hub {
                 message: format!("`{server}` is not a server each person gets their own of"),
             });
         }
-        let running = self.inner.people.hubs().get(key).map(|p| p.hub.clone());
-        if let Some(hub) = running {
+        if let Some(hub) = self.inner.people.running(key) {
             return hub.logout(server).await;
         }
         let folder = self.inner.options.paths.data_dir.join("people").join(key);

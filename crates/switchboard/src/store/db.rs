@@ -72,6 +72,9 @@ struct Inner {
     /// Every person's input values, read on open and kept up to date by [`Database::set_input`]
     /// (a person's config is loaded where no query can wait: [`Database::input_values`]).
     inputs: std::sync::RwLock<HashMap<String, InputValues>>,
+    /// This handle's name among the processes on the store (random): how it knows its own
+    /// signals ([`super::signals`]).
+    origin: String,
 }
 
 impl std::fmt::Debug for Database {
@@ -221,7 +224,13 @@ impl Database {
             }
             source => StoreError::Migrate { store: shown.clone(), source },
         })?;
-        let db = Database { inner: Arc::new(Inner { pool, keys, shown, inputs: Default::default() }) };
+        let mut random = [0u8; 8];
+        aws_lc_rs::rand::fill(&mut random).map_err(|_| StoreError::Migrate {
+            store: shown.clone(),
+            source: MigrateError::Source("no random bytes for the process's name".into()),
+        })?;
+        let origin = random.iter().map(|b| format!("{b:02x}")).collect();
+        let db = Database { inner: Arc::new(Inner { pool, keys, shown, inputs: Default::default(), origin }) };
         db.load_inputs().await?;
         Ok(db)
     }
@@ -229,6 +238,11 @@ impl Database {
     /// The store as it may be shown (no password).
     pub fn shown(&self) -> &str {
         &self.inner.shown
+    }
+
+    /// This process's name among those on the store (random, made when it opened).
+    pub fn origin(&self) -> &str {
+        &self.inner.origin
     }
 
     /// The connection pool (for the records of [`super::records`]).

@@ -11,6 +11,7 @@ mod records;
 pub mod replicas;
 pub mod seal;
 pub mod sessions;
+pub mod signals;
 
 use std::path::{Path, PathBuf};
 

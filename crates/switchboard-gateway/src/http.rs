@@ -249,9 +249,15 @@ impl HttpFront {
                     }
                 }
             }
+            // A session resumed here catches up on its first request (`session/memory.rs`).
+            if resumed.is_some()
+                && let Some(id) = &session
+            {
+                self.replicas.resumed(id);
+            }
+            let mut parts = parts;
             if !post {
                 let primed = resumed.unwrap_or_else(|| header_version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
-                let mut parts = parts;
                 // A request's stream asked for again ([`crate::resume`]).
                 let last = parts.headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_string);
                 let Some(tagged) = last.as_deref().and_then(crate::resume::parse) else {

@@ -79,7 +79,14 @@ pub(crate) struct Replicas {
     url: Mutex<String>,
     /// Made on first use (only a replica passing a request on needs one).
     http: std::sync::OnceLock<reqwest::Client>,
+    /// Legacy sessions this process resumed (it did not hold them) whose first request has not
+    /// come yet: that request catches up ([`crate::session::Resumed`]).
+    resumed: Mutex<std::collections::HashSet<String>>,
 }
+
+/// The most sessions waiting to catch up that are remembered (a resumed stream whose client
+/// never sends a request again leaves one).
+const MAX_RESUMED: usize = 10_000;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -95,7 +102,28 @@ impl Replicas {
             Some(_) => None,
             None => KeyRing::new_key_line("own").and_then(|line| KeyRing::parse(&line)).ok(),
         };
-        Replicas { id, store, own_keys, url: Mutex::new(String::new()), http: std::sync::OnceLock::new() }
+        Replicas {
+            id,
+            store,
+            own_keys,
+            url: Mutex::new(String::new()),
+            http: std::sync::OnceLock::new(),
+            resumed: Mutex::default(),
+        }
+    }
+
+    /// The session `id` was resumed here: its next request catches up.
+    pub(crate) fn resumed(&self, id: &str) {
+        let mut resumed = self.resumed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if resumed.len() >= MAX_RESUMED {
+            resumed.clear();
+        }
+        resumed.insert(id.to_string());
+    }
+
+    /// Whether the session `id` was resumed here and has not caught up yet (it does now).
+    pub(crate) fn catches_up(&self, id: &str) -> bool {
+        self.resumed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id)
     }
 
     fn http(&self) -> &reqwest::Client {

@@ -298,6 +298,34 @@ impl View {
         (tools, prompts, resources)
     }
 
+    /// A digest of each list as [`View::changes`] compares them (`tools`, `prompts`,
+    /// `resources`): what a session's memory keeps of what its client was given, so that a
+    /// replica taking the session over can tell which lists differ now.
+    pub(crate) fn digests(&self) -> [(&'static str, String); 3] {
+        use sha2::Digest;
+        fn of<T: serde::Serialize>(items: impl Iterator<Item = T>) -> String {
+            let mut hash = sha2::Sha256::new();
+            for item in items {
+                hash.update(serde_json::to_vec(&item).unwrap_or_default());
+                hash.update([0]);
+            }
+            hash.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
+        }
+        let ours = |r: &&Resource| r.uri != SERVERS_URI;
+        let resources = of(self
+            .resources
+            .iter()
+            .filter(ours)
+            .map(serde_json::to_value)
+            .map(Result::unwrap_or_default)
+            .chain(self.templates.iter().map(serde_json::to_value).map(Result::unwrap_or_default)));
+        [
+            ("tools", of(self.tools.iter().map(|t| &t.tool))),
+            ("prompts", of(self.prompts.iter().map(|p| &p.prompt))),
+            ("resources", resources),
+        ]
+    }
+
     /// A tool by its name in this view, listed or denied.
     pub(crate) fn tool(&self, name: &str) -> Option<&ExposedTool> {
         match self.tool_index.get(name) {

@@ -229,3 +229,98 @@ async fn a_legacy_session_is_served_by_one_replica_and_taken_over_when_it_dies()
     let listed = answered(&post(&at_b, &alice, Some(&session), &list).await.text().await.unwrap());
     assert!(listed["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{listed}");
 }
+
+/// A legacy session taken over by another replica catches up there: the resources its client
+/// subscribed to are subscribed to again (server-everything's updates reach it through the new
+/// replica), and it is told `list_changed` for the lists that differ from what it was sent (a
+/// tool taken away while its replica was down: the tools changed, the prompts did not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_over_session_is_told_which_lists_changed_and_keeps_its_subscriptions() {
+    let pg = tokio::task::spawn_blocking(switchboard_testkit::postgres::Postgres::start).await.unwrap();
+    let issuer = Issuer::start(&[&Key::new("k1")]);
+    let home = Home::team_on_store(&issuer.issuer, &pg.database("sb"), json!({}));
+    let everything = switchboard_testkit::node_peer("server-everything");
+    home.edit(|c| c["servers"]["ev"] = json!({"command": "node", "args": [everything, "stdio"]}));
+    let alice = home.api_key("alice-bot");
+    let (a, at_a) = common::http_gateway(&home, &[]);
+    let (_b, at_b) = common::http_gateway(&home, &[]);
+    registered(&pg, 2).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "legacy", "version": "1"}}});
+    let r = post(&at_a, &alice, None, &init).await;
+    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let _ = r.text().await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&at_a, &alice, Some(&session), &initialized).await.status(), 202);
+    let list = |id: u64, method: &str| json!({"jsonrpc": "2.0", "id": id, "method": method});
+    let tools = answered(&post(&at_a, &alice, Some(&session), &list(2, "tools/list")).await.text().await.unwrap());
+    let before = tools["result"]["tools"].as_array().map(Vec::len).unwrap_or_default();
+    let _ = post(&at_a, &alice, Some(&session), &list(3, "prompts/list")).await.text().await;
+    let resources =
+        answered(&post(&at_a, &alice, Some(&session), &list(4, "resources/list")).await.text().await.unwrap());
+    let uri = resources["result"]["resources"]
+        .as_array()
+        .and_then(|all| all.iter().find_map(|r| r["uri"].as_str().filter(|u| u.starts_with("demo://"))))
+        .unwrap_or_else(|| panic!("a resource of server-everything: {resources}"))
+        .to_string();
+    let subscribe = json!({"jsonrpc": "2.0", "id": 5, "method": "resources/subscribe", "params": {"uri": uri}});
+    let said = answered(&post(&at_a, &alice, Some(&session), &subscribe).await.text().await.unwrap());
+    assert!(said.get("result").is_some(), "{said}");
+    let memory = pg.sql("sb", &format!("SELECT memory FROM switchboard_sessions WHERE id = '{session}'"));
+    assert!(memory.contains("\"tools\"") && memory.contains(&uri), "kept in the store: {memory}");
+
+    // A dies; a tool is taken away while the client is away (B reads the config again).
+    drop(a);
+    home.edit(|c| c["servers"]["ev"]["tools"] = json!({"deny": ["echo"]}));
+    let other = post(&at_b, &alice, None, &init).await;
+    let other_session = other.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let _ = other.text().await;
+    let started = std::time::Instant::now();
+    loop {
+        let listed =
+            answered(&post(&at_b, &alice, Some(&other_session), &list(2, "tools/list")).await.text().await.unwrap());
+        let names = listed["result"]["tools"].to_string();
+        if names.contains("ev__") && !names.contains("\"ev__echo\"") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "B did not read the config again: {names}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // The client's stream, asked for again at B (which takes the session over), then a call.
+    let stream = reqwest::Client::new()
+        .get(&at_b)
+        .bearer_auth(&alice)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let toggle = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                        "params": {"name": "ev__toggle-subscriber-updates", "arguments": {}}});
+    let said = answered(&post(&at_b, &alice, Some(&session), &toggle).await.text().await.unwrap());
+    assert!(said.get("result").is_some(), "{said}");
+    let mut heard: Vec<String> = Vec::new();
+    let watched = uri.clone();
+    let _ = tokio::time::timeout(
+        Duration::from_secs(15),
+        events(stream, async |message| {
+            let method = message["method"].as_str().unwrap_or_default().to_string();
+            let updated = method == "notifications/resources/updated" && message["params"]["uri"] == watched.as_str();
+            heard.push(method);
+            !updated
+        }),
+    )
+    .await;
+    assert!(heard.iter().any(|m| m == "notifications/tools/list_changed"), "told the tools changed: {heard:?}");
+    assert!(!heard.iter().any(|m| m == "notifications/prompts/list_changed"), "the prompts did not: {heard:?}");
+    assert!(!heard.iter().any(|m| m == "notifications/resources/list_changed"), "nor the resources: {heard:?}");
+    assert!(
+        heard.iter().any(|m| m == "notifications/resources/updated"),
+        "its subscription was made again at B: {heard:?}"
+    );
+    let listed = answered(&post(&at_b, &alice, Some(&session), &list(7, "tools/list")).await.text().await.unwrap());
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len).unwrap_or_default(), before - 1, "{listed}");
+}

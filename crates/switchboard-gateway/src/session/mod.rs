@@ -1,6 +1,7 @@
 //! One downstream session: the rmcp `ServerHandler` the gateway serves.
 
 mod handler;
+mod memory;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,8 @@ pub struct Session {
     born: tokio::time::Instant,
     /// How its client reaches it, for its spans.
     transport: Transport,
+    /// What its client was given, kept in a team's store ([`memory`]).
+    memory: memory::Memory,
 }
 
 impl Drop for Session {
@@ -96,6 +99,7 @@ impl Session {
             registered: AtomicBool::new(false),
             listed: AtomicBool::new(false),
             born: tokio::time::Instant::now(),
+            memory: memory::Memory::default(),
         }
     }
 
@@ -177,7 +181,9 @@ impl Session {
     /// starting or reconnecting (a call waits only for its own server, in the hub).
     async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         let (profile, names) = self.register(ctx)?;
-        self.shared.view(profile.as_deref(), names, principal(ctx).as_ref()).map_err(profile_error)
+        let view = self.shared.view(profile.as_deref(), names, principal(ctx).as_ref()).map_err(profile_error)?;
+        self.catch_up(ctx, &view).await;
+        Ok(view)
     }
 
     /// The view for a list: the session's first list waits (within [`START_WAIT`]) for the
@@ -193,6 +199,7 @@ impl Session {
         if let Some(s) = self.shared.sessions().get_mut(&self.id) {
             s.seen = Some(view.clone());
         }
+        self.remember_view(ctx, &view).await;
         Ok(view)
     }
 
@@ -539,7 +546,9 @@ impl Session {
         let (_, owner) = self.lookup(&ctx, |view| view.resource_owner(&request.uri)).await?;
         let owner =
             owner.ok_or_else(|| McpError::resource_not_found(format!("no server offers `{}`", request.uri), None))?;
-        self.shared.subscribe(self.id, &owner.server, &owner.uri, principal(&ctx).as_ref()).await.map_err(error)
+        self.shared.subscribe(self.id, &owner.server, &owner.uri, principal(&ctx).as_ref()).await.map_err(error)?;
+        self.remember_subscription(&ctx, &request.uri, true).await;
+        Ok(())
     }
 
     #[allow(deprecated)]
@@ -555,6 +564,7 @@ impl Session {
         let had = self.shared.sessions().get_mut(&self.id).is_some_and(|s| s.subscribed.remove(&key));
         if had {
             self.shared.unsubscribe(&owner.server, &owner.uri, caller.as_ref()).await;
+            self.remember_subscription(&ctx, &request.uri, false).await;
         }
         Ok(())
     }

@@ -35,6 +35,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (4, "audit", include_str!("migrations/0004_audit.sql")),
     (5, "sessions", include_str!("migrations/0005_sessions.sql")),
     (6, "replicas", include_str!("migrations/0006_replicas.sql")),
+    (7, "session memory", include_str!("migrations/0007_session_memory.sql")),
 ];
 
 /// Values given for inputs (`${input:ID}`): config file → input id → value.

@@ -22,21 +22,38 @@ pub struct StoredSession {
     pub primed: bool,
     /// The replica serving it (`None`: none yet).
     pub replica: Option<String>,
+    /// What its client was given.
+    pub memory: SessionMemory,
+}
+
+/// What a legacy session's client was given, kept by the replica serving it so that another
+/// one taking the session over can tell the client what changed and subscribe again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct SessionMemory {
+    /// A digest of each list (`tools`, `prompts`, `resources`) as last sent.
+    #[serde(default)]
+    pub lists: std::collections::BTreeMap<String, String>,
+    /// The resources it subscribed to, by the URIs it was given.
+    #[serde(default)]
+    pub subscribed: std::collections::BTreeSet<String>,
 }
 
 impl Database {
     /// The session `id`, if kept (and not older than [`SESSION_DAYS`]).
     pub async fn session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let row = sqlx::query_as::<_, (String, Option<String>, bool, Option<String>)>(
-            "SELECT state::text, owner, primed, replica FROM switchboard_sessions WHERE id = $1 AND created_ms >= $2",
+        let row = sqlx::query_as::<_, (String, Option<String>, bool, Option<String>, String)>(
+            "SELECT state::text, owner, primed, replica, memory::text FROM switchboard_sessions \
+             WHERE id = $1 AND created_ms >= $2",
         )
         .bind(id)
         .bind(oldest())
         .fetch_optional(self.pool())
         .await
         .map_err(|e| self.db_error(e))?;
-        Ok(row.and_then(|(state, owner, primed, replica)| {
-            Some(StoredSession { state: serde_json::from_str(&state).ok()?, owner, primed, replica })
+        Ok(row.and_then(|(state, owner, primed, replica, memory)| {
+            let memory = serde_json::from_str(&memory).unwrap_or_default();
+            Some(StoredSession { state: serde_json::from_str(&state).ok()?, owner, primed, replica, memory })
         }))
     }
 
@@ -88,6 +105,18 @@ impl Database {
         .await
         .map_err(|e| self.db_error(e))?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Keeps what the session `id`'s client was given.
+    pub async fn remember_session(&self, id: &str, memory: &SessionMemory) -> Result<(), StoreError> {
+        let memory = serde_json::to_string(memory).unwrap_or_else(|_| "{}".into());
+        sqlx::query("UPDATE switchboard_sessions SET memory = $2::jsonb WHERE id = $1")
+            .bind(id)
+            .bind(memory)
+            .execute(self.pool())
+            .await
+            .map_err(|e| self.db_error(e))?;
+        Ok(())
     }
 
     /// Forgets the session `id` (its client ended it).

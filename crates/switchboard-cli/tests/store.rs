@@ -49,7 +49,7 @@ fn a_team_store_from_the_command_line() {
     let out = with_keys(&["store", "status", "--json"], &k1);
     assert!(out.status.success(), "{}", text(&out));
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(status["status"]["schema"], 6, "{status}");
+    assert_eq!(status["status"]["schema"], switchboard::store::db::schema_version(), "{status}");
     assert_eq!(status["status"]["people"], 0, "{status}");
     assert!(!status.to_string().contains("pa55-word"), "{status}");
 

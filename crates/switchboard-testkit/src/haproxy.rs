@@ -88,6 +88,11 @@ impl HaProxy {
         proxy
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Its address, `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)

@@ -306,14 +306,13 @@ fn a_logout_elsewhere_on_the_store_reaches_a_running_hub_at_once() {
     let (_server, port) = python_oauth_server(60, &[]);
     let home = Home { dir: tempfile::tempdir().unwrap() };
     let url = format!("http://127.0.0.1:{port}/mcp");
-    std::fs::write(
-        home.dir.path().join("user.json"),
-        json!({"store": {"url": store_url}, "servers": {"py": {"url": url, "oauth": {"callback_port": free_port()}}}})
-            .to_string(),
-    )
-    .unwrap();
-    // SAFETY: set before any thread of this test reads the environment.
-    unsafe { std::env::set_var("SWITCHBOARD_STORE_KEYS", &keys) };
+    // The key ring in a file of the person's alone, as `store.key_file` asks.
+    let key_file = home.dir.path().join("store.keys");
+    std::fs::write(&key_file, &keys).unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let store = json!({"url": store_url, "key_file": key_file});
+    let servers = json!({"py": {"url": url, "oauth": {"callback_port": free_port()}}});
+    std::fs::write(home.dir.path().join("user.json"), json!({"store": store, "servers": servers}).to_string()).unwrap();
     home.login("py");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {

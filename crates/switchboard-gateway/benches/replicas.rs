@@ -8,7 +8,10 @@
 //!   call answers) behind Debian's HAProxy (round robin, no affinity);
 //! - three replicas on the store behind HAProxy.
 //!
-//! The client is a bare rmcp client (its default protocol revision) on a current-thread runtime
+//! Each path is measured with a legacy session (rmcp's `serve`: `initialize`, a session the
+//! replica that made it serves, so round robin sends most requests on between replicas) and,
+//! for the replicas, with a 2026-07-28 client (`server/discover`, no session: any replica
+//! serves any request). The client is a bare rmcp client on a current-thread runtime
 //! pinned to CPU 0; every gateway, its echo upstream (`examples/echo.rs` over stdio), HAProxy
 //! and PostgreSQL run pinned to CPU 1. This machine has two CPUs, so three replicas share one:
 //! the rows say what the extra hops and the store cost, and the CPU each process spent per call
@@ -62,8 +65,8 @@ fn pin(pid: i32, cpu: usize) {
     }
 }
 
-/// A gateway, a replica of `config`, on `addr`, pinned to CPU 1 with `env`.
-fn gateway(bin: &Path, home: &Path, config: &Path, addr: &str, env: &[(&str, String)]) -> Peer {
+/// A gateway, a replica of `config`, on `addr`, pinned to CPU 1 with `env` and `flags`.
+fn gateway(bin: &Path, home: &Path, config: &Path, addr: &str, env: &[(&str, String)], flags: &[&str]) -> Peer {
     use std::os::unix::process::CommandExt;
     let mut c = Command::new(bin);
     // SAFETY: between fork and exec only sched_setaffinity, a plain system call.
@@ -80,6 +83,7 @@ fn gateway(bin: &Path, home: &Path, config: &Path, addr: &str, env: &[(&str, Str
         .arg("--config")
         .arg(config)
         .args(["gateway", "--http", addr, "--no-auth"])
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let child = c.spawn().unwrap();
@@ -88,9 +92,19 @@ fn gateway(bin: &Path, home: &Path, config: &Path, addr: &str, env: &[(&str, Str
     Peer::new(child)
 }
 
-async fn client(url: &str) -> Client {
+/// A client of `url`: a legacy session (`initialize`, as rmcp's `serve` does), or with
+/// `modern` the 2026-07-28 lifecycle (`server/discover`, no session: every request stands
+/// alone, so any replica serves it).
+async fn client(url: &str, modern: bool) -> Client {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
     let t = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url));
-    ().serve(t).await.unwrap()
+    if modern {
+        let lifecycle =
+            ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28] };
+        ().serve_with_lifecycle(t, lifecycle).await.unwrap()
+    } else {
+        ().serve(t).await.unwrap()
+    }
 }
 
 /// One way of reaching the echo tool.
@@ -113,8 +127,13 @@ fn cpu_of(pids: &[u32]) -> f64 {
     pids.iter().map(|p| cpu_secs(*p)).sum()
 }
 
-async fn row(name: &'static str, url: &str, gateways: Vec<u32>, others: Vec<(&'static str, Vec<u32>)>) -> Row {
-    let client = client(url).await;
+async fn row(
+    name: &'static str,
+    (url, modern): (&str, bool),
+    gateways: Vec<u32>,
+    others: Vec<(&'static str, Vec<u32>)>,
+) -> Row {
+    let client = client(url, modern).await;
     let tools = client.list_all_tools().await.unwrap();
     let tool = tools.iter().map(|t| t.name.to_string()).find(|n| n.ends_with("echo")).expect("an echo tool");
     let n = others.len();
@@ -193,10 +212,12 @@ fn main() {
         let mut rows = Vec::new();
         let mut kept: Vec<Peer> = Vec::new();
         let mut proxies: Vec<HaProxy> = Vec::new();
-        for name in ["gateway --http", "gateway --http (A/A)"] {
+        for (name, modern) in
+            [("gateway --http", false), ("gateway --http (A/A)", false), ("gateway --http, 2026-07-28", true)]
+        {
             let addr = format!("127.0.0.1:{}", free_port());
-            let gw = gateway(&bin, home, &plain, &addr, &[]);
-            rows.push(row(name, &format!("http://{addr}/mcp"), vec![gw.id()], vec![]).await);
+            let gw = gateway(&bin, home, &plain, &addr, &[], &[]);
+            rows.push(row(name, (&format!("http://{addr}/mcp"), modern), vec![gw.id()], vec![]).await);
             kept.push(gw);
         }
         let traced_env = [
@@ -204,24 +225,31 @@ fn main() {
             ("OTEL_BSP_SCHEDULE_DELAY", "200".to_string()),
         ];
         let addr = format!("127.0.0.1:{}", free_port());
-        let gw = gateway(&bin, home, &plain, &addr, &traced_env);
-        rows.push(row("gateway --http, traced (OTLP)", &format!("http://{addr}/mcp"), vec![gw.id()], vec![]).await);
+        let gw = gateway(&bin, home, &plain, &addr, &traced_env, &[]);
+        let url = format!("http://{addr}/mcp");
+        rows.push(row("gateway --http, traced (OTLP)", (&url, false), vec![gw.id()], vec![]).await);
         kept.push(gw);
-        for (name, n) in [("1 replica on the store, behind HAProxy", 1), ("3 replicas on the store, behind HAProxy", 3)] {
+        for (name, n) in
+            [("1 replica on the store, behind HAProxy", 1), ("3 replicas on the store, behind HAProxy", 3)]
+        {
             let addrs: Vec<String> = (0..n).map(|_| format!("127.0.0.1:{}", free_port())).collect();
             let proxy = HaProxy::start(&addrs);
             let haproxy = proxy.pid();
             pin(haproxy as i32, 1);
+            // Clients name the balancer: the replicas are told that name (`--host`).
+            let public = proxy.url().trim_start_matches("http://").to_string();
             let mut ids = Vec::new();
             for addr in &addrs {
-                let gw = gateway(&bin, home, &on_store, addr, &store_env);
+                let gw = gateway(&bin, home, &on_store, addr, &store_env, &["--host", &public]);
                 ids.push(gw.id());
                 kept.push(gw);
             }
             proxy.wait_up(n, Duration::from_secs(30));
             let postgres: Vec<u32> = pg.processes().into_iter().map(|p| p as u32).collect();
             let others = vec![("haproxy", vec![haproxy]), ("postgres", postgres)];
-            rows.push(row(name, &format!("{}/mcp", proxy.url()), ids, others).await);
+            let url = format!("{}/mcp", proxy.url());
+            rows.push(row(name, (&url, false), ids.clone(), others.clone()).await);
+            rows.push(row(modern_name(n), (&url, true), ids, others).await);
             proxies.push(proxy);
         }
 
@@ -280,4 +308,9 @@ fn main() {
         drop(kept);
         drop(proxies);
     });
+}
+
+/// The 2026-07-28 client's row of `n` replicas.
+fn modern_name(n: usize) -> &'static str {
+    if n == 1 { "1 replica, 2026-07-28 client" } else { "3 replicas, 2026-07-28 client" }
 }

@@ -5,7 +5,8 @@
 //! `OTEL_SERVICE_NAME` (default `switchboard`), `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_BSP_*` and
 //! `OTEL_TRACES_SAMPLER` as the SDK reads them; `OTEL_SDK_DISABLED=true` or
 //! `OTEL_TRACES_EXPORTER=none` turn it off. Spans are sent in batches from a thread of the
-//! SDK's; the last ones are sent when the command ends ([`Exporter`]'s drop).
+//! SDK's; the last ones are sent when the command ends ([`Exporter`]'s drop, at most
+//! [`LAST_SPANS`]).
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
@@ -16,9 +17,13 @@ pub struct Exporter {
     provider: SdkTracerProvider,
 }
 
+/// The longest a command's end waits for its last spans to be sent (a collector that does not
+/// answer must not hold the exit up; the SDK's default is 5 s).
+const LAST_SPANS: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Drop for Exporter {
     fn drop(&mut self) {
-        if let Err(e) = self.provider.shutdown() {
+        if let Err(e) = self.provider.shutdown_with_timeout(LAST_SPANS) {
             tracing::warn!("the last spans could not be sent to the OTLP endpoint: {e}");
         }
     }

@@ -20,6 +20,31 @@ async fn open(url: &str, keys: &str) -> Database {
     Database::open(url, KeyRing::parse(keys).unwrap()).await.unwrap()
 }
 
+/// A PostgreSQL store, the Python SDK's server over HTTP, and two hubs on both, each with its
+/// own folders. 2025-11-25 sessions: the SDK tells a change to the session that made it alone
+/// (on 2026-07-28 every `subscriptions/listen` stream hears it).
+struct Two {
+    _pg: Postgres,
+    _peer: switchboard_testkit::Peer,
+    _envs: (TestEnv, TestEnv),
+    a: switchboard::Hub,
+    b: switchboard::Hub,
+}
+
+async fn two_hubs() -> Two {
+    let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
+    let url = pg.database("sb");
+    let keys = KeyRing::new_key_line("k1").unwrap();
+    let (peer, port) =
+        tokio::task::spawn_blocking(|| switchboard_testkit::python_peer("streamable-http")).await.unwrap();
+    let server = json!({"url": format!("http://127.0.0.1:{port}/mcp"), "protocol_version": "2025-11-25"});
+    let config = json!({"servers": {"py": server}});
+    let (a_env, b_env) = (TestEnv::new(), TestEnv::new());
+    let a = a_env.hub_with(&config, a_env.options().store(open(&url, &keys).await)).await;
+    let b = b_env.hub_with(&config, b_env.options().store(open(&url, &keys).await)).await;
+    Two { _pg: pg, _peer: peer, _envs: (a_env, b_env), a, b }
+}
+
 async fn until(what: &str, limit: Duration, check: impl Fn() -> bool) {
     let started = Instant::now();
     while !check() {
@@ -30,25 +55,14 @@ async fn until(what: &str, limit: Duration, check: impl Fn() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_change_told_to_one_hub_reaches_the_other() {
-    let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
-    let url = pg.database("sb");
-    let keys = KeyRing::new_key_line("k1").unwrap();
-    let (_peer, port) =
-        tokio::task::spawn_blocking(|| switchboard_testkit::python_peer("streamable-http")).await.unwrap();
-    // 2025-11-25 sessions: the SDK tells a change to the session that made it (on 2026-07-28
-    // every `subscriptions/listen` stream hears it).
-    let server = json!({"url": format!("http://127.0.0.1:{port}/mcp"), "protocol_version": "2025-11-25"});
-    let config = json!({"servers": {"py": server}});
-    let (a_env, b_env) = (TestEnv::new(), TestEnv::new());
-    let a = a_env.hub_with(&config, a_env.options().store(open(&url, &keys).await)).await;
-    let b = b_env.hub_with(&config, b_env.options().store(open(&url, &keys).await)).await;
+    let Two { a, b, .. } = &two_hubs().await;
     let has = |hub: &switchboard::Hub, tool: &str| hub.catalog().tools_of("py").any(|t| t.tool.name == tool);
-    assert!(!has(&b, "extra"));
+    assert!(!has(b, "extra"));
     // Through A: the server adds a tool and tells A's session alone.
     let args = serde_json::from_value(json!({"name": "extra"})).unwrap();
     a.call_tool("py__add_tool", Some(args), Default::default()).await.unwrap();
-    until("A lists again after its list_changed", Duration::from_secs(10), || has(&a, "extra")).await;
-    until("B is told and lists again", Duration::from_secs(5), || has(&b, "extra")).await;
+    until("A lists again after its list_changed", Duration::from_secs(10), || has(a, "extra")).await;
+    until("B is told and lists again", Duration::from_secs(5), || has(b, "extra")).await;
     a.shutdown().await;
     b.shutdown().await;
 }
@@ -58,16 +72,7 @@ async fn a_list_change_told_to_one_hub_reaches_the_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_update_told_to_one_hub_reaches_the_other_once() {
     use switchboard::events::Event;
-    let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
-    let url = pg.database("sb");
-    let keys = KeyRing::new_key_line("k1").unwrap();
-    let (_peer, port) =
-        tokio::task::spawn_blocking(|| switchboard_testkit::python_peer("streamable-http")).await.unwrap();
-    let server = json!({"url": format!("http://127.0.0.1:{port}/mcp"), "protocol_version": "2025-11-25"});
-    let config = json!({"servers": {"py": server}});
-    let (a_env, b_env) = (TestEnv::new(), TestEnv::new());
-    let a = a_env.hub_with(&config, a_env.options().store(open(&url, &keys).await)).await;
-    let b = b_env.hub_with(&config, b_env.options().store(open(&url, &keys).await)).await;
+    let Two { a, b, .. } = &two_hubs().await;
     let mut heard = b.subscribe_changes();
     let args = serde_json::from_value(json!({"uri": "py://greeting"})).unwrap();
     a.call_tool("py__touch", Some(args), Default::default()).await.unwrap();

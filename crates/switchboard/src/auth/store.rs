@@ -171,10 +171,8 @@ impl TokenStore {
     /// Tells the other processes on the team's store that this owner logged out of `server`
     /// (nothing for a file store; a failure is logged).
     pub(crate) async fn tell_logout(&self, server: &str) {
-        let Some((db, owner)) = &self.db else { return };
-        let signal = crate::store::signals::Signal::Logout { owner: owner.clone(), server: server.to_string() };
-        if let Err(e) = db.signal(&signal).await {
-            tracing::warn!(server = %server, "could not tell the other processes on the store of the logout: {e}");
+        if let Some((db, owner)) = &self.db {
+            db.tell(&crate::store::signals::Signal::Logout { owner: owner.clone(), server: server.to_string() }).await;
         }
     }
 

@@ -548,9 +548,8 @@ impl Inner {
     /// Tells the other processes on the team's store `signal` ([`signals`]; nothing without a
     /// store; a failure is logged: what is told is a hint, the store holds the truth).
     async fn tell(&self, signal: crate::store::signals::Signal) {
-        let Some(db) = &self.options.store else { return };
-        if let Err(e) = db.signal(&signal).await {
-            tracing::warn!("could not tell the other processes on the store: {e}");
+        if let Some(db) = &self.options.store {
+            db.tell(&signal).await;
         }
     }
 

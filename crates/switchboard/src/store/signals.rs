@@ -83,6 +83,14 @@ impl Database {
             .map_err(|e| self.db_error(e))
     }
 
+    /// [`Database::signal`], a failure logged rather than returned: what is told is a hint,
+    /// the store holds the truth.
+    pub async fn tell(&self, signal: &Signal) {
+        if let Err(e) = self.signal(signal).await {
+            tracing::warn!("could not tell the other processes on the store ({signal:?}): {e}");
+        }
+    }
+
     /// Starts listening (a connection of its own, outside the pool's count).
     pub async fn signals(&self) -> Result<Signals, StoreError> {
         let mut listener = PgListener::connect_with(self.pool()).await.map_err(|e| self.db_error(e))?;

@@ -80,7 +80,7 @@ pub(crate) struct Replicas {
     /// Made on first use (only a replica passing a request on needs one).
     http: std::sync::OnceLock<reqwest::Client>,
     /// Legacy sessions this process resumed (it did not hold them) whose first request has not
-    /// come yet: that request catches up ([`crate::session::Resumed`]).
+    /// come yet: that request catches up (`session/memory.rs`).
     resumed: Mutex<std::collections::HashSet<String>>,
 }
 

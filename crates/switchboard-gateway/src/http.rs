@@ -261,7 +261,25 @@ impl HttpFront {
                 // A request's stream asked for again ([`crate::resume`]).
                 let last = parts.headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_string);
                 let Some(tagged) = last.as_deref().and_then(crate::resume::parse) else {
-                    return self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
+                    // The session's own stream: another replica's ids mean nothing here.
+                    match last.as_deref().and_then(crate::resume::parse_stream) {
+                        Some((rmcp, replica)) if replica == self.replicas.id() => {
+                            if let Ok(value) = http::HeaderValue::from_str(rmcp) {
+                                parts.headers.insert("last-event-id", value);
+                            }
+                        }
+                        Some(_) => {
+                            parts.headers.remove("last-event-id");
+                        }
+                        None => {}
+                    }
+                    let suffix = crate::resume::stream_tag(self.replicas.id());
+                    let response = self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
+                    let events = response
+                        .headers()
+                        .get(http::header::CONTENT_TYPE)
+                        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+                    return response.map(|body| if events { crate::resume::tagged(body, suffix) } else { body });
                 };
                 if tagged.replica != self.replicas.id() {
                     return crate::resume::lost(&tagged);

@@ -12,6 +12,13 @@
 //! is given to rmcp with its own id, and tagged again. When rmcp has no such stream any more
 //! (a replica in between, passing the session's requests on, died and cut it: rmcp dropped the
 //! request with its stream), its empty answer gets the same error, so the client stops asking.
+//!
+//! The session's own stream (the `GET` without a request, for what the server sends
+//! unprompted) is tagged with the replica alone (`<rmcp's id>~<replica>`): asked for again with
+//! another replica's id (the session was taken over), it is opened afresh, since that id means
+//! nothing to this replica's rmcp (which would refuse it once it has sent the session anything,
+//! and the client, refused twice, stops listening); what was sent meanwhile is caught up by the
+//! session's catch-up (`session/memory.rs`: the lists that changed, the subscriptions).
 
 use std::convert::Infallible;
 
@@ -39,6 +46,18 @@ pub(crate) fn parse(last: &str) -> Option<Tagged<'_>> {
     let request = String::from_utf8(bytes?).ok()?;
     serde_json::from_str::<serde_json::Value>(&request).ok()?;
     Some(Tagged { rmcp, replica, request })
+}
+
+/// Reads a `Last-Event-ID` of a session's own stream this front tagged: rmcp's id and the
+/// replica (`None`: not one of ours, or a request's).
+pub(crate) fn parse_stream(last: &str) -> Option<(&str, &str)> {
+    let (rmcp, replica) = last.split_once(SEP)?;
+    (!replica.contains(SEP) && !replica.is_empty()).then_some((rmcp, replica))
+}
+
+/// The tag for the events of a session's own stream: `~<replica>`.
+pub(crate) fn stream_tag(replica: &str) -> String {
+    format!("{SEP}{replica}")
 }
 
 /// The tag for a request's events: `~<replica>~<the id's JSON in hex>`.
@@ -131,5 +150,12 @@ mod tests {
         assert_eq!(parse("3/0"), None);
         assert_eq!(parse("3/0~ab~zz"), None);
         assert_eq!(parse(&format!("1{}", tag("r", "42"))).map(|t| t.request), Some("42".to_string()));
+        // A session's own stream: the replica alone, never read as a request's.
+        let stream = format!("7{}", stream_tag("ab12"));
+        assert_eq!(parse_stream(&stream), Some(("7", "ab12")));
+        assert_eq!(parse(&stream), None);
+        assert_eq!(parse_stream(&format!("3/0{suffix}")), None);
+        assert_eq!(parse_stream("7"), None);
+        assert_eq!(parse_stream("7~"), None);
     }
 }

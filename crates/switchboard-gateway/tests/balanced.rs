@@ -2,12 +2,16 @@
 //! robin, no affinity of any kind), as a team runs them: the TypeScript SDK 1.x client (a
 //! 2025-11-25 session for the whole run, questions on the call's stream), the 2.x client
 //! (2026-07-28: questions as `input_required` rounds) and the Python SDK client each call tools
-//! for a while, every 7th call one whose upstream asks its caller a question; one replica is
-//! killed with SIGKILL in the middle and started again on its port. Counted: calls ok and
+//! for a while, every 7th call one whose upstream asks its caller a question, each subscribed
+//! all along to a resource of server-everything (the 1.x and Python clients on their sessions,
+//! the 2.x client with `subscriptions/listen`); the replica serving the Python client's session
+//! is killed with SIGKILL in the middle and started again on its port (the hardest cell: that
+//! SDK stops listening on its session's stream after two refusals in a row). Counted: calls ok and
 //! failed (only calls in flight on the killed replica may fail, at most one per client, since
-//! each makes one call at a time), sessions that went on (the same id from start to end), and
-//! the store's audit records (every call that succeeded is there), and no process of any
-//! replica left at the end (the killed one's servers included).
+//! each makes one call at a time), sessions that went on (the same id from start to end),
+//! resource updates that reached each client after the kill, the store's audit records (every
+//! call that succeeded is there), and no process of any replica left at the end (the killed
+//! one's servers included).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -22,8 +26,28 @@ use switchboard_testkit::haproxy::HaProxy;
 use switchboard_testkit::issuer::{Issuer, Key};
 use switchboard_testkit::{node_peers, npm_folder};
 
-/// How long each client calls.
-const RUN_SECS: u64 = 10;
+/// How long each client calls (server-everything sends its updates every 5 s).
+const RUN_SECS: u64 = 17;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// Turns on server-everything's updates (every 5 s, of the resources it was subscribed to) at
+/// the replica at `addr`: its own `ev` process.
+async fn updates_on(addr: &str, token: &str) {
+    let url = format!("http://{addr}/mcp");
+    let r = common::post_mcp(&url, Some(token), None, &common::initialize()).await;
+    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let _ = r.text().await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let _ = common::post_mcp(&url, Some(token), Some(&session), &initialized).await;
+    let toggle = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": "ev__toggle-subscriber-updates", "arguments": {}}});
+    let said =
+        common::answered(&common::post_mcp(&url, Some(token), Some(&session), &toggle).await.text().await.unwrap());
+    assert!(said["result"]["isError"] != json!(true) && said.get("result").is_some(), "{addr}: {said}");
+}
 
 /// Starts a client and waits until it says it is connected; the child, and a thread that reads
 /// its report.
@@ -70,10 +94,18 @@ async fn three_replicas_behind_haproxy_keep_every_client_going_when_one_is_kille
     // everyone does not say which call a question is for, so while several people call it
     // the gateway gives its questions to no one (the relay's rule); each person gets their own.
     home.edit(|config| config["servers"]["fx"]["sharing"] = json!("per_principal"));
+    // Shared by everyone: one server-everything per replica, whose updates reach the sessions
+    // of every replica subscribed to that resource (told over the store).
+    let everything = switchboard_testkit::node_peer("server-everything");
+    home.edit(|config| config["servers"]["ev"] = json!({"command": "node", "args": [everything, "stdio"]}));
     let (ts1, ts2, py) = (home.api_key("ts1-bot"), home.api_key("ts2-bot"), home.api_key("py-bot"));
+    let ops = home.api_key("ops");
     let replica = |addr: &str| common::http_gateway_at(&home, addr, &["--host", &public]).0;
     let mut replicas: Vec<_> = addrs.iter().map(|a| replica(a)).collect();
     proxy.wait_up(3, Duration::from_secs(30));
+    for addr in &addrs {
+        updates_on(addr, &ops).await;
+    }
 
     let sdk2 = npm_folder("sdk2", &["@modelcontextprotocol/client@2.4.0"]);
     let node = |kind: &str, dir: &std::path::Path, token: &str| {
@@ -92,17 +124,29 @@ async fn three_replicas_behind_haproxy_keep_every_client_going_when_one_is_kille
         ("Python SDK", client(python)),
     ];
 
-    // In the middle: the second replica killed, then started again on its port.
+    // In the middle: the replica serving the Python client's session killed (the 1.x client's
+    // is the other legacy session), then started again on its port.
     tokio::time::sleep(Duration::from_secs(RUN_SECS / 3)).await;
+    let serving = pg.sql(
+        "sb",
+        "SELECT r.url FROM switchboard_sessions s JOIN switchboard_replicas r ON r.id = s.replica \
+         WHERE s.state::text LIKE '%replica-py%'",
+    );
+    let doomed = addrs
+        .iter()
+        .position(|a| serving.trim().trim_end_matches('/').ends_with(a.as_str()))
+        .unwrap_or_else(|| panic!("the replica serving the Python client's session: {serving:?} of {addrs:?}"));
     let killed_at = started.elapsed();
+    let killed_ms = now_ms();
     // SAFETY: a signal to our own child.
-    unsafe { libc::kill(replicas[1].id() as i32, libc::SIGKILL) };
-    let _ = replicas[1].0.wait();
+    unsafe { libc::kill(replicas[doomed].id() as i32, libc::SIGKILL) };
+    let _ = replicas[doomed].0.wait();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    replicas[1] = replica(&addrs[1]);
+    replicas[doomed] = replica(&addrs[doomed]);
     let again = Instant::now();
     proxy.wait_up(3, Duration::from_secs(30));
     let back_in = again.elapsed();
+    updates_on(&addrs[doomed], &ops).await;
 
     let mut ok = 0;
     for (who, handle) in clients {
@@ -116,6 +160,11 @@ async fn three_replicas_behind_haproxy_keep_every_client_going_when_one_is_kille
         if let Some(sessions) = report["sessions"].as_array().filter(|s| s.iter().any(|s| !s.is_null())) {
             assert_eq!(sessions.len(), 1, "{who}: its session went on: {report}");
         }
+        // Its subscription went on: updates came after the kill too.
+        let updates: Vec<u64> = report["updates"].as_array().unwrap().iter().filter_map(Value::as_u64).collect();
+        let after = updates.iter().filter(|t| **t > killed_ms + 500).count();
+        println!("{who}: {} updates, {after} after the kill", updates.len());
+        assert!(after >= 1, "{who}: no update of its resource came after the kill: {report}\n{said}");
         ok += done;
     }
     // Every call that succeeded is in the store's audit.
@@ -129,9 +178,10 @@ async fn three_replicas_behind_haproxy_keep_every_client_going_when_one_is_kille
     };
     let lost: u64 = pg.sql("sb", "SELECT COUNT(*) FROM switchboard_audit WHERE kind = 'lost'").trim().parse().unwrap();
     println!(
-        "killed at {killed_at:?}, back in {back_in:?}; {ok} calls ok; {recorded} audit records, {lost} loss records; \
+        "killed {} (the Python client's session's) at {killed_at:?}, back in {back_in:?}; {ok} calls ok; {recorded} audit records, {lost} loss records; \
          HAProxy:\n{}",
-        proxy.stats_csv()
+        addrs[doomed],
+        proxy.stats_csv(),
     );
     assert!(recorded >= ok, "{recorded} audit records for {ok} calls that succeeded");
     let states = proxy.states();

@@ -143,8 +143,9 @@ async fn post(url: &str, token: &str, session: Option<&str>, body: &Value) -> re
     r.send().await.unwrap()
 }
 
-/// The JSON-RPC messages of an event stream as they come, until `done` says stop.
-async fn events(r: reqwest::Response, mut each: impl AsyncFnMut(Value) -> bool) {
+/// The JSON-RPC messages of an event stream with their events' ids (`""`: none), as they come,
+/// until `each` says stop.
+async fn events_with_ids(r: reqwest::Response, mut each: impl AsyncFnMut(&str, Value) -> bool) {
     use futures::StreamExt;
     let mut stream = r.bytes_stream();
     let mut buf = String::new();
@@ -154,13 +155,32 @@ async fn events(r: reqwest::Response, mut each: impl AsyncFnMut(Value) -> bool) 
             let event: String = buf.drain(..end + 2).collect();
             let data: String =
                 event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect::<Vec<_>>().join("");
+            let id = event.lines().find_map(|l| l.strip_prefix("id:")).map(str::trim).unwrap_or_default();
             if let Ok(v) = serde_json::from_str::<Value>(&data)
-                && !each(v).await
+                && !each(id, v).await
             {
                 return;
             }
         }
     }
+}
+
+/// The JSON-RPC messages of an event stream as they come, until `done` says stop.
+async fn events(r: reqwest::Response, mut each: impl AsyncFnMut(Value) -> bool) {
+    events_with_ids(r, async |_, v| each(v).await).await;
+}
+
+/// The id of the first event of an event stream whose message `want` holds.
+async fn event_id(r: reqwest::Response, want: impl Fn(&Value) -> bool) -> String {
+    let mut found = None;
+    events_with_ids(r, async |id, v| {
+        if want(&v) {
+            found = Some(id.to_string());
+        }
+        found.is_none()
+    })
+    .await;
+    found.expect("the stream ended before the event")
 }
 
 /// A legacy session (2025-11-25, `Mcp-Session-Id`) made at replica A is served by A whichever
@@ -233,7 +253,10 @@ async fn a_legacy_session_is_served_by_one_replica_and_taken_over_when_it_dies()
 /// A legacy session taken over by another replica catches up there: the resources its client
 /// subscribed to are subscribed to again (server-everything's updates reach it through the new
 /// replica), and it is told `list_changed` for the lists that differ from what it was sent (a
-/// tool taken away while its replica was down: the tools changed, the prompts did not).
+/// tool taken away while its replica was down: the tools changed, the prompts did not). Its
+/// client asks for its stream again with the last event id the dead replica gave it (as SDK
+/// clients do), after the replica took the session over: the stream opens afresh and carries
+/// what was told meanwhile (rmcp, given the other replica's id, would skip it or refuse).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taken_over_session_is_told_which_lists_changed_and_keeps_its_subscriptions() {
     let pg = tokio::task::spawn_blocking(switchboard_testkit::postgres::Postgres::start).await.unwrap();
@@ -268,6 +291,36 @@ async fn a_taken_over_session_is_told_which_lists_changed_and_keeps_its_subscrip
     assert!(said.get("result").is_some(), "{said}");
     let memory = pg.sql("sb", &format!("SELECT memory FROM switchboard_sessions WHERE id = '{session}'"));
     assert!(memory.contains("\"tools\"") && memory.contains(&uri), "kept in the store: {memory}");
+    // The client's stream at A, and the id of its last event: an update of that resource
+    // (server-everything sends one at once when its updates are turned on).
+    let stream_at = |url: &str, last: Option<&str>| {
+        let mut r = reqwest::Client::new()
+            .get(url)
+            .bearer_auth(&alice)
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &session);
+        if let Some(last) = last {
+            r = r.header("last-event-id", last);
+        }
+        r.send()
+    };
+    let stream = stream_at(&at_a, None).await.unwrap();
+    assert_eq!(stream.status(), 200);
+    let toggle = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                        "params": {"name": "ev__toggle-subscriber-updates", "arguments": {}}});
+    let said = answered(&post(&at_a, &alice, Some(&session), &toggle).await.text().await.unwrap());
+    assert!(said.get("result").is_some(), "{said}");
+    let watched = uri.clone();
+    let last = tokio::time::timeout(
+        Duration::from_secs(15),
+        event_id(stream, |m| {
+            m["method"] == "notifications/resources/updated" && m["params"]["uri"] == watched.as_str()
+        }),
+    )
+    .await
+    .expect("an update at A");
+    assert!(!last.is_empty(), "the update's event has an id");
 
     // A dies; a tool is taken away while the client is away (B reads the config again).
     drop(a);
@@ -287,19 +340,13 @@ async fn a_taken_over_session_is_told_which_lists_changed_and_keeps_its_subscrip
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
-    // The client's stream, asked for again at B (which takes the session over), then a call.
-    let stream = reqwest::Client::new()
-        .get(&at_b)
-        .bearer_auth(&alice)
-        .header("accept", "text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stream.status(), 200);
-    let toggle = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
-                        "params": {"name": "ev__toggle-subscriber-updates", "arguments": {}}});
+    // A request of the session at B: B takes it over and catches up (telling the tools
+    // changed, before the client listens again); then the client's stream, asked for again with
+    // A's last event id; then B's server-everything's updates turned on.
+    let said = answered(&post(&at_b, &alice, Some(&session), &list(8, "prompts/list")).await.text().await.unwrap());
+    assert!(said.get("result").is_some(), "{said}");
+    let stream = stream_at(&at_b, Some(&last)).await.unwrap();
+    assert_eq!(stream.status(), 200, "{:?}", stream.text().await);
     let said = answered(&post(&at_b, &alice, Some(&session), &toggle).await.text().await.unwrap());
     assert!(said.get("result").is_some(), "{said}");
     let mut heard: Vec<String> = Vec::new();

@@ -222,6 +222,10 @@ fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> st
     }
     if let Some(a) = &approvals {
         a.attach(&events);
+        // A team's `serve` replicas: one queue of approvals, answered at any.
+        if let Some(db) = hub.store() {
+            a.share(db.clone(), events.stopping().child_token());
+        }
     }
     if let Some(s) = &sampling {
         s.attach(&events);
@@ -359,7 +363,11 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
             config.resource = config.resource.or(public);
             let admins = config.admin_groups.clone();
             let (router, guard) = protected_mcp(g, stopping.child_token(), config, addr, &options.data_dir)?;
-            let login = Arc::new(people_login::PeopleLogin::new(guard.clone(), options.public_url.clone()));
+            let login = Arc::new(people_login::PeopleLogin::new(
+                guard.clone(),
+                options.public_url.clone(),
+                hub.store().cloned(),
+            ));
             people = Some(viewer::People { guard, admins, login: login.clone() });
             Some(
                 router

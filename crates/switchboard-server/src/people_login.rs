@@ -8,6 +8,13 @@
 //! dashboard's client is `identity.dashboard_client`, else one registered at the issuer
 //! (RFC 7591) the first time someone signs in. The access token itself stays here: the browser
 //! holds only the session's random value.
+//!
+//! On a team's store every replica behind a load balancer serves them as one: a sign-in begun
+//! at one finishes at another (the pending sign-in in `switchboard_sign_ins`, its PKCE verifier
+//! sealed with the store's key ring, taken once), a session given by one is known to all
+//! (`switchboard_dashboard_sessions`, by the SHA-256 of the cookie's value), and the dashboard
+//! client registered at the issuer is registered once for all (the store's document
+//! `dashboard_client`, its secret sealed).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,8 +24,9 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use serde_json::Value;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use switchboard::store::db::Database;
 
 use crate::error::ApiError;
 use crate::identity::{Principal, Protected};
@@ -49,11 +57,16 @@ struct Client {
     token: String,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Pending {
     verifier: String,
     redirect: String,
+    #[serde(skip, default = "Instant::now")]
     at: Instant,
 }
+
+/// The store's document that names the dashboard client registered at the issuer.
+const CLIENT_DOCUMENT: &str = "dashboard_client";
 
 /// A person's dashboard session.
 #[derive(Clone)]
@@ -67,6 +80,7 @@ pub struct PersonSession {
 pub struct PeopleLogin {
     guard: Arc<Protected>,
     public_url: Option<String>,
+    store: Option<Database>,
     client: tokio::sync::Mutex<Option<Client>>,
     pending: Mutex<HashMap<String, Pending>>,
     sessions: Mutex<HashMap<String, PersonSession>>,
@@ -80,24 +94,101 @@ impl std::fmt::Debug for PeopleLogin {
 
 impl PeopleLogin {
     /// Sign-ins checked by `guard`, with callbacks at `public_url` (else where the browser
-    /// reached this server).
-    pub fn new(guard: Arc<Protected>, public_url: Option<String>) -> PeopleLogin {
+    /// reached this server), kept in the team's `store` when there is one.
+    pub fn new(guard: Arc<Protected>, public_url: Option<String>, store: Option<Database>) -> PeopleLogin {
         PeopleLogin {
             guard,
             public_url,
+            store,
             client: tokio::sync::Mutex::new(None),
             pending: Mutex::default(),
             sessions: Mutex::default(),
         }
     }
 
-    /// The person of a request's session cookie, while it lasts.
-    pub fn person(&self, headers: &HeaderMap) -> Option<Principal> {
-        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        cookies(headers, PERSON_COOKIE)
-            .filter_map(|value| sessions.get(value))
-            .find(|s| s.until > Instant::now())
-            .map(|s| s.principal.clone())
+    /// The person of a request's session cookie, while it lasts: one given here, else one the
+    /// team's store knows (given by another replica; kept here from then on).
+    pub async fn person(&self, headers: &HeaderMap) -> Option<Principal> {
+        let values: Vec<&str> = cookies(headers, PERSON_COOKIE).collect();
+        {
+            let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let known = values.iter().filter_map(|v| sessions.get(*v)).find(|s| s.until > Instant::now());
+            if let Some(s) = known {
+                return Some(s.principal.clone());
+            }
+        }
+        let store = self.store.as_ref()?;
+        for value in values.into_iter().filter(|v| !v.is_empty()).take(4) {
+            let found = match store.dashboard_session(&digest(value)).await {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::warn!("dashboard sessions in the team's store: {e}");
+                    return None;
+                }
+            };
+            let Some((principal, until_ms)) = found else { continue };
+            let Ok(principal) = serde_json::from_value::<Principal>(principal) else { continue };
+            let left = u64::try_from(until_ms).unwrap_or(0).saturating_sub(now_ms());
+            self.keep_session(
+                value,
+                PersonSession { principal: principal.clone(), until: Instant::now() + Duration::from_millis(left) },
+            );
+            return Some(principal);
+        }
+        None
+    }
+
+    /// Keeps a session in this process's memory.
+    fn keep_session(&self, value: &str, session: PersonSession) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        sessions.retain(|_, s| s.until > now);
+        if sessions.len() >= MAX_KEPT {
+            sessions.clear();
+        }
+        sessions.insert(value.to_string(), session);
+    }
+
+    /// Keeps a sign-in under way until its callback: in the team's store when there is one.
+    async fn keep_pending(&self, state: &str, pending: Pending) -> Result<(), String> {
+        let Some(store) = &self.store else {
+            let mut kept = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            kept.retain(|_, p| p.at.elapsed() < PENDING_FOR);
+            if kept.len() < MAX_KEPT {
+                kept.insert(state.to_string(), pending);
+            }
+            return Ok(());
+        };
+        let plain = serde_json::to_vec(&pending).map_err(|e| e.to_string())?;
+        let sealed = store.key_ring().seal(&sign_in_context(state), &plain).map_err(|e| e.to_string())?;
+        store.put_sign_in(state, &sealed, PENDING_FOR).await.map_err(|e| e.to_string())
+    }
+
+    /// Takes the sign-in `state` (once), if it is not too old.
+    async fn take_pending(&self, state: &str) -> Result<Option<Pending>, String> {
+        let Some(store) = &self.store else {
+            let taken = self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(state);
+            return Ok(taken.filter(|p| p.at.elapsed() < PENDING_FOR));
+        };
+        let Some(sealed) = store.take_sign_in(state, PENDING_FOR).await.map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
+        let plain = store.key_ring().open(&sign_in_context(state), &sealed).map_err(|e| e.to_string())?;
+        Ok(serde_json::from_slice(&plain).ok())
+    }
+
+    /// Gives the session `value` to `principal` until `lasts` from now.
+    async fn give_session(&self, value: &str, principal: Principal, lasts: Duration) -> Result<(), String> {
+        if let Some(store) = &self.store {
+            let until_ms = now_ms().saturating_add(u64::try_from(lasts.as_millis()).unwrap_or(0));
+            let who = serde_json::to_value(&principal).map_err(|e| e.to_string())?;
+            store
+                .put_dashboard_session(&digest(value), &who, i64::try_from(until_ms).unwrap_or(i64::MAX))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        self.keep_session(value, PersonSession { principal, until: Instant::now() + lasts });
+        Ok(())
     }
 
     /// The dashboard's client: the configured one, else registered now (once).
@@ -117,9 +208,14 @@ impl PeopleLogin {
             Ok(url.to_string())
         };
         let (authorize, token) = (endpoint("authorization_endpoint")?, endpoint("token_endpoint")?);
-        let (id, secret) = match &config.dashboard_client {
-            Some(c) => (c.client_id.clone(), c.client_secret.clone()),
-            None => {
+        let shared = match &config.dashboard_client {
+            Some(_) => None,
+            None => self.shared_client(&issuer, redirect, None).await,
+        };
+        let (id, secret) = match (&config.dashboard_client, shared) {
+            (Some(c), _) => (c.client_id.clone(), c.client_secret.clone()),
+            (None, Some(shared)) => shared,
+            (None, None) => {
                 let register = endpoint("registration_endpoint").map_err(|e| {
                     format!("{e}: register a client for the dashboard there and name it in `identity.dashboard_client`")
                 })?;
@@ -143,7 +239,12 @@ impl PeopleLogin {
                 let body: Value = answer.json().await.unwrap_or_default();
                 let id = body.get("client_id").and_then(Value::as_str).filter(|_| status.is_success());
                 let id = id.ok_or_else(|| format!("registering the dashboard at {register}: HTTP {status}"))?;
-                (id.to_string(), body.get("client_secret").and_then(Value::as_str).map(str::to_string))
+                let ours = (id.to_string(), body.get("client_secret").and_then(Value::as_str).map(str::to_string));
+                // Another replica may have registered one meanwhile: the first kept is used.
+                match self.shared_client(&issuer, redirect, Some(&ours)).await {
+                    Some(shared) => shared,
+                    None => ours,
+                }
             }
         };
         let client = Client { id, secret, authorize, token };
@@ -151,9 +252,76 @@ impl PeopleLogin {
         Ok(client)
     }
 
+    /// The dashboard client registered for `issuer` and `redirect` as the team's store names
+    /// it; with `ours`, names that one unless another is named already (and returns the one
+    /// named). `None`: no store, or none named (a store that fails is logged).
+    async fn shared_client(
+        &self,
+        issuer: &str,
+        redirect: &str,
+        ours: Option<&(String, Option<String>)>,
+    ) -> Option<(String, Option<String>)> {
+        let store = self.store.as_ref()?;
+        let ring = store.key_ring();
+        let read = |doc: &Value| -> Option<(String, Option<String>)> {
+            if doc.get("issuer")?.as_str()? != issuer || doc.get("redirect")?.as_str()? != redirect {
+                return None;
+            }
+            let id = doc.get("client_id")?.as_str()?.to_string();
+            let secret = match doc.get("client_secret").and_then(Value::as_str) {
+                Some(sealed) => Some(String::from_utf8(ring.open(CLIENT_DOCUMENT.as_bytes(), sealed).ok()?).ok()?),
+                None => None,
+            };
+            Some((id, secret))
+        };
+        let result = match ours {
+            None => store.document(CLIENT_DOCUMENT).await.map(|doc| doc.as_ref().and_then(read)),
+            Some((id, secret)) => {
+                let sealed = match secret {
+                    Some(s) => match ring.seal(CLIENT_DOCUMENT.as_bytes(), s.as_bytes()) {
+                        Ok(sealed) => Some(sealed),
+                        Err(e) => {
+                            tracing::warn!("sealing the dashboard client's secret: {e}");
+                            return None;
+                        }
+                    },
+                    None => None,
+                };
+                let mine = json!({"issuer": issuer, "redirect": redirect, "client_id": id, "client_secret": sealed});
+                store
+                    .update_document(CLIENT_DOCUMENT, |current| match current.as_ref().and_then(read) {
+                        Some(theirs) => (None, Some(theirs)),
+                        None => (Some(mine), None),
+                    })
+                    .await
+            }
+        };
+        result.unwrap_or_else(|e| {
+            tracing::warn!("the dashboard client in the team's store: {e}");
+            None
+        })
+    }
+
     fn redirect(&self, headers: &HeaderMap) -> String {
         format!("{}/people/callback", crate::login::public_base(headers, self.public_url.as_deref()))
     }
+}
+
+/// Now, in ms since the epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// What a pending sign-in is sealed for.
+fn sign_in_context(state: &str) -> Vec<u8> {
+    [b"sign_in".as_slice(), state.as_bytes()].join(&0u8)
+}
+
+/// The hex SHA-256 of a session cookie's value: what the store knows it by.
+fn digest(value: &str) -> String {
+    Sha256::digest(value.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn scopes(required: &[String]) -> String {
@@ -200,12 +368,9 @@ pub async fn start(State(login): State<Arc<PeopleLogin>>, headers: HeaderMap) ->
         .append_pair("code_challenge", &challenge)
         .append_pair("code_challenge_method", "S256")
         .append_pair("resource", login.guard.resource());
-    {
-        let mut pending = login.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        pending.retain(|_, p| p.at.elapsed() < PENDING_FOR);
-        if pending.len() < MAX_KEPT {
-            pending.insert(state.clone(), Pending { verifier, redirect: redirect.clone(), at: Instant::now() });
-        }
+    let pending = Pending { verifier, redirect: redirect.clone(), at: Instant::now() };
+    if let Err(e) = login.keep_pending(&state, pending).await {
+        return failed(StatusCode::SERVICE_UNAVAILABLE, format!("keeping the sign-in in the team's store: {e}"));
     }
     let bound = format!(
         "{SIGN_IN_COOKIE}={state}; HttpOnly; SameSite=Lax; Path=/people; Max-Age={}{}",
@@ -247,9 +412,19 @@ pub async fn callback(
             "this sign-in was started by another browser: start again at /people/login",
         );
     }
-    let pending =
-        q.state.as_deref().and_then(|s| login.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(s));
-    let Some(pending) = pending.filter(|p| p.at.elapsed() < PENDING_FOR) else {
+    let pending = match q.state.as_deref() {
+        Some(state) => match login.take_pending(state).await {
+            Ok(p) => p,
+            Err(e) => {
+                return failed(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("reading the sign-in from the team's store: {e}"),
+                );
+            }
+        },
+        None => None,
+    };
+    let Some(pending) = pending else {
         return failed(StatusCode::BAD_REQUEST, "this sign-in is unknown or too old: start again at /people/login");
     };
     if let Some(error) = q.error {
@@ -290,16 +465,11 @@ pub async fn callback(
     };
     let lasts = body.get("expires_in").and_then(Value::as_u64).map_or(DEFAULT_SESSION, Duration::from_secs);
     let Ok(session) = random(32) else { return failed(StatusCode::INTERNAL_SERVER_ERROR, "no randomness") };
-    {
-        let mut sessions = login.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        sessions.retain(|_, s| s.until > now);
-        if sessions.len() >= MAX_KEPT {
-            sessions.clear();
-        }
-        tracing::info!(subject = %principal.subject, "signed in to the dashboard");
-        sessions.insert(session.clone(), PersonSession { principal, until: now + lasts });
+    let subject = principal.subject.clone();
+    if let Err(e) = login.give_session(&session, principal, lasts).await {
+        return failed(StatusCode::SERVICE_UNAVAILABLE, format!("keeping the session in the team's store: {e}"));
     }
+    tracing::info!(subject = %subject, "signed in to the dashboard");
     let cookie = format!(
         "{PERSON_COOKIE}={session}; HttpOnly; SameSite=Lax; Path=/; Max-Age={}{}",
         lasts.as_secs(),

@@ -36,11 +36,34 @@ pub(crate) struct Queue<S, A> {
     pending: Mutex<BTreeMap<u64, (S, oneshot::Sender<A>)>>,
     next: AtomicU64,
     log: Mutex<Weak<EventLog>>,
+    /// Told of every item that ends (`id`, how), besides the `<kind>_settled` event.
+    on_settled: Mutex<Option<Settled>>,
 }
+
+/// What [`Queue::on_settled`] tells.
+pub(crate) type Settled = Arc<dyn Fn(u64, &str) + Send + Sync>;
 
 impl<S: Serialize + Clone, A> Queue<S, A> {
     pub(crate) fn new(kind: &'static str, key: &'static str, wait: Duration) -> Self {
-        Queue { kind, key, wait, pending: Mutex::default(), next: AtomicU64::new(0), log: Mutex::new(Weak::new()) }
+        Queue {
+            kind,
+            key,
+            wait,
+            pending: Mutex::default(),
+            next: AtomicU64::new(0),
+            log: Mutex::new(Weak::new()),
+            on_settled: Mutex::default(),
+        }
+    }
+
+    /// Tells `tell` of every item that ends.
+    pub(crate) fn on_settled(&self, tell: Settled) {
+        *self.on_settled.lock().unwrap_or_else(PoisonError::into_inner) = Some(tell);
+    }
+
+    /// The event log it publishes on, while it exists.
+    pub(crate) fn log(&self) -> Option<Arc<EventLog>> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner).upgrade()
     }
 
     /// Publishes on `log`.
@@ -85,23 +108,66 @@ impl<S: Serialize + Clone, A> Queue<S, A> {
     }
 
     fn settled(&self, id: u64, how: &str) {
-        if let Some(log) = self.log.lock().unwrap_or_else(PoisonError::into_inner).upgrade() {
+        self.publish_settled(id, how);
+        let tell = self.on_settled.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(tell) = tell {
+            tell(id, how);
+        }
+    }
+
+    /// Publishes that item `id` ended (`how`): its own, or one that waited elsewhere.
+    pub(crate) fn publish_settled(&self, id: u64, how: &str) {
+        if let Some(log) = self.log() {
             log.publish_value(json!({"type": format!("{}_settled", self.kind), "id": id, self.key: how}));
         }
+    }
+
+    /// The `<kind>_requested` event of `item`: its own, or one that waits elsewhere.
+    pub(crate) fn requested(&self, item: &impl Serialize) -> serde_json::Value {
+        let mut event = serde_json::to_value(item).unwrap_or_default();
+        event["type"] = json!(format!("{}_requested", self.kind));
+        event
     }
 
     /// Puts the item `make(id)` to the person and waits for the answer. Dropping the future
     /// (the asker stopped waiting) takes the item back.
     pub(crate) async fn ask(&self, make: impl FnOnce(u64) -> S) -> Asked<A> {
-        let Some(log) = self.watched() else { return Asked::Nobody };
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let item = make(id);
-        let mut event = serde_json::to_value(&item).unwrap_or_default();
-        event["type"] = json!(format!("{}_requested", self.kind));
+        if self.watched().is_none() {
+            return Asked::Nobody;
+        }
+        let id = self.next_id();
+        self.ask_item(id, make(id), false, std::future::ready(())).await
+    }
+
+    /// The next id of this queue's own numbering.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// [`Queue::ask`] with the item made and numbered already; `elsewhere`: someone follows
+    /// the events of another process that shows it, so it waits even when nobody follows
+    /// these; `announce` runs once it waits (an answer may come from then on).
+    pub(crate) async fn ask_item(
+        &self,
+        id: u64,
+        item: S,
+        elsewhere: bool,
+        announce: impl Future<Output = ()>,
+    ) -> Asked<A> {
+        let log = match self.watched() {
+            Some(log) => log,
+            None if elsewhere => match self.log() {
+                Some(log) => log,
+                None => return Asked::Nobody,
+            },
+            None => return Asked::Nobody,
+        };
         let (tx, rx) = oneshot::channel();
+        let event = self.requested(&item);
         self.pending().insert(id, (item, tx));
         let _guard = Withdraw { queue: self, id };
         log.publish_value(event);
+        announce.await;
         let stopping = log.stopping().clone();
         drop(log);
         tokio::select! {

@@ -4,6 +4,10 @@
 //! Every request, `/api` or not, must name this server in its `Host` header (a page on another
 //! site that resolves its own name to 127.0.0.1 is refused: DNS rebinding), and a request made
 //! with the cookie from a page of another origin is refused (CSRF).
+//!
+//! A session is `<until>.<random>.<HMAC-SHA256 of both under the token>`: any process holding
+//! the same token takes it (the replicas of a team's `serve` behind a load balancer share the
+//! token file), until [`SESSION_LIFETIME`] has passed or the token changes.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -62,8 +66,13 @@ pub struct Access {
     any_address: bool,
     /// One-time login codes not used yet, with when they were made.
     codes: Mutex<HashMap<String, Instant>>,
-    /// Sessions handed out by a login.
-    sessions: Mutex<HashSet<String>>,
+}
+
+/// How long a dashboard session lasts at most (the cookie also ends with the browser).
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(7 * 86_400);
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 impl Access {
@@ -85,7 +94,6 @@ impl Access {
             hosts: names.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
             any_address: addr.ip().is_unspecified(),
             codes: Mutex::default(),
-            sessions: Mutex::default(),
         }
     }
 
@@ -116,9 +124,30 @@ impl Access {
         if until <= Instant::now() {
             return None;
         }
-        let session = random(32).ok()?;
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(session.clone());
-        Some(session)
+        let until = now_secs().saturating_add(SESSION_LIFETIME.as_secs());
+        let body = format!("{until}.{}", random(32).ok()?);
+        let mac = self.mac(&body);
+        Some(format!("{body}.{mac}"))
+    }
+
+    /// The session MAC of `body` under the token.
+    fn mac(&self, body: &str) -> String {
+        use hmac::Mac;
+        let mut mac = match hmac::Hmac::<sha2::Sha256>::new_from_slice(self.token.as_bytes()) {
+            Ok(m) => m,
+            // HMAC takes a key of any length.
+            Err(_) => return String::new(),
+        };
+        mac.update(b"switchboard dashboard session\0");
+        mac.update(body.as_bytes());
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+    }
+
+    /// Whether `value` is a session this token made, not past its end.
+    fn session_valid(&self, value: &str) -> bool {
+        let Some((body, mac)) = value.rsplit_once('.') else { return false };
+        let Some(until) = body.split_once('.').and_then(|(u, _)| u.parse::<u64>().ok()) else { return false };
+        !mac.is_empty() && constant_time_eq(self.mac(body).as_bytes(), mac.as_bytes()) && until > now_secs()
     }
 
     fn host_ok(&self, headers: &HeaderMap) -> bool {
@@ -139,14 +168,13 @@ impl Access {
     }
 
     fn session_ok(&self, headers: &HeaderMap) -> bool {
-        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         headers
             .get_all(header::COOKIE)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .filter_map(|c| c.trim().strip_prefix(COOKIE).and_then(|r| r.strip_prefix('=')))
-            .any(|value| sessions.iter().any(|s| constant_time_eq(s.as_bytes(), value.as_bytes())))
+            .any(|value| self.session_valid(value))
     }
 
     /// A cookie-carrying request must come from a page of this same server: its `Origin`,
@@ -308,6 +336,31 @@ mod tests {
         assert!(!access.origin_ok(&headers(&[("host", "localhost:7341"), ("origin", "http://evil.example")])));
         assert!(!access.origin_ok(&headers(&[("host", "localhost:7341"), ("origin", "http://127.0.0.1:7341")])));
         assert!(!access.host_ok(&headers(&[("host", "192.168.1.20:7341")])), "loopback bind: loopback names only");
+    }
+
+    #[test]
+    fn a_session_is_taken_by_every_process_with_the_token_and_no_other() {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+        let (one, other) = (Access::new("t".repeat(40), addr, &[]), Access::new("t".repeat(40), addr, &[]));
+        let session = one.redeem(&one.login_code().unwrap_or_default()).unwrap_or_default();
+        let cookie = |value: &str| headers(&[("cookie", &format!("{COOKIE}={value}"))]).clone();
+        assert!(other.session_ok(&cookie(&session)), "a replica with the same token");
+        let stranger = Access::new("u".repeat(40), addr, &[]);
+        assert!(!stranger.session_ok(&cookie(&session)), "another token");
+        // Nothing of it may be changed: the end pushed further, the random part, the MAC.
+        let (body, mac) = session.rsplit_once('.').unwrap_or_default();
+        let (until, rest) = body.split_once('.').unwrap_or_default();
+        let later = format!("{}.{rest}.{mac}", until.parse::<u64>().unwrap_or(0) + 86_400);
+        assert!(!one.session_ok(&cookie(&later)));
+        assert!(!one.session_ok(&cookie(&format!("{until}.x{rest}.{mac}"))));
+        assert!(!one.session_ok(&cookie(&format!("{body}.{}", "A".repeat(mac.len())))));
+        assert!(!one.session_ok(&cookie(&format!("{body}."))));
+        assert!(!one.session_ok(&cookie("")));
+        // Past its end, even with a good MAC.
+        let ended = format!("{}.{rest}", now_secs() - 1);
+        assert!(!one.session_ok(&cookie(&format!("{ended}.{}", one.mac(&ended)))));
+        let fresh = format!("{}.{rest}", now_secs() + 60);
+        assert!(one.session_ok(&cookie(&format!("{fresh}.{}", one.mac(&fresh)))));
     }
 
     #[test]

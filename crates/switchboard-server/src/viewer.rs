@@ -110,7 +110,8 @@ pub async fn check_api(State(guard): State<Arc<ApiGuard>>, mut request: Request,
     } else {
         // The dashboard of a person who signed in, from a page of this server.
         let from_here = guard.access.same_origin(request.headers());
-        match people.login.person(request.headers()).filter(|_| from_here) {
+        let person = if from_here { people.login.person(request.headers()).await } else { None };
+        match person {
             Some(principal) => Ok(principal),
             None => {
                 let mut refused = guard.access.refusal();

@@ -6,6 +6,7 @@
 import json
 import os
 import sys
+import traceback
 
 import anyio
 from mcp import StdioServerParameters
@@ -37,6 +38,7 @@ def report(mode, rest, run):
         anyio.run(main)
     except BaseException as e:  # noqa: BLE001 - the test reads what failed
         out["error"] = repr(e)
+        traceback.print_exception(e, file=sys.stderr)
         print(json.dumps(out, default=str))
         sys.exit(1)
     print(json.dumps(out, default=str))

@@ -21,7 +21,12 @@ pub(crate) trait Queue {
     /// The posted answer, checked (400 when it does not fit).
     fn answer_of(body: Self::Body) -> Result<Self::Answer, ApiError>;
     /// Gives `answer` to what waits under `number` (`id` as posted, for the message).
-    fn give(app: &AppState, number: u64, id: &str, answer: Self::Answer) -> Result<(), ApiError>;
+    fn give(
+        app: &AppState,
+        number: u64,
+        id: &str,
+        answer: Self::Answer,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
 }
 
 /// Answers what waits under `id` in `Q`'s queue.
@@ -33,6 +38,6 @@ pub(crate) async fn answer_in<Q: Queue>(
     let number: u64 = id.parse().map_err(|_| Q::unknown(id))?;
     let Json(body) = body.map_err(rejected)?;
     let answer = Q::answer_of(body)?;
-    Q::give(app, number, id, answer)?;
+    Q::give(app, number, id, answer).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -43,14 +43,19 @@ pub async fn request(
 #[utoipa::path(get, path = "/api/approvals", tag = "approval",
     responses((status = 200, body = ApprovalList), (status = 401, body = ErrorBody)))]
 pub async fn list(State(app): State<AppState>) -> Json<ApprovalList> {
-    Json(ApprovalList { approvals: app.approvals.as_ref().map(|q| q.waiting()).unwrap_or_default() })
+    let approvals = match app.approvals.as_ref() {
+        Some(q) => q.waiting_anywhere().await,
+        None => Vec::new(),
+    };
+    Json(ApprovalList { approvals })
 }
 
 #[utoipa::path(post, path = "/api/approvals/{id}", tag = "approval", request_body = DecisionRequest,
     params(("id" = u64, Path, description = "The call waiting")),
     responses((status = 204, description = "Decided; the call goes on or is refused"),
         (status = 400, body = ErrorBody, description = "Not one of the four decisions"),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "No such call waits")))]
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "No such call waits"),
+        (status = 504, body = ErrorBody, description = "`not_taken`: the replica holding the call (on a team's store) did not take the answer in time")))]
 pub async fn decide(
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -83,10 +88,12 @@ impl Queue for Approvals {
         })
     }
 
-    fn give(app: &AppState, number: u64, id: &str, approval: Approval) -> Result<(), ApiError> {
-        match &app.approvals {
-            Some(queue) if queue.answer(number, approval) => Ok(()),
-            _ => Err(Self::unknown(id)),
+    async fn give(app: &AppState, number: u64, id: &str, approval: Approval) -> Result<(), ApiError> {
+        let Some(queue) = &app.approvals else { return Err(Self::unknown(id)) };
+        match queue.answer_anywhere(number, approval).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Self::unknown(id)),
+            Err(e) => Err(ApiError::new(StatusCode::GATEWAY_TIMEOUT, "not_taken", e)),
         }
     }
 }

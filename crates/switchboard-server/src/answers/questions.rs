@@ -83,7 +83,7 @@ impl Queue for Questions {
         }
     }
 
-    fn give(app: &AppState, number: u64, id: &str, answer: ElicitationAnswer) -> Result<(), ApiError> {
+    async fn give(app: &AppState, number: u64, id: &str, answer: ElicitationAnswer) -> Result<(), ApiError> {
         let questions = app.questions.as_ref().ok_or_else(|| Self::unknown(id))?;
         questions.answer(number, answer).map_err(answer_error)
     }

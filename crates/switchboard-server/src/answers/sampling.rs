@@ -99,7 +99,12 @@ impl Queue for Samples {
         }
     }
 
-    fn give(app: &AppState, number: u64, id: &str, (answer, how): (Answer, &'static str)) -> Result<(), ApiError> {
+    async fn give(
+        app: &AppState,
+        number: u64,
+        id: &str,
+        (answer, how): (Answer, &'static str),
+    ) -> Result<(), ApiError> {
         match &app.sampling {
             Some(queue) if queue.answer(number, answer, how) => Ok(()),
             _ => Err(Self::unknown(id)),

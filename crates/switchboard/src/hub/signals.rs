@@ -84,6 +84,8 @@ impl Hub {
             Signal::Reload => {
                 reload.send_modify(|n| *n += 1);
             }
+            // `serve`'s approvals: its own listener's.
+            Signal::ApprovalAsked { .. } | Signal::ApprovalAnswer { .. } | Signal::ApprovalSettled { .. } => {}
         }
     }
 

@@ -36,6 +36,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "sessions", include_str!("migrations/0005_sessions.sql")),
     (6, "replicas", include_str!("migrations/0006_replicas.sql")),
     (7, "session memory", include_str!("migrations/0007_session_memory.sql")),
+    (8, "dashboard", include_str!("migrations/0008_dashboard.sql")),
 ];
 
 /// Values given for inputs (`${input:ID}`): config file → input id → value.

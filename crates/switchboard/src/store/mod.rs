@@ -6,6 +6,7 @@
 //! database instead ([`db`]), whose secrets are sealed at rest under a key ring ([`seal`]).
 
 pub mod audit;
+pub mod dashboard;
 pub mod db;
 mod records;
 pub mod replicas;

@@ -3,7 +3,8 @@
 //! [`Database::origin`], so that a process skips its own. Replicas of a gateway use it so that
 //! what one of them learns reaches the others at once: a person logged out of a server (the
 //! others' running hubs forget the tokens they hold), a server's lists changed, a resource
-//! changed, the config changed.
+//! changed, the config changed; and `serve`'s dashboards, that a call waits for approval at
+//! one of them and was answered at another.
 //!
 //! Notifications are not kept: one sent while a listener's connection is down is lost, and
 //! [`Signals::next`] says so ([`Heard::Missed`]) once it listens again, so that the caller
@@ -49,6 +50,29 @@ pub enum Signal {
         owner: String,
         /// The server.
         server: String,
+    },
+    /// A call waits for approval at the sender (its row in `switchboard_approvals`): the
+    /// others' dashboards show it.
+    ApprovalAsked {
+        /// The approval (unique on the store).
+        id: u64,
+    },
+    /// The approval `id`, which the process `to` waits for, was answered elsewhere.
+    ApprovalAnswer {
+        /// The approval.
+        id: u64,
+        /// The process waiting for it ([`Database::origin`]).
+        to: String,
+        /// The decision (`allow_once`, `allow_session`, `allow_always`, `deny`).
+        decision: String,
+    },
+    /// The approval `id` ended at the sender: `how` is the decision, `withdrawn`, or
+    /// `unknown` when an answer came for an approval it no longer waits for.
+    ApprovalSettled {
+        /// The approval.
+        id: u64,
+        /// How it ended.
+        how: String,
     },
 }
 

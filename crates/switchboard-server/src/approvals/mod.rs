@@ -11,23 +11,31 @@
 //! waits in the same queue, with the process it came from shown on the card, and the
 //! response is the decision (409 `nobody_to_ask` when nobody follows the events). A request
 //! whose connection closes (the call was cancelled, the gateway ended) is withdrawn.
+//!
+//! On a team's store the replicas' queues are one ([`across`]): a call waiting at one replica
+//! is shown and answered on the dashboard of any.
 
-use std::sync::Arc;
+mod across;
+
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use switchboard::policy::{Approval, ApprovalRequest, Approver, BoxFuture};
+use switchboard::store::db::Database;
+use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
 use crate::events::EventLog;
 use crate::queue::{Asked, Queue};
+use across::Across;
 
 /// The longest an approval waits for the person.
 pub const WAIT: Duration = Duration::from_secs(600);
 
 /// A call waiting for approval.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PendingApproval {
     /// Its id, for the answer.
     pub id: u64,
@@ -44,7 +52,7 @@ pub struct PendingApproval {
     pub choices: Vec<Value>,
     /// The process that asks, when it is not this server (`switchboard gateway (pid 4242) in
     /// /home/ada/project`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
 }
 
@@ -52,11 +60,13 @@ pub struct PendingApproval {
 /// [`crate::ServeOptions::approvals`].
 pub struct ApprovalQueue {
     queue: Queue<PendingApproval, Approval>,
+    /// The other replicas' queues, on a team's store.
+    across: OnceLock<Arc<Across>>,
 }
 
 impl Default for ApprovalQueue {
     fn default() -> Self {
-        ApprovalQueue { queue: Queue::new("approval", "decision", WAIT) }
+        ApprovalQueue { queue: Queue::new("approval", "decision", WAIT), across: OnceLock::new() }
     }
 }
 
@@ -81,9 +91,35 @@ impl ApprovalQueue {
         self.queue.attach(log);
     }
 
-    /// The calls waiting, oldest first.
+    /// Makes this queue one with the other replicas' on the team's store `db`, until
+    /// `stopping` (once; later calls do nothing).
+    pub(crate) fn share(self: &Arc<Self>, db: Database, stopping: CancellationToken) {
+        let across = Arc::new(Across::new(db));
+        if self.across.set(across.clone()).is_err() {
+            return;
+        }
+        let told = Arc::downgrade(&across);
+        self.queue.on_settled(Arc::new(move |id, how: &str| {
+            if let Some(across) = told.upgrade() {
+                across.settled(id, how);
+            }
+        }));
+        tokio::spawn(across.run(Arc::downgrade(self), stopping));
+    }
+
+    /// The calls waiting here, oldest first.
     pub fn waiting(&self) -> Vec<PendingApproval> {
         self.queue.waiting()
+    }
+
+    /// The calls waiting here and, on a team's store, at the other live replicas.
+    pub async fn waiting_anywhere(&self) -> Vec<PendingApproval> {
+        let mut all = self.queue.waiting();
+        if let Some(across) = self.across.get() {
+            all.extend(across.waiting_elsewhere().await);
+            all.sort_by_key(|a| a.id);
+        }
+        all
     }
 
     /// Answers call `id`; `false` when no such call waits.
@@ -91,19 +127,45 @@ impl ApprovalQueue {
         self.queue.answer(id, approval, approval.as_str(), |_, _| Ok::<(), ()>(())).is_some()
     }
 
-    /// Puts `request` to whoever follows the events; `Err` with the reason when nobody does.
+    /// Answers call `id` here or, on a team's store, at the live replica holding it: `Ok(false)`
+    /// when none waits for it; `Err` when the replica holding it did not take the answer.
+    pub async fn answer_anywhere(&self, id: u64, approval: Approval) -> Result<bool, String> {
+        if self.answer(id, approval) {
+            return Ok(true);
+        }
+        match self.across.get() {
+            Some(across) => across.answer_elsewhere(id, approval).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Puts `request` to whoever follows the events (here or, on a team's store, at another
+    /// replica); `Err` with the reason when nobody does.
     pub(crate) async fn ask(&self, request: ApprovalRequest, origin: Option<String>) -> Result<Approval, String> {
-        let asked = self
-            .queue
-            .ask(|id| PendingApproval {
-                id,
-                request: serde_json::to_value(&request).unwrap_or_default(),
-                rule: request.rule.to_string(),
-                summary: request.summary(),
-                choices: choices(),
-                origin,
-            })
-            .await;
+        let across = self.across.get();
+        let elsewhere = across.is_some_and(|a| a.others_watch());
+        if self.queue.watched().is_none() && !elsewhere {
+            return Err(NOBODY.into());
+        }
+        let id = match across {
+            Some(a) => a.number(self.queue.next_id()).await,
+            None => self.queue.next_id(),
+        };
+        let item = PendingApproval {
+            id,
+            request: serde_json::to_value(&request).unwrap_or_default(),
+            rule: request.rule.to_string(),
+            summary: request.summary(),
+            choices: choices(),
+            origin,
+        };
+        let shown = item.clone();
+        let announce = async move {
+            if let Some(a) = across {
+                a.announce(&shown).await;
+            }
+        };
+        let asked = self.queue.ask_item(id, item, elsewhere, announce).await;
         match asked {
             Asked::Answer(a) => Ok(a),
             Asked::Nobody => Err(NOBODY.into()),
@@ -126,8 +188,10 @@ impl Approver for ApprovalQueue {
     }
 
     fn unavailable(&self) -> Option<String> {
+        let elsewhere = self.across.get().is_some_and(|a| a.others_watch());
         match self.queue.watched() {
             Some(_) => None,
+            None if elsewhere => None,
             None => Some(NOBODY.into()),
         }
     }

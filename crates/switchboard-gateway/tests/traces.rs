@@ -80,6 +80,8 @@ async fn a_clients_trace_reaches_a_stdio_and_an_http_server_through_the_gateway_
             "pystdio": {"command": python, "args": [script],
                         "env": {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "python-stdio"}},
             "pyhttp": {"url": format!("http://127.0.0.1:{port}/mcp")},
+            // The same server spoken to on 2025-11-25: requests in a session.
+            "pyold": {"url": format!("http://127.0.0.1:{port}/mcp"), "protocol_version": "2025-11-25"},
         }}),
     );
     let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
@@ -214,11 +216,24 @@ async fn a_clients_trace_reaches_a_stdio_and_an_http_server_through_the_gateway_
     let (text, _) = text_of(&answered(&said.text().await.unwrap()));
     assert_eq!(text, "");
 
+    // The HTTP server spoken to on 2025-11-25, in a fifth.
+    let old_trace = "7bf92f3577b34da6a3ce929d0e0e4736";
+    let old_tool = name("pyold", "trace_header");
+    let said = post_mcp(
+        &url,
+        token,
+        session,
+        &call(15, &old_tool, json!({}), Some(&traceparent(old_trace, "00f067aa0ba902bb"))),
+    )
+    .await;
+    let (old_header, _) = text_of(&answered(&said.text().await.unwrap()));
+
     let spans = receiver.wait(Duration::from_secs(20), |spans| {
         of(spans, trace).len() >= 6
             && of(spans, failing).len() >= 3
             && of(spans, third).len() >= 6
             && of(spans, fourth).len() >= 3
+            && of(spans, old_trace).len() >= 3
     });
     let ours = of(&spans, trace);
     assert_eq!(ours.len(), 6, "two requests of three spans each: {:#?}", names(&ours));
@@ -302,6 +317,19 @@ async fn a_clients_trace_reaches_a_stdio_and_an_http_server_through_the_gateway_
     assert_eq!((asked.service.as_str(), asked.span.kind), ("switchboard", CLIENT));
     assert_eq!(asked.attr("switchboard.server").as_deref(), Some("pystdio"));
     assert_eq!(asked.parent_id(), "");
+
+    // On 2025-11-25 over HTTP: the context in the session's request's `_meta` and in its
+    // header, the version said.
+    let fifth = of(&spans, old_trace);
+    let served = one(&fifth, "switchboard", SERVER, &format!("tools/call {old_tool}"));
+    assert_eq!(served.parent_id(), "00f067aa0ba902bb");
+    let to_old = one(&fifth, "switchboard", CLIENT, "tools/call trace_header");
+    assert_eq!(to_old.parent_id(), served.span_id());
+    assert_eq!(to_old.attr("mcp.protocol.version").as_deref(), Some("2025-11-25"), "{:?}", to_old.span);
+    assert_eq!(to_old.attr("network.transport").as_deref(), Some("tcp"));
+    assert_eq!(to_old.attr("switchboard.server").as_deref(), Some("pyold"));
+    assert_eq!(one(&fifth, "python-http", SERVER, "tools/call trace_header").parent_id(), to_old.span_id());
+    assert_eq!(old_header, traceparent(old_trace, &to_old.span_id()), "the header too");
 
     // The header alone is taken as the parent; a tool error is one at every hop.
     let failed = of(&spans, failing);

@@ -40,6 +40,11 @@ const LOOK: Duration = Duration::from_secs(1);
 /// Ids of approvals numbered here when the store did not answer (far from the store's).
 const LOCAL_IDS: u64 = 1 << 50;
 
+/// What an approval is sealed for in the store.
+fn context(id: u64) -> Vec<u8> {
+    format!("approval\0{id}").into_bytes()
+}
+
 /// A replica's part in the approvals of the store.
 pub(crate) struct Across {
     db: Database,
@@ -76,13 +81,20 @@ impl Across {
         }
     }
 
-    /// Shows `item` to the other replicas.
+    /// Shows `item` to the other replicas (sealed in the store: its arguments may hold secrets).
     pub(crate) async fn announce(&self, item: &PendingApproval) {
         if item.id >= LOCAL_IDS {
             return;
         }
-        let value = serde_json::to_value(item).unwrap_or_default();
-        match self.db.put_approval(item.id, &value).await {
+        let plain = serde_json::to_vec(item).unwrap_or_default();
+        let sealed = match self.db.key_ring().seal(&context(item.id), &plain) {
+            Ok(sealed) => sealed,
+            Err(e) => {
+                tracing::warn!("sealing approval {} (shown on this replica only): {e}", item.id);
+                return;
+            }
+        };
+        match self.db.put_approval(item.id, &sealed).await {
             Ok(()) => self.db.tell(&Signal::ApprovalAsked { id: item.id }).await,
             Err(e) => {
                 tracing::warn!("keeping approval {} in the team's store (shown on this replica only): {e}", item.id)
@@ -104,10 +116,16 @@ impl Across {
         });
     }
 
+    /// An approval as kept in the store, opened (`None`: not one this key ring opens).
+    fn open(&self, id: u64, sealed: &str) -> Option<PendingApproval> {
+        let plain = self.db.key_ring().open(&context(id), sealed).ok()?;
+        serde_json::from_slice::<PendingApproval>(&plain).ok().filter(|item| item.id == id)
+    }
+
     /// The approvals other live replicas wait for, oldest first.
     pub(crate) async fn waiting_elsewhere(&self) -> Vec<PendingApproval> {
         match self.db.approvals_elsewhere().await {
-            Ok(items) => items.into_iter().filter_map(|v| serde_json::from_value(v).ok()).collect(),
+            Ok(items) => items.into_iter().filter_map(|(id, sealed)| self.open(id, &sealed)).collect(),
             Err(e) => {
                 tracing::warn!("the other replicas' approvals in the team's store: {e}");
                 Vec::new()
@@ -198,7 +216,9 @@ impl Across {
         match signal {
             Signal::ApprovalAsked { id } => {
                 let Some(log) = queue.queue.log() else { return };
-                if let Ok(Some((_, item))) = self.db.approval(id).await {
+                if let Ok(Some((_, sealed))) = self.db.approval(id).await
+                    && let Some(item) = self.open(id, &sealed)
+                {
                     log.publish_value(queue.queue.requested(&item));
                 }
             }

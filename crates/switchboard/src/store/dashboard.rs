@@ -2,7 +2,8 @@
 //! serve it as one: people's sign-ins under way (`switchboard_sign_ins`, sealed by the
 //! caller), their dashboard sessions (`switchboard_dashboard_sessions`, by the SHA-256 of the
 //! cookie's value), the calls waiting for approval at each process
-//! (`switchboard_approvals`, by [`Database::origin`]) and how many follow each process's
+//! (`switchboard_approvals`, by [`Database::origin`], sealed by the caller: a call's arguments
+//! may hold secrets) and how many follow each process's
 //! events (`switchboard_watchers`, said every few seconds: a process not heard from within
 //! [`super::replicas::GONE_AFTER`] counts as gone, and so do its approvals).
 
@@ -105,12 +106,13 @@ impl Database {
         Ok(u64::try_from(id).unwrap_or_default())
     }
 
-    /// Keeps the approval `id` this process waits for (`item`: as the dashboard shows it).
-    pub async fn put_approval(&self, id: u64, item: &Value) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO switchboard_approvals (id, origin, item, asked_ms) VALUES ($1, $2, $3::jsonb, $4)")
+    /// Keeps the approval `id` this process waits for (`sealed`: as the dashboard shows it,
+    /// sealed by the caller).
+    pub async fn put_approval(&self, id: u64, sealed: &str) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO switchboard_approvals (id, origin, sealed, asked_ms) VALUES ($1, $2, $3, $4)")
             .bind(i64::try_from(id).unwrap_or(i64::MAX))
             .bind(self.origin())
-            .bind(item.to_string())
+            .bind(sealed)
             .bind(now())
             .execute(self.pool())
             .await
@@ -128,24 +130,25 @@ impl Database {
         Ok(())
     }
 
-    /// The approval `id`, while a live process waits for it: the process's origin and the item.
-    pub async fn approval(&self, id: u64) -> Result<Option<(String, Value)>, StoreError> {
-        let row = sqlx::query_as::<_, (String, String)>(
-            "SELECT a.origin, a.item::text FROM switchboard_approvals a \
+    /// The approval `id`, while a live process waits for it: the process's origin and the
+    /// sealed item.
+    pub async fn approval(&self, id: u64) -> Result<Option<(String, String)>, StoreError> {
+        sqlx::query_as::<_, (String, String)>(
+            "SELECT a.origin, a.sealed FROM switchboard_approvals a \
              JOIN switchboard_watchers w ON w.origin = a.origin AND w.seen_ms >= $2 WHERE a.id = $1",
         )
         .bind(i64::try_from(id).unwrap_or(i64::MAX))
         .bind(now() - ms(GONE_AFTER))
         .fetch_optional(self.pool())
         .await
-        .map_err(|e| self.db_error(e))?;
-        Ok(row.and_then(|(origin, item)| serde_json::from_str(&item).ok().map(|item| (origin, item))))
+        .map_err(|e| self.db_error(e))
     }
 
-    /// The approvals live processes other than this one wait for, oldest first.
-    pub async fn approvals_elsewhere(&self) -> Result<Vec<Value>, StoreError> {
-        let rows = sqlx::query_scalar::<_, String>(
-            "SELECT a.item::text FROM switchboard_approvals a \
+    /// The approvals live processes other than this one wait for, oldest first: each id and
+    /// sealed item.
+    pub async fn approvals_elsewhere(&self) -> Result<Vec<(u64, String)>, StoreError> {
+        let rows = sqlx::query_as::<_, (i64, String)>(
+            "SELECT a.id, a.sealed FROM switchboard_approvals a \
              JOIN switchboard_watchers w ON w.origin = a.origin AND w.seen_ms >= $2 \
              WHERE a.origin <> $1 ORDER BY a.id",
         )
@@ -154,7 +157,7 @@ impl Database {
         .fetch_all(self.pool())
         .await
         .map_err(|e| self.db_error(e))?;
-        Ok(rows.iter().filter_map(|r| serde_json::from_str(r).ok()).collect())
+        Ok(rows.into_iter().map(|(id, sealed)| (u64::try_from(id).unwrap_or_default(), sealed)).collect())
     }
 
     /// Says this process is alive with `watchers` following its events; forgets processes

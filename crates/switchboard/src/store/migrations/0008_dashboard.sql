@@ -17,7 +17,7 @@ CREATE TABLE switchboard_dashboard_sessions (
 CREATE TABLE switchboard_approvals (
     id BIGSERIAL PRIMARY KEY,
     origin TEXT NOT NULL,
-    item JSONB NOT NULL,
+    sealed TEXT NOT NULL,
     asked_ms BIGINT NOT NULL
 );
 CREATE TABLE switchboard_watchers (

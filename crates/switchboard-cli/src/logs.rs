@@ -11,9 +11,17 @@
 use std::io::Write;
 use std::sync::{Arc, RwLock};
 
-/// The values taken out of every log line; filled once the config is loaded.
+/// The values taken out of every log line (and every span exported); filled once the config
+/// is loaded.
 #[derive(Clone, Default)]
 pub struct Secrets(Arc<RwLock<Vec<String>>>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let held = self.0.read().map_or(0, |h| h.len());
+        write!(f, "Secrets({held} values)")
+    }
+}
 
 impl Secrets {
     /// From now on, these are taken out too.
@@ -25,14 +33,21 @@ impl Secrets {
         held.dedup();
     }
 
-    fn scrub(&self, line: &str) -> String {
+    /// `text` with every value held replaced by `<redacted>`; `None` when it holds none.
+    pub fn redact(&self, text: &str) -> Option<String> {
         let held = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut line = line.to_string();
+        let mut out: Option<String> = None;
         for secret in held.iter() {
-            if line.contains(secret.as_str()) {
-                line = line.replace(secret.as_str(), "<redacted>");
+            let current = out.as_deref().unwrap_or(text);
+            if current.contains(secret.as_str()) {
+                out = Some(current.replace(secret.as_str(), "<redacted>"));
             }
         }
+        out
+    }
+
+    fn scrub(&self, line: &str) -> String {
+        let line = self.redact(line).unwrap_or_else(|| line.to_string());
         let ends = line.ends_with('\n');
         let body = line.trim_end_matches('\n');
         let mut out = switchboard::text::for_terminal_lines(body).into_owned();
@@ -115,7 +130,9 @@ pub fn init(verbose: u8) -> (Secrets, Option<crate::telemetry::Exporter>) {
         .with_ansi(false)
         .with_target(verbose > 1)
         .with_filter(filter);
-    let (traces, exporter, problem) = match crate::telemetry::layer() {
+    let redact = secrets.clone();
+    let redact: crate::telemetry::Redact = Arc::new(move |text: &str| redact.redact(text));
+    let (traces, exporter, problem) = match crate::telemetry::layer(redact) {
         Ok(Some((layer, exporter))) => {
             let only = tracing_subscriber::filter::Targets::new().with_target(target, tracing::Level::INFO);
             (Some(layer.with_filter(only)), Some(exporter), None)

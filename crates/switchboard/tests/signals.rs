@@ -1,8 +1,9 @@
 //! Hubs on one team's store tell each other what they learn (PostgreSQL `LISTEN`/`NOTIFY`,
 //! Debian's PostgreSQL started by the test helper): a server that tells only the session that
 //! changed it (the Python SDK's `add_tool` says `list_changed` to its caller alone) reaches the
-//! other hub's catalog; a config one hub saw change is read again by the other, though no file
-//! event reached it. (A logout: `tests/oauth.rs`.)
+//! other hub's catalog; a resource update told to one hub's session reaches the other's (the
+//! host's server, and a person's own instance of it); a config one hub saw change is read
+//! again by the other, though no file event reached it. (A logout: `tests/oauth.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -32,16 +33,24 @@ struct Two {
 }
 
 async fn two_hubs() -> Two {
+    two_hubs_with(json!({}), false).await
+}
+
+/// The same with `more` in the server's entry, for a team (callers sign in) with `team`.
+async fn two_hubs_with(more: serde_json::Value, team: bool) -> Two {
     let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
     let url = pg.database("sb");
     let keys = KeyRing::new_key_line("k1").unwrap();
     let (peer, port) =
         tokio::task::spawn_blocking(|| switchboard_testkit::python_peer("streamable-http")).await.unwrap();
-    let server = json!({"url": format!("http://127.0.0.1:{port}/mcp"), "protocol_version": "2025-11-25"});
+    let mut server = json!({"url": format!("http://127.0.0.1:{port}/mcp"), "protocol_version": "2025-11-25"});
+    if let (Some(entry), Some(more)) = (server.as_object_mut(), more.as_object()) {
+        entry.extend(more.clone());
+    }
     let config = json!({"servers": {"py": server}});
     let (a_env, b_env) = (TestEnv::new(), TestEnv::new());
-    let a = a_env.hub_with(&config, a_env.options().store(open(&url, &keys).await)).await;
-    let b = b_env.hub_with(&config, b_env.options().store(open(&url, &keys).await)).await;
+    let a = a_env.hub_with(&config, a_env.options().team(team).store(open(&url, &keys).await)).await;
+    let b = b_env.hub_with(&config, b_env.options().team(team).store(open(&url, &keys).await)).await;
     Two { _pg: pg, _peer: peer, _envs: (a_env, b_env), a, b }
 }
 
@@ -84,6 +93,41 @@ async fn a_resource_update_told_to_one_hub_reaches_the_other_once() {
         }
     }
     assert_eq!(count, 1, "B's clients are told once");
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// The same for a person's own instance of a server (`per_principal`): the update their
+/// instance at A was told reaches their hub at B (whose gateway sends it to their sessions
+/// there), once, and nobody else's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_resource_update_told_at_one_hub_reaches_their_hub_at_the_other_once() {
+    use switchboard::events::Event;
+    let Two { a, b, .. } = &two_hubs_with(json!({"sharing": "per_principal"}), true).await;
+    let person = |subject: &str| -> switchboard::identity::Principal {
+        serde_json::from_value(json!({"subject": subject, "issuer": "https://id.example"})).unwrap()
+    };
+    let (alice, bob) = (person("alice"), person("bob"));
+    let (at_a, at_b) = (a.person(&alice).expect("alice's hub at A"), b.person(&alice).expect("alice's hub at B"));
+    let _bob_at_b = b.person(&bob).expect("bob's hub at B");
+    for hub in [&at_a, &at_b] {
+        let started = Instant::now();
+        while hub.catalog().tools_of("py").next().is_none() {
+            assert!(started.elapsed() < Duration::from_secs(20), "her instance of py connects");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let mut heard = b.subscribe_people();
+    let args = serde_json::from_value(json!({"uri": "py://greeting"})).unwrap();
+    at_a.call_tool("py__touch", Some(args), Default::default()).await.unwrap();
+    let mut whose = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    while let Ok(Ok(told)) = tokio::time::timeout_at(deadline, heard.recv()).await {
+        if matches!(&told.event, Event::ResourceUpdated { server, uri } if server == "py" && uri == "py://greeting") {
+            whose.push(told.person.to_string());
+        }
+    }
+    assert_eq!(whose, [alice.key()], "her hub at B is told, once; Bob's is not");
     a.shutdown().await;
     b.shutdown().await;
 }

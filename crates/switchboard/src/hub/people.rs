@@ -57,6 +57,11 @@ struct Merged {
 }
 
 impl People {
+    /// Their hubs' events from now on.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<PersonEvent> {
+        self.events.subscribe()
+    }
+
     pub(super) fn new(config: &LoadedConfig) -> People {
         People {
             config: RwLock::new(Arc::new(config.clone())),
@@ -350,7 +355,7 @@ impl Hub {
     /// Events of the people's hubs from now on (changes of state, not single calls), each
     /// marked with whose it is.
     pub fn subscribe_people(&self) -> broadcast::Receiver<PersonEvent> {
-        self.inner.people.events.subscribe()
+        self.inner.people.subscribe()
     }
 }
 

@@ -7,9 +7,10 @@
 //!   store and finds no tokens, so the tokens it held in memory serve no further request.
 //! - A server's `list_changed` is told once its lists were taken again; a hub told lists that
 //!   server again (a server that tells only the session that changed it reaches every replica).
-//! - A shared server's `resources/updated` is told; a hub told publishes it as if the server
-//!   had said it, unless it heard the same from the server itself within [`ECHO`] (at least
-//!   once: a client may be told twice, which is a hint to read again).
+//! - A server's `resources/updated` is told (a shared server's, and a person's own server's with
+//!   the person's key); a hub told publishes it as if the server had said it (in the person's
+//!   hub while it runs here), unless it heard the same from the server itself within [`ECHO`]
+//!   (at least once: a client may be told twice, which is a hint to read again).
 //! - A config that changed (a reload that applied something) is told; a hub told loads its
 //!   config files again ([`Hub::watch_config`]'s loop).
 //!
@@ -27,12 +28,15 @@ use crate::store::signals::{Heard, Signal};
 /// How long a resource update heard one way makes the same one heard the other way an echo.
 pub const ECHO: Duration = Duration::from_secs(1);
 
-/// What the follower remembers of resource updates: when each (server, uri) was last heard
-/// from the server itself, and which ones it published itself (not to be told back).
+/// A resource update: whose instance (`""`: the host's), the server, the resource.
+type Update = (String, String, String);
+
+/// What the follower remembers of resource updates: when each was last heard from the server
+/// itself, and which ones it published itself (not to be told back).
 #[derive(Default)]
 pub(super) struct Echoes {
-    heard: HashMap<(String, String), Instant>,
-    published: HashMap<(String, String), Instant>,
+    heard: HashMap<Update, Instant>,
+    published: HashMap<Update, Instant>,
 }
 
 impl Echoes {
@@ -67,10 +71,8 @@ impl Hub {
                 hub.relist(&server).await;
             }
             Signal::ResourceUpdated { owner, server, uri } => {
-                if !owner.is_empty() {
-                    return;
-                }
-                let key = (server.clone(), uri.clone());
+                let Some(hub) = self.owned_by(&owner) else { return };
+                let key = (owner, server.clone(), uri.clone());
                 {
                     let mut e = echoes.lock().unwrap_or_else(PoisonError::into_inner);
                     e.prune();
@@ -79,7 +81,7 @@ impl Hub {
                     }
                     e.published.insert(key, Instant::now());
                 }
-                self.inner.events.send(Event::ResourceUpdated { server, uri });
+                hub.inner.events.send(Event::ResourceUpdated { server, uri });
             }
             Signal::Reload => {
                 reload.send_modify(|n| *n += 1);
@@ -104,8 +106,8 @@ impl Hub {
     }
 }
 
-/// Starts the follower of `inner`'s store (a long-running host hub with one), and the teller of
-/// its shared servers' resource updates.
+/// Starts the follower of `inner`'s store (a long-running host hub with one), and the tellers
+/// of its servers' resource updates and of its people's.
 pub(super) fn spawn(inner: &Arc<Inner>) {
     let Some(db) = inner.options.store.clone() else { return };
     if !inner.options.reconnect.background || inner.person.is_some() {
@@ -147,19 +149,28 @@ pub(super) fn spawn(inner: &Arc<Inner>) {
         }
     });
     inner.track(follow.abort_handle());
-    // The host's shared servers' resource updates, told as they come (not those it published
-    // from a signal).
+    // The host's servers' resource updates, and the people's, told as they come (not those it
+    // published from a signal).
     let mut events = inner.events.subscribe_changes();
+    let mut people = inner.people.subscribe();
     let weak = Arc::downgrade(inner);
     let tell_task = tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
         loop {
-            let event = match events.recv().await {
-                Ok(e) => e,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(_) => return,
+            let (owner, event) = tokio::select! {
+                event = events.recv() => match event {
+                    Ok(e) => (String::new(), e),
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                },
+                event = people.recv() => match event {
+                    Ok(e) => (e.person.to_string(), e.event),
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                },
             };
             let Event::ResourceUpdated { server, uri } = event else { continue };
-            let key = (server.clone(), uri.clone());
+            let key = (owner.clone(), server.clone(), uri.clone());
             {
                 let mut e = echoes.lock().unwrap_or_else(PoisonError::into_inner);
                 e.prune();
@@ -169,7 +180,7 @@ pub(super) fn spawn(inner: &Arc<Inner>) {
                 e.heard.insert(key, Instant::now());
             }
             let Some(inner) = weak.upgrade() else { return };
-            inner.tell(Signal::ResourceUpdated { owner: String::new(), server, uri }).await;
+            inner.tell(Signal::ResourceUpdated { owner, server, uri }).await;
         }
     });
     inner.track(tell_task.abort_handle());

@@ -15,11 +15,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+use super::info::connected_status;
 use super::request;
 use super::retry::{self, delay, tail_of, with_retry};
 use super::slot::{PING_TIMEOUT, drop_connection};
 use super::subscriptions::resubscribe;
-use super::{Inner, Slot, connected_status};
+use super::{Inner, Slot};
 use crate::catalog::ServerLists;
 use crate::connection::handler::ListChange;
 use crate::connection::{ConnectCtx, Connection, StartFailure};

@@ -16,6 +16,7 @@ mod complete;
 mod connect;
 mod follow;
 mod health;
+mod info;
 mod lease;
 mod manage;
 mod options;
@@ -36,7 +37,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 
 pub use crate::events::ReloadReport;
@@ -44,6 +44,7 @@ pub use auth::Comeback;
 pub use calls::{CallOptions, ToolOutput};
 pub use complete::Completing;
 pub use follow::ConfigWatch;
+pub use info::ServerInfo;
 pub use options::{HubOptions, PersonOptions};
 pub use people::{PersonEvent, PersonInfo};
 pub use request::RequestOptions;
@@ -51,51 +52,19 @@ pub use retry::Reconnect;
 pub use view::{HubView, ViewFilter};
 
 use crate::catalog::{Catalog, CompiledFilter, ServerLists};
-use crate::config::{LoadedConfig, Scope, ServerConfig, TransportConfig};
+use crate::config::{LoadedConfig, ServerConfig};
 use crate::connection::Connection;
 use crate::deadline::Watchdog;
 use crate::error::Error;
 use crate::events::Event;
 use crate::paths::Paths;
 use crate::process::ProcessTree;
-use crate::status::{Counts, FailureKind, ServerStatus};
+use crate::status::{FailureKind, ServerStatus};
 use crate::transport::progress::Publish;
 use crate::trust::TrustStore;
 use connect::connect;
+use info::info;
 use slot::Slot;
-
-/// One server as the hub sees it.
-#[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct ServerInfo {
-    /// Its name.
-    pub name: String,
-    /// Where it was configured.
-    pub scope: Scope,
-    /// The file it came from.
-    pub source: PathBuf,
-    /// `stdio` or `http`.
-    pub transport: &'static str,
-    /// What runs or where it connects: the command line or URL as written in the file
-    /// (`${VAR}` unexpanded), never env values or headers.
-    pub target: String,
-    /// Its status.
-    pub status: ServerStatus,
-    /// What the person can do so that it works (trust it, log in), from its status
-    /// ([`ServerStatus::remedy`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub remedy: Option<crate::Remedy>,
-    /// Its tools are always given in full where a host defers tool definitions behind a
-    /// search (`"always_load": true`, as Claude Code's `alwaysLoad`).
-    pub always_load: bool,
-    /// What screening its definitions found ([`crate::screen`]): hidden characters removed
-    /// from its lists and instructions, with what they said, for the person.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub findings: Vec<crate::screen::Finding>,
-    /// Its sandbox (a stdio server's): on or off, what it may reach, what it was refused.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<crate::sandbox::SandboxInfo>,
-}
 
 pub(crate) struct Inner {
     options: HubOptions,
@@ -486,33 +455,6 @@ impl Hub {
     }
 }
 
-fn info(slot: &Slot) -> ServerInfo {
-    let entry = slot.entry();
-    let (transport, target) = match slot.config() {
-        Some(c) => (if matches!(c.transport, TransportConfig::Stdio(_)) { "stdio" } else { "http" }, c.target()),
-        None => ("-", String::new()),
-    };
-    let (status, findings) = {
-        let st = slot.state();
-        (st.status.clone(), st.findings.to_vec())
-    };
-    ServerInfo {
-        name: slot.name.clone(),
-        scope: entry.scope(),
-        source: entry.source().to_path_buf(),
-        transport,
-        target,
-        remedy: status.remedy(&slot.name),
-        status,
-        always_load: slot.config().is_some_and(|c| c.always_load),
-        findings,
-        sandbox: slot.config().and_then(|c| match &c.transport {
-            TransportConfig::Stdio(s) => Some(crate::sandbox::SandboxInfo::of(s.sandbox.as_ref(), &slot.refusals)),
-            _ => None,
-        }),
-    }
-}
-
 /// Which servers a hub holds.
 enum Part {
     /// The host's: every server (those each person gets their own of, unconnected).
@@ -639,37 +581,4 @@ impl Inner {
             prompts: lists.prompts.len(),
         });
     }
-}
-
-fn counts(lists: &ServerLists, filter: &CompiledFilter) -> Counts {
-    Counts {
-        tools: lists.tools.iter().filter(|t| filter.allows(&t.name)).count(),
-        resources: lists.resources.len(),
-        resource_templates: lists.resource_templates.len(),
-        prompts: lists.prompts.len(),
-    }
-}
-
-fn connected_status(conn: &Connection, lists: &ServerLists, filter: &CompiledFilter) -> ServerStatus {
-    let id = &conn.identity;
-    ServerStatus::Connected {
-        protocol_version: id.protocol_version.clone(),
-        server_name: id.name.clone(),
-        server_version: id.version.clone(),
-        instructions: id.instructions.clone(),
-        counts: counts(lists, filter),
-        diagnostics: left_out(conn),
-    }
-}
-
-/// Each tool the transport left out, and why.
-fn left_out(conn: &Connection) -> Vec<String> {
-    let Some(left_out) = &conn.left_out else { return Vec::new() };
-    left_out
-        .tools()
-        .into_iter()
-        .map(|(tool, why)| {
-            format!("tool `{tool}` left out: {why} (SEP-2243: it could not be called as its server expects)")
-        })
-        .collect()
 }

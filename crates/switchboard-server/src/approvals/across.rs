@@ -225,6 +225,10 @@ impl Across {
             Signal::ApprovalAnswer { id, to, decision } if to == self.db.origin() => {
                 let taken = Approval::parse(&decision).is_some_and(|a| queue.answer(id, a));
                 if !taken {
+                    // A row left behind (its call withdrawn while it was being kept) goes too.
+                    if let Err(e) = self.db.drop_approval(id).await {
+                        tracing::warn!("approval {id} waits no more, but its row stays in the team's store: {e}");
+                    }
                     self.db.tell(&Signal::ApprovalSettled { id, how: "unknown".into() }).await;
                 }
             }

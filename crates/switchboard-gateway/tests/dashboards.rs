@@ -6,8 +6,9 @@
 //!   gives is known to both (by the cookie's SHA-256), and the dashboard's client registered at
 //!   the provider by the first replica is the one the other uses.
 //! - A call that waits for approval at one replica is shown at the other (its events, its
-//!   `GET /api/approvals`), answered there, and the answer reaches the call; ids are unique
-//!   across replicas; an answer for a call whose replica was killed says so.
+//!   `GET /api/approvals`), answered there, and the answer reaches the call (one of the API, one
+//!   of an agent at `/mcp` whose client cannot be asked); ids are unique across replicas; an
+//!   answer for a call whose replica was killed says so; nothing of either replica is left.
 //! - The host's dashboard session, given by one replica, is taken by the other.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -179,6 +180,31 @@ async fn a_teams_dashboard_is_one_across_replicas_behind_haproxy() {
     assert!(second != id && third != id && third != second, "{id} {second} {third}");
     assert_eq!(decide(&b, third, "allow_once").await.0, 204, "A's call answered at B");
     assert_eq!(asked.await.unwrap().0, 200);
+    // An agent at B's `/mcp` whose client cannot be asked itself (no elicitation): the
+    // dashboard at A answers for it.
+    let bot = home.api_key("bot");
+    let at_b = format!("{b}/mcp");
+    let r = common::post_mcp(&at_b, Some(&bot), None, &common::initialize()).await;
+    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let _ = r.text().await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let _ = common::post_mcp(&at_b, Some(&bot), Some(&session), &initialized).await;
+    let agent_call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                            "params": {"name": "fx__echo", "arguments": {"text": "from an agent"}}});
+    let agent = {
+        let (at_b, bot, session) = (at_b.clone(), bot.clone(), session.clone());
+        tokio::spawn(async move {
+            common::answered(
+                &common::post_mcp(&at_b, Some(&bot), Some(&session), &agent_call).await.text().await.unwrap(),
+            )
+        })
+    };
+    let pending = next(&mut at_a, "approval_requested").await;
+    assert_eq!(pending["request"]["arguments"], json!({"text": "from an agent"}), "{pending}");
+    assert_eq!(decide(&a, pending["id"].as_u64().unwrap(), "allow_once").await.0, 204);
+    let said = agent.await.unwrap();
+    assert_eq!(said["result"]["content"][0]["text"], "from an agent", "{said}");
+
     let asked = call(&b, "gone");
     let fourth = next(&mut at_a, "approval_requested").await["id"].as_u64().unwrap();
     asked.abort();
@@ -212,4 +238,7 @@ async fn a_teams_dashboard_is_one_across_replicas_behind_haproxy() {
     assert_eq!((status, &body["error"]["code"]), (504, &json!("not_taken")), "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("did not take the answer"), "{body}");
     drop(replicas);
+    // Nothing of either replica is left, B's servers included (B was SIGKILLed): through /proc.
+    let left = switchboard_testkit::wait_gone(&home.marker, Duration::from_secs(15));
+    assert!(left.is_empty(), "left after the replicas ended: {left:?}");
 }

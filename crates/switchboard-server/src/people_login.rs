@@ -30,7 +30,7 @@ use switchboard::store::db::Database;
 
 use crate::error::ApiError;
 use crate::identity::{Principal, Protected};
-use crate::security::random;
+use crate::security::{now_ms, random};
 
 /// The person's session cookie.
 pub const PERSON_COOKIE: &str = "switchboard_person";
@@ -305,13 +305,6 @@ impl PeopleLogin {
     fn redirect(&self, headers: &HeaderMap) -> String {
         format!("{}/people/callback", crate::login::public_base(headers, self.public_url.as_deref()))
     }
-}
-
-/// Now, in ms since the epoch.
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// What a pending sign-in is sealed for.

@@ -136,7 +136,7 @@ impl<S: Serialize + Clone, A> Queue<S, A> {
             return Asked::Nobody;
         }
         let id = self.next_id();
-        self.ask_item(id, make(id), false, std::future::ready(())).await
+        self.ask_item(id, make(id), false, std::future::ready(false)).await
     }
 
     /// The next id of this queue's own numbering.
@@ -146,13 +146,15 @@ impl<S: Serialize + Clone, A> Queue<S, A> {
 
     /// [`Queue::ask`] with the item made and numbered already; `elsewhere`: someone follows
     /// the events of another process that shows it, so it waits even when nobody follows
-    /// these; `announce` runs once it waits (an answer may come from then on).
+    /// these; `announce` runs once it waits (an answer may come from then on) and says whether
+    /// the other process shows it: when it does not and nobody follows these events, nobody
+    /// can answer and the item is taken back at once.
     pub(crate) async fn ask_item(
         &self,
         id: u64,
         item: S,
         elsewhere: bool,
-        announce: impl Future<Output = ()>,
+        announce: impl Future<Output = bool>,
     ) -> Asked<A> {
         let log = match self.watched() {
             Some(log) => log,
@@ -167,7 +169,9 @@ impl<S: Serialize + Clone, A> Queue<S, A> {
         self.pending().insert(id, (item, tx));
         let _guard = Withdraw { queue: self, id };
         log.publish_value(event);
-        announce.await;
+        if !announce.await && log.watchers() == 0 {
+            return Asked::Nobody;
+        }
         let stopping = log.stopping().clone();
         drop(log);
         tokio::select! {

@@ -71,8 +71,15 @@ pub struct Access {
 /// How long a dashboard session lasts at most (the cookie also ends with the browser).
 pub const SESSION_LIFETIME: Duration = Duration::from_secs(7 * 86_400);
 
+/// Now, in ms since the epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    now_ms() / 1000
 }
 
 impl Access {

@@ -81,23 +81,28 @@ impl Across {
         }
     }
 
-    /// Shows `item` to the other replicas (sealed in the store: its arguments may hold secrets).
-    pub(crate) async fn announce(&self, item: &PendingApproval) {
+    /// Shows `item` to the other replicas (sealed in the store: its arguments may hold
+    /// secrets); `false` when it could not be (it is shown on this replica only).
+    pub(crate) async fn announce(&self, item: &PendingApproval) -> bool {
         if item.id >= LOCAL_IDS {
-            return;
+            return false;
         }
         let plain = serde_json::to_vec(item).unwrap_or_default();
         let sealed = match self.db.key_ring().seal(&context(item.id), &plain) {
             Ok(sealed) => sealed,
             Err(e) => {
                 tracing::warn!("sealing approval {} (shown on this replica only): {e}", item.id);
-                return;
+                return false;
             }
         };
         match self.db.put_approval(item.id, &sealed).await {
-            Ok(()) => self.db.tell(&Signal::ApprovalAsked { id: item.id }).await,
+            Ok(()) => {
+                self.db.tell(&Signal::ApprovalAsked { id: item.id }).await;
+                true
+            }
             Err(e) => {
-                tracing::warn!("keeping approval {} in the team's store (shown on this replica only): {e}", item.id)
+                tracing::warn!("keeping approval {} in the team's store (shown on this replica only): {e}", item.id);
+                false
             }
         }
     }

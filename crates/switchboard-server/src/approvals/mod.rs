@@ -161,8 +161,9 @@ impl ApprovalQueue {
         };
         let shown = item.clone();
         let announce = async move {
-            if let Some(a) = across {
-                a.announce(&shown).await;
+            match across {
+                Some(a) => a.announce(&shown).await,
+                None => false,
             }
         };
         let asked = self.queue.ask_item(id, item, elsewhere, announce).await;

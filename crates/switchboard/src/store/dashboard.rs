@@ -13,11 +13,7 @@ use serde_json::Value;
 
 use super::StoreError;
 use super::db::Database;
-use super::replicas::GONE_AFTER;
-
-fn now() -> i64 {
-    i64::try_from(crate::status::now_ms()).unwrap_or(i64::MAX)
-}
+use super::replicas::{GONE_AFTER, now};
 
 fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)

@@ -37,7 +37,8 @@ impl ReplicaRow {
     }
 }
 
-fn now() -> i64 {
+/// Now, in ms since the epoch, as the store's rows keep it.
+pub(super) fn now() -> i64 {
     i64::try_from(crate::status::now_ms()).unwrap_or(i64::MAX)
 }
 

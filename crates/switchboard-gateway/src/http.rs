@@ -15,6 +15,12 @@
 //!   request's response ends (or its client goes away).
 //! - A request from a switchboard whose chain holds this hub's config already is answered 508
 //!   Loop Detected (`switchboard::chain`): switchboard is not its own upstream.
+//! - A session is its maker's ([`crate::sessions`]): every request that names it (a `POST`,
+//!   the session's own stream or a request's, a `Last-Event-ID` resumption, a `DELETE`), by
+//!   anyone else, here or at the replica serving it, is answered as a session that does not
+//!   exist (404 `Session not found`, no id echoed), and the session goes on untouched. A
+//!   `DELETE` of one's own session answers 200 (rmcp says 202, which the Python SDK takes
+//!   for a failure).
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -31,7 +37,7 @@ use rmcp::transport::StreamableHttpService;
 use tower_service::Service;
 
 use crate::Session;
-use crate::sessions::{PRIMED, Sessions};
+use crate::sessions::{MAKING, Making, Sessions};
 
 type Inner = StreamableHttpService<Session, Sessions>;
 type Response = http::Response<BoxBody<Bytes, Infallible>>;
@@ -188,15 +194,26 @@ impl HttpFront {
     }
 
     /// Hands the request to rmcp's service that primes, or the one that does not; a session
-    /// it makes primes the same way.
-    async fn pass<B>(&self, primed: bool, request: http::Request<B>) -> Response
+    /// it makes (or resumes) primes the same way and is `owner`'s.
+    async fn pass<B>(&self, primed: bool, owner: &Arc<str>, request: http::Request<B>) -> Response
     where
         B: http_body::Body + Send + 'static,
         B::Error: std::fmt::Display,
         B::Data: Send + 'static,
     {
         let mut service = if primed { self.primed.clone() } else { self.plain.clone() };
-        ok(PRIMED.scope(primed, service.call(request)).await)
+        let making = Making { primed, owner: owner.clone() };
+        ok(MAKING.scope(making, service.call(request)).await)
+    }
+
+    /// A `DELETE`: ends the session (held here, or `resumed` from the store to be ended), 200
+    /// as the SDKs expect.
+    async fn end(&self, resumed: Option<bool>, caller: &Arc<str>, request: http::Request<Full<Bytes>>) -> Response {
+        let mut response = self.pass(resumed.unwrap_or(true), caller, request).await;
+        if response.status() == http::StatusCode::ACCEPTED {
+            *response.status_mut() = http::StatusCode::OK;
+        }
+        response
     }
 
     async fn handle<B>(self, request: http::Request<B>) -> Response
@@ -218,8 +235,8 @@ impl HttpFront {
         let session = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
         // Who calls (a principal's key; "" for a caller who did not sign in): a session of a
         // team's store is resumed for its owner only.
-        let caller =
-            request.extensions().get::<switchboard::identity::Principal>().map(|p| p.key()).unwrap_or_default();
+        let caller: Arc<str> =
+            request.extensions().get::<switchboard::identity::Principal>().map(|p| p.key()).unwrap_or_default().into();
         // The body whole (none for a GET or a DELETE): a request may be sent on to another
         // replica, or looked at below.
         let (parts, body) = request.into_parts();
@@ -233,12 +250,21 @@ impl HttpFront {
         let timing = peek.as_ref().filter(|p| p.id.is_some()).and_then(|p| p.method.clone());
         let started = std::time::Instant::now();
         let response: Response = async {
+            // A session is its maker's: anyone else is told it does not exist.
+            if let Some(id) = &session
+                && self.sessions.owner(id).is_some_and(|owner| owner != caller)
+            {
+                tracing::info!("a request on a session of another caller: refused as unknown");
+                return unknown_session();
+            }
             // A session's requests are served by one replica (on a team's store): here, or there.
             let mut resumed = None;
             if let Some(id) = &session {
                 let passed = self.replicas.passed_by(&parts.headers).is_some();
                 match self.route(id, &caller, passed).await {
                     Err(refused) => return refused,
+                    // Neither here nor in the store: one answer for every unknown session.
+                    Ok(Route::Here(None)) if !self.sessions.holds(id).await => return unknown_session(),
                     Ok(Route::Here(kind)) => resumed = kind,
                     Ok(Route::There { replica, url, primed }) => {
                         let request_id = peek.as_ref().and_then(|p| p.id.as_ref());
@@ -256,6 +282,9 @@ impl HttpFront {
                 self.replicas.resumed(id);
             }
             let mut parts = parts;
+            if parts.method == http::Method::DELETE {
+                return self.end(resumed, &caller, http::Request::from_parts(parts, Full::new(bytes))).await;
+            }
             if !post {
                 let primed = resumed.unwrap_or_else(|| header_version.is_some_and(|v| v.as_str() >= PRIMING_FROM));
                 // A request's stream asked for again ([`crate::resume`]).
@@ -274,7 +303,7 @@ impl HttpFront {
                         None => {}
                     }
                     let suffix = crate::resume::stream_tag(self.replicas.id());
-                    let response = self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
+                    let response = self.pass(primed, &caller, http::Request::from_parts(parts, Full::new(bytes))).await;
                     let events = response
                         .headers()
                         .get(http::header::CONTENT_TYPE)
@@ -288,7 +317,7 @@ impl HttpFront {
                 if let Ok(value) = http::HeaderValue::from_str(tagged.rmcp) {
                     parts.headers.insert("last-event-id", value);
                 }
-                let response = self.pass(primed, http::Request::from_parts(parts, Full::new(bytes))).await;
+                let response = self.pass(primed, &caller, http::Request::from_parts(parts, Full::new(bytes))).await;
                 return response.map(|body| crate::resume::tagged(crate::resume::or_lost(body, &tagged), suffix));
             }
             let initialize = matches!(&peek, Some(Peek { method: Some(m), .. }) if m == "initialize");
@@ -316,7 +345,7 @@ impl HttpFront {
             }
             let request = http::Request::from_parts(parts, Full::new(bytes));
             if initialize && session.is_none() {
-                let response = self.pass(primed, request).await;
+                let response = self.pass(primed, &caller, request).await;
                 self.claim(&response, &caller, primed).await;
                 return response;
             }
@@ -325,13 +354,13 @@ impl HttpFront {
                 (Some(session), Some(Peek { method: Some(_), id: Some(id), .. })) => Some((session, id)),
                 _ => None,
             };
-            let Some(key) = key else { return self.pass(primed, request).await };
+            let Some(key) = key else { return self.pass(primed, &caller, request).await };
             if !self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone()) {
                 return in_flight(&key.1);
             }
             let suffix = crate::resume::tag(self.replicas.id(), &serde_json::to_string(&key.1).unwrap_or_default());
             let guard = Free { set: self.in_flight.clone(), key: Some(key) };
-            let response = self.pass(primed, request).await;
+            let response = self.pass(primed, &caller, request).await;
             let events = response
                 .headers()
                 .get(http::header::CONTENT_TYPE)

@@ -5,9 +5,14 @@
 //! the one used least recently is closed (its client gets 404 and starts a new one, as the
 //! transport spec says), so a client that opens sessions without end cannot grow the gateway
 //! without bound.
+//!
+//! Each session is its maker's: the caller whose `initialize` made it (or whose request
+//! resumed it from a team's store, after [`crate::http`] checked that they own it) is kept
+//! beside it ([`MAKING`]), and [`Sessions::owner`] says who that is, so that the front refuses
+//! every request of the session by anyone else before rmcp sees it.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use futures::Stream;
@@ -19,16 +24,33 @@ use rmcp::transport::streamable_http_server::session::{RestoreOutcome, ServerSse
 pub const MAX_SESSIONS: usize = 1024;
 
 tokio::task_local! {
-    /// Whether a session made by this request primes its streams.
-    pub(crate) static PRIMED: bool;
+    /// How a session made (or resumed) by this request is made.
+    pub(crate) static MAKING: Making;
+}
+
+/// How a session made (or resumed) by a request is made: whether it primes its streams, and
+/// whose it is.
+#[derive(Debug, Clone)]
+pub(crate) struct Making {
+    pub(crate) primed: bool,
+    /// The principal's key of the caller (`""` for one who did not sign in).
+    pub(crate) owner: Arc<str>,
+}
+
+/// What is kept of a session beside rmcp's.
+struct Kept {
+    primed: bool,
+    last: Instant,
+    made: Instant,
+    owner: Arc<str>,
 }
 
 /// See the module.
 pub(crate) struct Sessions {
     primed: LocalSessionManager,
     plain: LocalSessionManager,
-    /// Session → whether it primes, when it was last used, when it was made.
-    kinds: Mutex<HashMap<SessionId, (bool, Instant, Instant)>>,
+    /// Session → whether it primes, when it was last used, when it was made, whose it is.
+    kinds: Mutex<HashMap<SessionId, Kept>>,
     max: usize,
     metrics: crate::metrics::GatewayMetrics,
 }
@@ -43,22 +65,28 @@ impl Sessions {
         Sessions { primed: LocalSessionManager::default(), plain, kinds: Mutex::default(), max, metrics }
     }
 
-    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, (bool, Instant, Instant)>> {
+    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Kept>> {
         self.kinds.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Adds `id`, made now.
-    fn add(&self, id: SessionId, primed: bool) {
+    /// Adds `id`, made now as `making` says.
+    fn add(&self, id: SessionId, making: Making) {
         let mut kinds = self.kinds();
-        kinds.insert(id, (primed, Instant::now(), Instant::now()));
+        let now = Instant::now();
+        kinds.insert(id, Kept { primed: making.primed, last: now, made: now, owner: making.owner });
         self.metrics.sessions_open(kinds.len());
+    }
+
+    /// Whose the session `id` is, while it is kept here.
+    pub(crate) fn owner(&self, id: &str) -> Option<Arc<str>> {
+        self.kinds().get(id).map(|k| k.owner.clone())
     }
 
     /// Forgets `id` (closed, by its client, the cap or its manager).
     fn forget(&self, id: &SessionId) {
         let mut kinds = self.kinds();
-        if let Some((_, _, made)) = kinds.remove(id) {
-            self.metrics.session_ended(made);
+        if let Some(kept) = kinds.remove(id) {
+            self.metrics.session_ended(kept.made);
         }
         self.metrics.sessions_open(kinds.len());
     }
@@ -67,9 +95,9 @@ impl Sessions {
     fn of(&self, id: &SessionId) -> &Manager {
         let mut kinds = self.kinds();
         match kinds.get_mut(id) {
-            Some((primed, last, _)) => {
-                *last = Instant::now();
-                if *primed { &self.primed } else { &self.plain }
+            Some(kept) => {
+                kept.last = Instant::now();
+                if kept.primed { &self.primed } else { &self.plain }
             }
             None => &self.primed,
         }
@@ -81,7 +109,7 @@ impl Sessions {
         if self.kinds().len() < self.max {
             return;
         }
-        let known: Vec<(SessionId, bool)> = self.kinds().iter().map(|(id, (p, ..))| (id.clone(), *p)).collect();
+        let known: Vec<(SessionId, bool)> = self.kinds().iter().map(|(id, k)| (id.clone(), k.primed)).collect();
         for (id, primed) in known {
             let manager = if primed { &self.primed } else { &self.plain };
             if !manager.sessions.read().await.contains_key(&id) {
@@ -89,8 +117,7 @@ impl Sessions {
             }
         }
         while self.kinds().len() >= self.max {
-            let oldest =
-                self.kinds().iter().min_by_key(|(_, (_, last, _))| *last).map(|(id, (p, ..))| (id.clone(), *p));
+            let oldest = self.kinds().iter().min_by_key(|(_, k)| k.last).map(|(id, k)| (id.clone(), k.primed));
             let Some((id, primed)) = oldest else { break };
             tracing::info!("{} HTTP sessions open: the one used least recently is closed", self.max);
             self.forget(&id);
@@ -107,10 +134,16 @@ impl Sessions {
     /// Whether the session `id` is held here now (its manager has it: a session it closed
     /// for idleness is not, though it may still be listed in `kinds`).
     pub(crate) async fn holds(&self, id: &str) -> bool {
-        let Some(primed) = self.kinds().get(id).map(|(p, ..)| *p) else { return false };
+        let Some(primed) = self.kinds().get(id).map(|k| k.primed) else { return false };
         let manager = if primed { &self.primed } else { &self.plain };
         manager.sessions.read().await.contains_key(id)
     }
+}
+
+/// How the request being served makes a session: primed, and no one's in particular, when
+/// the front set nothing (it always does).
+fn making() -> Making {
+    MAKING.try_with(Clone::clone).unwrap_or(Making { primed: true, owner: Arc::from("") })
 }
 
 impl SessionManager for Sessions {
@@ -119,10 +152,10 @@ impl SessionManager for Sessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         self.make_room().await;
-        let primed = PRIMED.try_with(|p| *p).unwrap_or(true);
-        let manager = if primed { &self.primed } else { &self.plain };
+        let making = making();
+        let manager = if making.primed { &self.primed } else { &self.plain };
         let (id, transport) = manager.create_session().await?;
-        self.add(id.clone(), primed);
+        self.add(id.clone(), making);
         Ok((id, transport))
     }
 
@@ -173,14 +206,15 @@ impl SessionManager for Sessions {
     }
 
     /// A session of a team's store this process does not hold ([`crate::durable`]), made
-    /// again here with the kind it was made with (the front sets [`PRIMED`] from the store).
+    /// again here with the kind it was made with (the front sets [`MAKING`] from the store,
+    /// and the caller it checked owns it).
     async fn restore_session(&self, id: SessionId) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
         self.make_room().await;
-        let primed = PRIMED.try_with(|p| *p).unwrap_or(true);
-        let manager = if primed { &self.primed } else { &self.plain };
+        let making = making();
+        let manager = if making.primed { &self.primed } else { &self.plain };
         let restored = manager.restore_session(id.clone()).await?;
         if matches!(restored, RestoreOutcome::Restored(_)) {
-            self.add(id, primed);
+            self.add(id, making);
         }
         Ok(restored)
     }

@@ -194,8 +194,11 @@ async fn each_caller_sees_and_calls_what_the_rules_for_their_groups_allow() {
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let mine = send(alice_token, Some(session.clone()), list.clone()).await.text().await.unwrap();
     assert!(mine.contains("fx__echo"), "{mine}");
-    let theirs = send(bob_token, Some(session), list).await.text().await.unwrap();
-    assert!(theirs.contains("belongs to another caller") && !theirs.contains("fx__echo"), "{theirs}");
+    // Refused as a session that does not exist (every door: `tests/colleague.rs`).
+    let theirs = send(bob_token, Some(session), list).await;
+    assert_eq!(theirs.status(), 404);
+    let theirs = theirs.text().await.unwrap();
+    assert!(theirs.contains("Session not found") && !theirs.contains("fx__echo"), "{theirs}");
 }
 
 /// Service accounts: `switchboard keys create NAME --group G` prints a key once (the file keeps

@@ -98,9 +98,10 @@ pub async fn bind_gateway(
         if options.no_auth {
             return Err(ServeError::Identity("--no-auth and `identity` contradict each other".into()));
         }
-        let access = Arc::new(security::Access::new(String::new(), addr, &options.hosts));
         // A person's sign-in to their own upstream comes back here.
         let resource = config.resource.clone().unwrap_or_else(|| format!("http://{addr}/mcp"));
+        // The resource's host names it too (what clients reach it by).
+        let access = Arc::new(security::Access::new(String::new(), addr, &options.hosts, &[&resource]));
         gateway.set_public_url(resource.strip_suffix("/mcp").unwrap_or(&resource));
         let (router, _) = protected_mcp(gateway, stopping.child_token(), config.clone(), addr, &options.data_dir)?;
         let router = router
@@ -114,7 +115,7 @@ pub async fn bind_gateway(
         let health = health::Health::new(gateway.hub(), Some(gateway));
         // Callers sign in on `/mcp`; `/metrics` takes the local token, for the scraper.
         let token = security::load_or_make_token(&options.data_dir)?;
-        let scraper = Arc::new(security::Access::new(token, addr, &options.hosts));
+        let scraper = Arc::new(security::Access::new(token, addr, &options.hosts, &[&resource]));
         let exposed = metrics::Exposed::new(gateway.hub(), Some(gateway)).routes(Some(scraper));
         let router = with_health(router, &health, exposed);
         join_replicas(gateway, options.advertise.as_deref(), addr, stopping.child_token());
@@ -123,7 +124,7 @@ pub async fn bind_gateway(
         return Ok(Bound { listener, router, addr, login_url, token: String::new(), stopping, limits, health });
     }
     let token = if options.no_auth { String::new() } else { security::load_or_make_token(&options.data_dir)? };
-    let access = Arc::new(security::Access::new(token.clone(), addr, &options.hosts));
+    let access = Arc::new(security::Access::new(token.clone(), addr, &options.hosts, &[]));
     let router = mcp_router(gateway, stopping.child_token(), access.clone(), !options.no_auth)
         .fallback(|| async {
             error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()

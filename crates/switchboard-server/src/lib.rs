@@ -246,7 +246,7 @@ fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> st
 
 /// The OpenAPI description of the API (what `GET /api/openapi.json` serves).
 pub fn openapi_json(hub: &Hub) -> serde_json::Value {
-    let access = Arc::new(security::Access::new(String::new(), SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), &[]));
+    let access = Arc::new(security::Access::new(String::new(), SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), &[], &[]));
     let options = ServeOptions::new(std::path::PathBuf::new());
     serde_json::to_value(api(state(hub, access, &options)).1).unwrap_or_default()
 }
@@ -339,15 +339,23 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     })?;
     let addr = listener.local_addr()?;
     let token = security::load_or_make_token(&options.data_dir)?;
-    let access = Arc::new(security::Access::new(token.clone(), addr, &options.hosts));
+    // Its public addresses name it too: `--public-url`, and the resource callers sign in for.
+    let resource = options.identity.as_ref().and_then(|i| i.resource.clone());
+    let public: Vec<&str> = options.public_url.iter().chain(resource.iter()).map(String::as_str).collect();
+    let access = Arc::new(security::Access::new(token.clone(), addr, &options.hosts, &public));
     let code = access.login_code()?;
-    // The URL people are shown: the first extra name if any (that is how others reach it).
+    // The URL people are shown: the public URL (behind a proxy), else the first extra name if
+    // any (that is how others reach it).
     let host = match options.hosts.first() {
         Some(name) => security::with_port(name, addr.port()),
         None if addr.ip().is_unspecified() || addr.ip().is_loopback() => format!("127.0.0.1:{}", addr.port()),
         None => addr.to_string(),
     };
-    let login_url = format!("http://{host}/login?code={code}");
+    let shown = match &options.public_url {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => format!("http://{host}"),
+    };
+    let login_url = format!("{shown}/login?code={code}");
     if let Some(gateway) = &options.gateway {
         gateway.set_public_url(options.public_url.as_deref().unwrap_or(&format!("http://{host}")));
     }

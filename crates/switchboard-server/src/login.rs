@@ -8,7 +8,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -216,10 +216,11 @@ pub async fn new_link(State(app): State<AppState>, headers: HeaderMap) -> Result
     let code = app.access.login_code_for_later().map_err(|e| {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "no_randomness", format!("no login code could be made: {e}"))
     })?;
-    // The host the asker reached this server by (checked by the Host guard).
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    // Where the asker reached this server (its public URL behind a proxy, else the host the
+    // Host guard checked).
+    let base = public_base(&headers, app.public_url.as_deref());
     Ok(Json(LoginLink {
-        login_url: format!("http://{host}/login?code={code}"),
+        login_url: format!("{base}/login?code={code}"),
         expires_in: crate::security::LINK_LIFETIME.as_secs(),
     }))
 }

@@ -82,10 +82,77 @@ fn now_secs() -> u64 {
     now_ms() / 1000
 }
 
+/// The `Host` values that name a server bound on `port` and told its names `extra` (`--host`)
+/// and its public URLs `public` (`--public-url`, `identity.resource`), as clients send them:
+///
+/// - `--host NAME`: `NAME` (what a client sends to a balancer or TLS proxy on its scheme's
+///   default port), `NAME:<the port bound>` (reached directly), `NAME:80` and `NAME:443` (the
+///   default ports, written out);
+/// - `--host NAME:PORT`: that pair, and `NAME` alone when `PORT` is a default port (80, 443);
+/// - a public URL `scheme://NAME[:PORT]/…`: its host as its clients send it, `NAME:PORT`, and
+///   `NAME` alone (with the default port written out too) when the port is the scheme's
+///   default or not given.
+///
+/// Any other name stays refused (DNS rebinding: a page of another site resolving its own name
+/// to this address sends that name).
+pub(crate) fn host_names(port: u16, extra: &[String], public: &[&str]) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for given in extra {
+        let (name, explicit) = split_host(given.trim());
+        if name.is_empty() {
+            continue;
+        }
+        match explicit {
+            Some(p) => {
+                names.insert(format!("{name}:{p}"));
+                if p == 80 || p == 443 {
+                    names.insert(name.clone());
+                }
+            }
+            None => {
+                names.insert(name.clone());
+                for p in [port, 80, 443] {
+                    names.insert(format!("{name}:{p}"));
+                }
+            }
+        }
+    }
+    for url in public {
+        let Ok(url) = reqwest::Url::parse(url) else { continue };
+        // An IPv6 address comes bracketed, as in `Host`.
+        let Some(name) = url.host_str().map(str::to_string) else { continue };
+        let default = url.port().is_none();
+        if let Some(p) = url.port_or_known_default() {
+            names.insert(format!("{name}:{p}"));
+        }
+        if default {
+            names.insert(name);
+        }
+    }
+    names.into_iter().map(|h| h.to_ascii_lowercase()).collect()
+}
+
+/// A `--host` value's name (an IPv6 address bracketed) and its port, if it names one.
+fn split_host(given: &str) -> (String, Option<u16>) {
+    if given.matches(':').count() > 1 && !given.starts_with('[') {
+        return (format!("[{given}]"), None);
+    }
+    match given.rsplit_once(':') {
+        Some((name, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => {
+            match tail.parse::<u16>() {
+                Ok(p) => (name.to_string(), Some(p)),
+                Err(_) => (given.to_string(), None),
+            }
+        }
+        _ => (given.to_string(), None),
+    }
+}
+
 impl Access {
     /// Access for a server bound to `addr`, with the API `token`, that also answers to the
-    /// `extra` host names (`name` or `name:port`).
-    pub fn new(token: String, addr: SocketAddr, extra: &[String]) -> Access {
+    /// `extra` host names (`name` or `name:port`) and the hosts of its `public` URLs (see
+    /// [`host_names`]).
+    pub fn new(token: String, addr: SocketAddr, extra: &[String], public: &[&str]) -> Access {
         let port = addr.port();
         let mut names = vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")];
         if !addr.ip().is_unspecified() {
@@ -94,7 +161,7 @@ impl Access {
                 SocketAddr::V6(a) => format!("[{}]:{port}", a.ip()),
             });
         }
-        names.extend(extra.iter().map(|h| with_port(h, port)));
+        names.extend(host_names(port, extra, public));
         Access {
             token,
             port,
@@ -185,11 +252,14 @@ impl Access {
     }
 
     /// A cookie-carrying request must come from a page of this same server: its `Origin`,
-    /// when sent, is the `Host` it was sent to (which `host_ok` checked).
+    /// when sent, is the `Host` it was sent to (which `host_ok` checked), over http or, behind
+    /// a TLS proxy, https.
     fn origin_ok(&self, headers: &HeaderMap) -> bool {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
         match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
-            Some(origin) => origin.eq_ignore_ascii_case(&format!("http://{host}")),
+            Some(origin) => {
+                ["http", "https"].iter().any(|scheme| origin.eq_ignore_ascii_case(&format!("{scheme}://{host}")))
+            }
             None => true,
         }
     }
@@ -315,7 +385,7 @@ mod tests {
     #[test]
     fn hosts_tokens_codes_and_sessions() {
         let addr: SocketAddr = "127.0.0.1:7341".parse().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 7341)));
-        let access = Access::new("t0ken-t0ken-t0ken-t0ken-t0ken-t0ken".into(), addr, &[]);
+        let access = Access::new("t0ken-t0ken-t0ken-t0ken-t0ken-t0ken".into(), addr, &[], &[]);
         assert!(access.host_ok(&headers(&[("host", "127.0.0.1:7341")])));
         assert!(access.host_ok(&headers(&[("host", "localhost:7341")])));
         assert!(!access.host_ok(&headers(&[("host", "evil.example:7341")])));
@@ -348,11 +418,11 @@ mod tests {
     #[test]
     fn a_session_is_taken_by_every_process_with_the_token_and_no_other() {
         let addr = SocketAddr::from(([127, 0, 0, 1], 1));
-        let (one, other) = (Access::new("t".repeat(40), addr, &[]), Access::new("t".repeat(40), addr, &[]));
+        let (one, other) = (Access::new("t".repeat(40), addr, &[], &[]), Access::new("t".repeat(40), addr, &[], &[]));
         let session = one.redeem(&one.login_code().unwrap_or_default()).unwrap_or_default();
         let cookie = |value: &str| headers(&[("cookie", &format!("{COOKIE}={value}"))]).clone();
         assert!(other.session_ok(&cookie(&session)), "a replica with the same token");
-        let stranger = Access::new("u".repeat(40), addr, &[]);
+        let stranger = Access::new("u".repeat(40), addr, &[], &[]);
         assert!(!stranger.session_ok(&cookie(&session)), "another token");
         // Nothing of it may be changed: the end pushed further, the random part, the MAC.
         let (body, mac) = session.rsplit_once('.').unwrap_or_default();
@@ -372,7 +442,7 @@ mod tests {
 
     #[test]
     fn an_expired_login_code_is_refused() {
-        let access = Access::new("t".repeat(40), SocketAddr::from(([127, 0, 0, 1], 1)), &[]);
+        let access = Access::new("t".repeat(40), SocketAddr::from(([127, 0, 0, 1], 1)), &[], &[]);
         let expired = access.code_until(Some(Instant::now())).unwrap_or_default();
         assert!(access.redeem(&expired).is_none());
         let later = access.login_code_for_later().unwrap_or_default();
@@ -383,7 +453,7 @@ mod tests {
     fn every_address_accepts_address_literals_and_listed_names() {
         let addr = SocketAddr::from(([0, 0, 0, 0], 7341));
         let extra = ["box.lan".to_string(), "Other.Example:8080".to_string(), "[fd00::1]".to_string()];
-        let access = Access::new("t".repeat(40), addr, &extra);
+        let access = Access::new("t".repeat(40), addr, &extra, &[]);
         for ok in [
             "192.168.1.20:7341",
             "[fe80::1]:7341",
@@ -391,15 +461,65 @@ mod tests {
             "BOX.lan:7341",
             "other.example:8080",
             "[fd00::1]:7341",
+            "[fd00::1]",
             "localhost:7341",
+            "box.lan",
+            "box.lan:443",
         ] {
             assert!(access.host_ok(&headers(&[("host", ok)])), "{ok}");
         }
-        for bad in ["192.168.1.20:80", "192.168.1.20", "evil.example:7341", "box.lan:8080", "box.lan"] {
+        for bad in ["192.168.1.20:80", "192.168.1.20", "evil.example:7341", "box.lan:8080", "other.example"] {
             assert!(!access.host_ok(&headers(&[("host", bad)])), "{bad}");
         }
         assert_eq!(with_port("[fd00::1]:9", 1), "[fd00::1]:9");
+        assert_eq!(split_host("[fd00::1]:9"), ("[fd00::1]".to_string(), Some(9)));
+        assert_eq!(split_host("fd00::1"), ("[fd00::1]".to_string(), None));
         assert_eq!(with_port("fd00::1", 1), "[fd00::1]:1");
         assert_eq!(with_port("[fd00::1]", 1), "[fd00::1]:1");
+    }
+
+    /// What a balancer or a TLS proxy sends: the name alone (its scheme's default port), for
+    /// `--host NAME`, `--host NAME:443` and a public URL, on any port the process bound.
+    #[test]
+    fn a_balancers_host_is_the_name_alone() {
+        let addr = SocketAddr::from(([0, 0, 0, 0], 7342));
+        let host = |access: &Access, h: &str| access.host_ok(&headers(&[("host", h)]));
+        // The Kubernetes manifest: `--host mcp.example.com`, bound on 7342, behind a Service on
+        // 80 and an Ingress on 443.
+        let manifest = Access::new("t".repeat(40), addr, &["mcp.example.com".into()], &[]);
+        for ok in
+            ["mcp.example.com", "MCP.example.com", "mcp.example.com:7342", "mcp.example.com:443", "mcp.example.com:80"]
+        {
+            assert!(host(&manifest, ok), "{ok}");
+        }
+        for bad in ["mcp.example.com:8443", "evil.example", "evil.example:443", "mcp.example.com.evil.example"] {
+            assert!(!host(&manifest, bad), "{bad}");
+        }
+        // `--host NAME:443`: that pair, and the name alone (the port a client leaves out).
+        let https = Access::new("t".repeat(40), addr, &["lb.example:443".into()], &[]);
+        for ok in ["lb.example", "lb.example:443"] {
+            assert!(host(&https, ok), "{ok}");
+        }
+        for bad in ["lb.example:7342", "lb.example:80"] {
+            assert!(!host(&https, bad), "{bad}");
+        }
+        let odd = Access::new("t".repeat(40), addr, &["lb.example:8443".into()], &[]);
+        assert!(host(&odd, "lb.example:8443") && !host(&odd, "lb.example"));
+        // A public URL implies its host, as its clients send it.
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 7341));
+        let public =
+            Access::new("t".repeat(40), loopback, &[], &["https://sb.example", "https://mcp.example.com:8443/mcp"]);
+        for ok in ["sb.example", "sb.example:443", "mcp.example.com:8443", "127.0.0.1:7341"] {
+            assert!(host(&public, ok), "{ok}");
+        }
+        for bad in ["sb.example:7341", "mcp.example.com", "mcp.example.com:443", "evil.example"] {
+            assert!(!host(&public, bad), "{bad}");
+        }
+        let six = Access::new("t".repeat(40), loopback, &[], &["http://[fd00::2]/mcp"]);
+        assert!(host(&six, "[fd00::2]") && host(&six, "[fd00::2]:80") && !host(&six, "[fd00::3]"));
+        // A page served through a TLS proxy sends an https Origin: the same site.
+        let tls = [("host", "sb.example"), ("origin", "https://sb.example")];
+        assert!(public.origin_ok(&headers(&tls)));
+        assert!(!public.origin_ok(&headers(&[("host", "sb.example"), ("origin", "https://evil.example")])));
     }
 }

@@ -31,7 +31,14 @@ impl HaProxy {
     /// Balances `backends` (`127.0.0.1:PORT` each) round robin, checking each at `/readyz`
     /// every 200 ms (down after 2 failures, up after 1 success).
     pub fn start(backends: &[String]) -> HaProxy {
+        HaProxy::start_with(backends, &[])
+    }
+
+    /// The same with more lines in the frontend (`http-request set-header Host mcp.example.com`:
+    /// what reaches the replicas behind a TLS proxy on 443, the name a client used, no port).
+    pub fn start_with(backends: &[String], frontend: &[&str]) -> HaProxy {
         let port = super::free_port();
+        let frontend: String = frontend.iter().map(|line| format!("    {line}\n")).collect();
         let stats = super::free_port();
         let folder = std::env::temp_dir().join(format!("sb-haproxy-{}-{port}", std::process::id()));
         let _ = std::fs::remove_dir_all(&folder);
@@ -55,6 +62,7 @@ impl HaProxy {
              \x20   retry-on conn-failure empty-response response-timeout\n\
              frontend mcp\n\
              \x20   bind 127.0.0.1:{port}\n\
+             {frontend}\
              \x20   default_backend replicas\n\
              backend replicas\n\
              \x20   balance roundrobin\n\

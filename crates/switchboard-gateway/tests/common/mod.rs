@@ -353,6 +353,29 @@ pub async fn post_mcp(
     r.send().await.unwrap()
 }
 
+/// The same with a token and the `MCP-Protocol-Version` header of `version`, waiting at most
+/// 30 s for the answer's headers.
+pub async fn post_mcp_as(
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    version: &str,
+    body: &serde_json::Value,
+) -> reqwest::Response {
+    let mut r = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", version)
+        .body(body.to_string())
+        .timeout(Duration::from_secs(30));
+    if let Some(s) = session {
+        r = r.header("mcp-session-id", s);
+    }
+    r.send().await.unwrap()
+}
+
 /// A client-credentials token from an OpenID provider of the tests
 /// (`switchboard_testkit::oidc`) for `client` (its secret is `<client>-secret`) and `resource`.
 pub async fn client_token(token_endpoint: &str, client: &str, resource: &str) -> String {

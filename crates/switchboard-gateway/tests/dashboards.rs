@@ -221,8 +221,19 @@ async fn a_teams_dashboard_is_one_across_replicas_behind_haproxy() {
     let link: Value =
         http.post(format!("{a}/api/login-links")).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
     let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let r = browser.get(link["login_url"].as_str().unwrap()).send().await.unwrap();
+    let login_url = link["login_url"].as_str().unwrap();
+    assert!(login_url.starts_with(&format!("{public}/login?code=")), "the public address: {link}");
+    // Made at A, kept in the store (by its digest), taken through the balancer, once.
+    let code = login_url.rsplit('=').next().unwrap();
+    assert_eq!(rows(&format!("SELECT COUNT(*) FROM switchboard_login_links WHERE digest LIKE '%{code}%'")), "0");
+    assert_eq!(rows("SELECT COUNT(*) FROM switchboard_login_links"), "1");
+    let r = browser.get(login_url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 303);
+    for at in [&a, &b] {
+        let again = browser.get(login_url.replace(&public, at)).send().await.unwrap();
+        assert_ne!(again.status().as_u16(), 303, "a link works once, at {at} too");
+    }
+    assert_eq!(rows("SELECT COUNT(*) FROM switchboard_login_links"), "0");
     let cookie = r.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
     for at in [&a, &b, &public] {
         let r = browser.get(format!("{at}/api/approvals")).header("cookie", &cookie).send().await.unwrap();

@@ -38,7 +38,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use switchboard::Hub;
@@ -272,21 +271,6 @@ impl std::fmt::Debug for Bound {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct LoginQuery {
-    code: Option<String>,
-}
-
-async fn login_page(State(access): State<Arc<security::Access>>, Query(q): Query<LoginQuery>) -> Response {
-    match q.code.as_deref().and_then(|code| access.redeem(code)) {
-        Some(session) => {
-            let cookie = format!("{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/");
-            (StatusCode::SEE_OTHER, [(header::SET_COOKIE, cookie), (header::LOCATION, "/".to_string())]).into_response()
-        }
-        None => dashboard::login_failed(),
-    }
-}
-
 /// A body refused for its size was not read to its end, so the connection cannot carry another
 /// request: say so (`Connection: close`), or a client that reuses it gets a broken response.
 async fn close_after_unread_body(mut response: Response) -> Response {
@@ -387,7 +371,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         (None, _) => None,
     };
     let guard = Arc::new(viewer::ApiGuard { access: access.clone(), people });
-    let (api_router, openapi) = api(state);
+    let (api_router, openapi) = api(state.clone());
     let openapi = Arc::new(openapi);
     let api_router = api_router
         .route(
@@ -402,7 +386,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         .merge(mcp.unwrap_or_default())
         .merge(api_router)
         .merge(dashboard::routes())
-        .route("/login", axum::routing::get(login_page).with_state(access.clone()))
+        .route("/login", axum::routing::get(login::login_page).with_state(state.clone()))
         .merge(callback)
         .merge(options.gateway.as_ref().map(inputs::routes).unwrap_or_default())
         .fallback(|| async {

@@ -7,8 +7,8 @@
 //! the login created, which no one else knows.
 
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -200,6 +200,31 @@ pub async fn sign_in_callback(
     }
 }
 
+#[derive(serde::Deserialize)]
+pub(crate) struct LoginQuery {
+    code: Option<String>,
+}
+
+/// `GET /login?code=`: spends a one-time login code (this process's, or a link's kept in the
+/// team's store by any replica) and gives the browser its dashboard session.
+pub(crate) async fn login_page(State(app): State<AppState>, Query(q): Query<LoginQuery>) -> Response {
+    let code = q.code.unwrap_or_default();
+    let mut spent = !code.is_empty() && app.access.redeem_code(&code);
+    if let Some(store) = app.hub.store().filter(|_| !spent && !code.is_empty()) {
+        spent = store.take_login_link(&crate::security::digest(&code)).await.unwrap_or_else(|e| {
+            tracing::warn!("login links in the team's store: {e}");
+            false
+        });
+    }
+    match app.access.new_session().filter(|_| spent) {
+        Some(session) => {
+            let cookie = format!("{}={session}; HttpOnly; SameSite=Strict; Path=/", crate::COOKIE);
+            (StatusCode::SEE_OTHER, [(header::SET_COOKIE, cookie), (header::LOCATION, "/".to_string())]).into_response()
+        }
+        None => crate::dashboard::login_failed(),
+    }
+}
+
 /// A new one-time link that logs a browser in to the dashboard.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LoginLink {
@@ -213,9 +238,24 @@ pub struct LoginLink {
     responses((status = 200, body = LoginLink), (status = 401, body = ErrorBody),
         (status = 500, body = ErrorBody, description = "No randomness to make the code from")))]
 pub async fn new_link(State(app): State<AppState>, headers: HeaderMap) -> Result<Json<LoginLink>, ApiError> {
-    let code = app.access.login_code_for_later().map_err(|e| {
+    let no_code = |e: String| {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "no_randomness", format!("no login code could be made: {e}"))
-    })?;
+    };
+    // On a team's store, kept there: the balancer may send the browser to another replica.
+    let code = match app.hub.store() {
+        Some(store) => {
+            let code = crate::security::random(24).map_err(|e| no_code(e.to_string()))?;
+            let until = crate::security::now_ms().saturating_add(crate::security::LINK_LIFETIME.as_millis() as u64);
+            store
+                .put_login_link(&crate::security::digest(&code), i64::try_from(until).unwrap_or(i64::MAX))
+                .await
+                .map_err(|e| {
+                    ApiError::internal(format!("the login link could not be kept in the team's store: {e}"))
+                })?;
+            code
+        }
+        None => app.access.login_code_for_later().map_err(|e| no_code(e.to_string()))?,
+    };
     // Where the asker reached this server (its public URL behind a proxy, else the host the
     // Host guard checked).
     let base = public_base(&headers, app.public_url.as_deref());

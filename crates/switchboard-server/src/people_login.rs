@@ -119,7 +119,7 @@ impl PeopleLogin {
         }
         let store = self.store.as_ref()?;
         for value in values.into_iter().filter(|v| !v.is_empty()).take(4) {
-            let found = match store.dashboard_session(&digest(value)).await {
+            let found = match store.dashboard_session(&crate::security::digest(value)).await {
                 Ok(found) => found,
                 Err(e) => {
                     tracing::warn!("dashboard sessions in the team's store: {e}");
@@ -183,7 +183,11 @@ impl PeopleLogin {
             let until_ms = now_ms().saturating_add(u64::try_from(lasts.as_millis()).unwrap_or(0));
             let who = serde_json::to_value(&principal).map_err(|e| e.to_string())?;
             store
-                .put_dashboard_session(&digest(value), &who, i64::try_from(until_ms).unwrap_or(i64::MAX))
+                .put_dashboard_session(
+                    &crate::security::digest(value),
+                    &who,
+                    i64::try_from(until_ms).unwrap_or(i64::MAX),
+                )
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -310,11 +314,6 @@ impl PeopleLogin {
 /// What a pending sign-in is sealed for.
 fn sign_in_context(state: &str) -> Vec<u8> {
     [b"sign_in".as_slice(), state.as_bytes()].join(&0u8)
-}
-
-/// The hex SHA-256 of a session cookie's value: what the store knows it by.
-fn digest(value: &str) -> String {
-    Sha256::digest(value.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn scopes(required: &[String]) -> String {

@@ -193,11 +193,22 @@ impl Access {
     }
 
     /// Spends a login code; returns the new session's cookie value.
+    #[cfg(test)]
     pub fn redeem(&self, code: &str) -> Option<String> {
-        let until = self.codes.lock().unwrap_or_else(PoisonError::into_inner).remove(code)?;
-        if until <= Instant::now() {
+        if !self.redeem_code(code) {
             return None;
         }
+        self.new_session()
+    }
+
+    /// Spends a login code of this process: whether it was one, not expired.
+    pub fn redeem_code(&self, code: &str) -> bool {
+        let until = self.codes.lock().unwrap_or_else(PoisonError::into_inner).remove(code);
+        until.is_some_and(|until| until > Instant::now())
+    }
+
+    /// A new dashboard session's cookie value (for a login code spent).
+    pub fn new_session(&self) -> Option<String> {
         let until = now_secs().saturating_add(SESSION_LIFETIME.as_secs());
         let body = format!("{until}.{}", random(32).ok()?);
         let mac = self.mac(&body);
@@ -266,6 +277,12 @@ impl Access {
 }
 
 /// `name` with `:port` unless it names a port already (a bare IPv6 address is bracketed).
+/// The hex SHA-256 of `value`: what a team's store knows a cookie or a code by.
+pub(crate) fn digest(value: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(value.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 pub(crate) fn with_port(name: &str, port: u16) -> String {
     if name.matches(':').count() > 1 && !name.starts_with('[') {
         return format!("[{name}]:{port}");

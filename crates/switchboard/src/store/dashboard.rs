@@ -1,7 +1,8 @@
 //! What `serve`'s dashboard keeps in a team's store, so that replicas behind a load balancer
 //! serve it as one: people's sign-ins under way (`switchboard_sign_ins`, sealed by the
 //! caller), their dashboard sessions (`switchboard_dashboard_sessions`, by the SHA-256 of the
-//! cookie's value), the calls waiting for approval at each process
+//! cookie's value), one-time login links (`switchboard_login_links`, by the SHA-256 of the
+//! code), the calls waiting for approval at each process
 //! (`switchboard_approvals`, by [`Database::origin`], sealed by the caller: a call's arguments
 //! may hold secrets) and how many follow each process's
 //! events (`switchboard_watchers`, said every few seconds: a process not heard from within
@@ -91,6 +92,34 @@ impl Database {
         .await
         .map_err(|e| self.db_error(e))?;
         Ok(row.and_then(|(p, until)| serde_json::from_str(&p).ok().map(|p| (p, until))))
+    }
+
+    /// Keeps a one-time dashboard login link, by the SHA-256 of its code (`digest`), until
+    /// `until_ms`; drops the expired ones.
+    pub async fn put_login_link(&self, digest: &str, until_ms: i64) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM switchboard_login_links WHERE until_ms < $1")
+            .bind(now())
+            .execute(self.pool())
+            .await
+            .map_err(|e| self.db_error(e))?;
+        sqlx::query("INSERT INTO switchboard_login_links (digest, until_ms) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .bind(digest)
+            .bind(until_ms)
+            .execute(self.pool())
+            .await
+            .map_err(|e| self.db_error(e))?;
+        Ok(())
+    }
+
+    /// Takes the login link `digest` (once: whoever takes it first has it), if not expired.
+    pub async fn take_login_link(&self, digest: &str) -> Result<bool, StoreError> {
+        let taken = sqlx::query("DELETE FROM switchboard_login_links WHERE digest = $1 AND until_ms > $2")
+            .bind(digest)
+            .bind(now())
+            .execute(self.pool())
+            .await
+            .map_err(|e| self.db_error(e))?;
+        Ok(taken.rows_affected() == 1)
     }
 
     /// A new approval's id, unique among every process on the store.

@@ -37,6 +37,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (6, "replicas", include_str!("migrations/0006_replicas.sql")),
     (7, "session memory", include_str!("migrations/0007_session_memory.sql")),
     (8, "dashboard", include_str!("migrations/0008_dashboard.sql")),
+    (9, "login links", include_str!("migrations/0009_login_links.sql")),
 ];
 
 /// Values given for inputs (`${input:ID}`): config file → input id → value.

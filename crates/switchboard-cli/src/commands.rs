@@ -74,12 +74,13 @@ async fn dispatch(cli: Cli, secrets: crate::logs::Secrets) -> Result<u8> {
         secrets.add(&[String::from_utf8_lossy(&token).trim().to_string()]);
     }
     let ctx = &ctx;
-    for d in ctx
-        .loaded
-        .diagnostics
-        .iter()
-        .filter(|d| !matches!(cli.command, Command::Config { .. }) && d.severity == config::Severity::Error)
-    {
+    for d in ctx.loaded.diagnostics.iter().filter(|d| match d.severity {
+        config::Severity::Error => !matches!(cli.command, Command::Config { .. }),
+        // What a host that starts servers should say of them (a server of each person's
+        // own that takes each person's value).
+        config::Severity::Note => matches!(cli.command, Command::Serve { .. } | Command::Gateway { .. }),
+        _ => false,
+    }) {
         note!("{d}");
     }
     match cli.command {

@@ -48,7 +48,9 @@ pub(crate) fn load(cli: &Cli) -> Result<Ctx> {
     }
     // Inputs servers need (`${input:ID}`): asked once, at a terminal, then kept.
     let asks = !matches!(cli.command, Command::Config { .. } | Command::Inputs { .. } | Command::Import { .. });
-    if asks && terminal::ask_missing(&paths, &loaded.inputs_missing) {
+    // Each person's own values (a team's per-person servers) are theirs to give, not the host's.
+    let hosts: Vec<_> = loaded.inputs_missing.iter().filter(|m| !m.each_persons).cloned().collect();
+    if asks && terminal::ask_missing(&paths, &hosts) {
         loaded = config::load(&options);
     }
     Ok(Ctx { screen: Screen::default(), paths, options, loaded, store: tokio::sync::OnceCell::new() })

@@ -282,7 +282,17 @@ pub(crate) fn inputs(ctx: &Ctx, args: InputsArgs) -> Result<u8> {
                 out!("{id}  given  ({})", shown(file));
             }
             for m in &ctx.loaded.inputs_missing {
-                out!("{}  missing  ({}){}", m.input.id, shown(&m.file), described(&m.input));
+                if m.each_persons {
+                    let servers: Vec<&str> = m.servers.iter().map(String::as_str).collect();
+                    out!(
+                        "{}  each person's  ({}: {} takes each signed-in person's own, given on the gateway's values page)",
+                        m.input.id,
+                        shown(&m.file),
+                        servers.join(", ")
+                    );
+                } else {
+                    out!("{}  missing  ({}){}", m.input.id, shown(&m.file), described(&m.input));
+                }
             }
             Ok(0)
         }

@@ -331,3 +331,35 @@ async fn readmes_serve_behind_a_tls_proxy_answers_the_name_alone() {
     assert_eq!(said["result"]["protocolVersion"], "2025-11-25", "{said}");
     drop(serve);
 }
+
+/// README's step-by-step replica line (step 4 of "A team's gateway, step by step") is the
+/// manifest's, which `the_manifests_replicas_serve_behind_a_balancer_that_sends_the_name_alone`
+/// runs as written: the same flags and values, but the store (README's is in the config, the
+/// manifest's from the Secret) and the pod's address (README names one).
+#[test]
+fn readmes_replica_line_is_the_manifests() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let steps = readme.split("### A team's gateway, step by step").nth(1).expect("README's step by step");
+    let step = steps.split("\n4. ").nth(1).expect("its step 4");
+    let line = step
+        .lines()
+        .find(|l| l.trim_start().starts_with("switchboard "))
+        .expect("step 4's command line")
+        .trim()
+        .to_string();
+    let readme_args: Vec<String> = line.split_whitespace().skip(1).map(str::to_string).collect();
+    let docs = manifest();
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let mut args: Vec<String> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    let store = args.iter().position(|a| a == "--store").unwrap();
+    args.drain(store..store + 2);
+    let advertise = readme_args.iter().position(|a| a == "--advertise").unwrap();
+    let pod = reqwest::Url::parse(&readme_args[advertise + 1]).unwrap().host_str().unwrap().to_string();
+    let args: Vec<String> = args.iter().map(|a| a.replace("$(POD_IP)", &pod)).collect();
+    assert_eq!(readme_args, args, "README: {line}");
+}

@@ -274,3 +274,90 @@ fn import_leaves_switchboard_itself_out() {
     let (out, _, _) = run(sb(&home, &home).args(["import", "--dry-run"]));
     assert!(out.contains("skipped switchboard: this is switchboard itself"), "{out}");
 }
+
+/// A team's config (`identity`) with a server of each person's own that takes a value only
+/// each person has (`${input:who_token}`, `sharing: per_principal`): the host is never told to
+/// give it (`inputs set` would make one person's value the host's). `audit` and `store status`
+/// say nothing of it; `config` and `inputs` say it is each person's; the gateway says so when
+/// it starts; a terminal is not asked for it. Without `identity` the same server is the host's,
+/// and says how to give it.
+#[test]
+fn a_persons_own_input_is_announced_as_theirs_never_as_the_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let user = home.join("sb/user.json");
+    let config = |identity: bool| {
+        let mut c = json!({
+            "inputs": [{"type": "promptString", "id": "who_token", "description": "Your token", "password": true}],
+            "servers": {"gh": {"command": fixture(), "args": ["--name", "gh"], "env": {"T": "${input:who_token}"},
+                               "sharing": "per_principal"}}
+        });
+        if identity {
+            c["identity"] = json!({"issuers": ["https://issuer.example"], "scopes": ["mcp"]});
+        }
+        write(&user, &serde_json::to_string_pretty(&c).unwrap());
+    };
+    config(true);
+    for args in [&["audit"][..], &["store", "status"], &["list"]] {
+        let (out, err, _) = run(sb(&home, &home).args(args));
+        assert!(!err.contains("inputs set") && !err.contains("needs the input"), "{args:?}: {out}\n{err}");
+    }
+    let (out, err, _) = run(sb(&home, &home).args(["config", "check"]));
+    assert!(out.contains("note:") || err.contains("note:"), "{out}\n{err}");
+    assert!(format!("{out}{err}").contains("takes `who_token` from each person who signs in"), "{out}\n{err}");
+    assert!(!format!("{out}{err}").contains("inputs set"), "{out}\n{err}");
+    let (out, _, _) = run(sb(&home, &home).args(["inputs"]));
+    assert!(out.contains("who_token  each person's"), "{out}");
+    let v = json_of(sb(&home, &home).args(["inputs", "--json"]));
+    assert_eq!(v["missing"][0]["each_persons"], true, "{v:#}");
+
+    // The gateway says it when it starts.
+    let mut gateway = sb(&home, &home);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = gateway.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let said = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut seen = String::new();
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok).take(50) {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("who_token") {
+                break;
+            }
+        }
+        seen
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !said.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let said = said.join().unwrap();
+    assert!(said.contains("note:") && said.contains("takes `who_token` from each person"), "{said}");
+    assert!(!said.contains("inputs set"), "{said}");
+
+    // A terminal is not asked for it.
+    let exe = Command::cargo_bin("switchboard").unwrap().get_program().to_owned();
+    let envs = [
+        ("HOME", home.clone()),
+        ("SWITCHBOARD_CONFIG", user.clone()),
+        ("SWITCHBOARD_DATA_DIR", home.join("sb/data")),
+        ("SWITCHBOARD_MANAGED_CONFIG", home.join("none.json")),
+    ];
+    let drawn = switchboard_testkit::on_terminal(Path::new(&exe), &["list"], &envs, &home, true, "host-value");
+    assert!(!drawn.contains("Your token"), "{drawn}");
+    assert!(!home.join("sb/data/inputs.json").exists(), "the host kept a value");
+
+    // Without `identity` (one person), it is the host's: asked for as before.
+    config(false);
+    let (out, err, _) = run(sb(&home, &home).args(["list"]));
+    assert!(
+        err.contains("needs the input `who_token`") && err.contains("switchboard inputs set who_token"),
+        "{out}\n{err}"
+    );
+}

@@ -15,7 +15,7 @@
 //!   request's response ends (or its client goes away).
 //! - A request from a switchboard whose chain holds this hub's config already is answered 508
 //!   Loop Detected (`switchboard::chain`): switchboard is not its own upstream.
-//! - A session is its maker's ([`crate::sessions`]): every request that names it (a `POST`,
+//! - A session is its maker's (`sessions.rs`): every request that names it (a `POST`,
 //!   the session's own stream or a request's, a `Last-Event-ID` resumption, a `DELETE`), by
 //!   anyone else, here or at the replica serving it, is answered as a session that does not
 //!   exist (404 `Session not found`, no id echoed), and the session goes on untouched. A

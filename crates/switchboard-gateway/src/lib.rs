@@ -25,6 +25,7 @@ mod caller;
 mod durable;
 pub mod http;
 mod metrics;
+mod pages;
 mod people;
 mod pump;
 mod relay;
@@ -49,11 +50,12 @@ use switchboard::config::Profile;
 use switchboard::events::LogLevel;
 
 pub use metrics::GatewayMetrics;
+pub use pages::{PageHeld, callback_state};
 pub use relay::Relay;
 pub use search::ToolSearch;
 pub use session::{START_WAIT, Session};
 pub use sessions::MAX_SESSIONS;
-pub use signin::InputAsked;
+pub use signin::{InputAsked, PageRefusal};
 pub use view::{Names, Scope};
 
 /// How the gateway presents the hub.
@@ -219,13 +221,13 @@ impl Gateway {
             subscriptions: Mutex::default(),
             parked: Mutex::default(),
             state_keys: std::collections::hash_map::RandomState::new(),
-            replicas,
+            replicas: replicas.clone(),
             metrics: metrics::GatewayMetrics::default(),
             tokens: std::sync::OnceLock::new(),
             names: Mutex::new(options.names),
             aliases: Mutex::default(),
             held: std::sync::atomic::AtomicUsize::new(0),
-            signins: signin::SignIns::default(),
+            signins: signin::SignIns::new(replicas.clone()),
         });
         pump::start(&shared);
         Gateway { shared }
@@ -300,29 +302,6 @@ impl Gateway {
         self.shared.signins.set_base(base);
     }
 
-    /// Finishes a person's sign-in with the URL their browser came back to (`/oauth/callback`
-    /// with `code` and `state`): `None` when no sign-in of this gateway has that `state`
-    /// (another's, finished, or expired); else the server signed in to, or why not.
-    pub async fn finish_sign_in(&self, callback_url: &str) -> Option<Result<String, String>> {
-        let query = callback_url.split_once('?')?.1;
-        let state = query.split('&').find_map(|kv| kv.strip_prefix("state="))?;
-        let state = percent_decode(state);
-        self.shared.signins.finish(&state, callback_url).await
-    }
-
-    /// What the page a person was sent to for their input values asks (`/inputs?state=…`):
-    /// `None` when no request of this gateway has that `state` (or it expired).
-    pub fn inputs_asked(&self, state: &str) -> Option<Vec<InputAsked>> {
-        self.shared.signins.inputs_asked(state)
-    }
-
-    /// Keeps the values given on that page (by field name) as the person's own and starts
-    /// their servers that waited for them: `None` for an unknown `state`, else the servers, or
-    /// why not.
-    pub async fn give_inputs(&self, state: &str, values: &BTreeMap<String, String>) -> Option<Result<String, String>> {
-        self.shared.signins.give_inputs(state, values).await
-    }
-
     /// Says `server` as `shown` in what clients read (errors): an attached gateway's one
     /// upstream is the workspace's hub, not a server the client knows.
     pub fn say_server_as(&self, server: &str, shown: &str) {
@@ -330,27 +309,6 @@ impl Gateway {
         aliases.retain(|(s, _)| s != server);
         aliases.push((server.to_string(), shown.to_string()));
     }
-}
-
-/// `%XX` escapes decoded (a `state` is URL-safe, but a provider may escape it anyway).
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl Shared {

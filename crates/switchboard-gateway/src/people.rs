@@ -38,7 +38,7 @@ impl Shared {
         let mut asks = Vec::new();
         let missing = person.inputs_missing();
         if !missing.is_empty() {
-            asks.extend(self.signins.start_inputs(&person, principal, missing));
+            asks.extend(self.signins.start_inputs(&person, principal, missing).await);
         }
         for server in person.servers().into_iter().filter(|s| signin::needs_login(&s.status)) {
             asks.extend(self.signins.start(&person, principal, &server.name).await);
@@ -75,11 +75,16 @@ impl Shared {
     /// values) started; the session is told as each is done.
     pub(crate) async fn sign_in_call(&self, ctx: &RequestContext<RoleServer>) -> rmcp::model::CallToolResult {
         let Some(principal) = caller::principal(ctx) else { return signin::nothing_to_do() };
+        // Their servers still starting (their hub made just now, at this replica) are waited
+        // for, within the bound a first list waits: whether one needs their login is known then.
+        if let Some(person) = self.hub.person(&principal) {
+            let _ = tokio::time::timeout(crate::START_WAIT, person.ready()).await;
+        }
         let Some((person, logins, waiting)) = self.sign_ins_needed(&principal) else { return signin::nothing_to_do() };
         let mut started = Vec::new();
         if !waiting.is_empty() {
             let missing = person.inputs_missing();
-            started.extend(self.signins.start_inputs(&person, &principal, missing));
+            started.extend(self.signins.start_inputs(&person, &principal, missing).await);
         }
         for server in &logins {
             started.extend(self.signins.start(&person, &principal, server).await);
@@ -132,7 +137,7 @@ impl Shared {
                 if missing.is_empty() {
                     return None;
                 }
-                self.signins.start_inputs(&person, principal, missing)
+                self.signins.start_inputs(&person, principal, missing).await
             }
             _ => None,
         }

@@ -129,8 +129,15 @@ impl Replicas {
     fn http(&self) -> &reqwest::Client {
         self.http.get_or_init(|| {
             // A replica passing a request on answers for it: a bounded wait for the other to
-            // take the connection, none for the answer itself (a call may take long).
-            reqwest::Client::builder().no_proxy().connect_timeout(Duration::from_secs(5)).build().unwrap_or_default()
+            // take the connection, none for the answer itself (a call may take long); the
+            // other's answer as it is, a redirect included (a person's page sends their browser
+            // on: the browser follows it, with its cookies, not this replica).
+            reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(Duration::from_secs(5))
+                .build()
+                .unwrap_or_default()
         })
     }
 
@@ -217,6 +224,46 @@ impl Replicas {
                 tracing::warn!("replica {}: leaving the store: {e}", this.id);
             }
         });
+    }
+
+    /// Records in the store (when there is one) that the page `state` of `owner` is held
+    /// here, for `keep`; a failure is logged (the page then opens at this replica alone).
+    pub(crate) async fn record_page(&self, state: &str, owner: &str, keep: Duration) {
+        let Some(db) = &self.store else { return };
+        if let Err(e) = db.put_page(state, &self.id, owner, keep).await {
+            tracing::warn!("a person's page will open at this replica alone: {e}");
+        }
+    }
+
+    /// Forgets the page `state` in the store (done).
+    pub(crate) async fn forget_page(&self, state: &str) {
+        let Some(db) = &self.store else { return };
+        if let Err(e) = db.drop_page(state).await {
+            tracing::warn!("forgetting a page in the store: {e}");
+        }
+    }
+
+    /// The address of the other replica holding the page `state`, if the store knows one
+    /// that is alive (`keep`: how long a page lasts).
+    pub(crate) async fn page_holder(&self, state: &str, keep: Duration) -> Option<String> {
+        let db = self.store.as_ref()?;
+        let row = match db.page(state, keep).await {
+            Ok(row) => row?,
+            Err(e) => {
+                tracing::warn!("looking a page up in the store: {e}");
+                return None;
+            }
+        };
+        if row.replica == self.id {
+            return None;
+        }
+        match self.address(&row.replica).await {
+            Ok(url) => Some(url),
+            Err(why) => {
+                tracing::info!("the page's replica {} {why}", row.replica);
+                None
+            }
+        }
     }
 
     /// Where the other replica `replica` is reached, or why it cannot be.

@@ -11,8 +11,11 @@
 //!   `-32042` (URL elicitation required) carrying the same elicitation, which a client shows;
 //!   its message says the URL for a client that does not.
 //!
-//! The browser comes back to the gateway ([`crate::Gateway::finish_sign_in`]), which matches
-//! the login by its `state` (which no one else has), finishes it in the caller's hub (the
+//! The URL the person is given is the gateway's own page (`/sign-in?state=…`), which sends
+//! their browser on to the upstream's authorization URL only once they signed in there with
+//! the organisation's provider as the person the sign-in is for ([`crate::pages`]). The browser
+//! comes back to the gateway ([`crate::Gateway::finish_sign_in`]), which matches the login by
+//! its `state` and the person signed in in that browser, finishes it in the caller's hub (the
 //! tokens kept in their folder, never anyone else's), reconnects the server, and tells the
 //! session that was asked `notifications/elicitation/complete`. A login unfinished after
 //! [`SIGN_IN_TIMEOUT`] is forgotten.
@@ -20,11 +23,14 @@
 //! A person's own server that waits for their input values (`${input:ID}`: a token of theirs)
 //! is asked for the same way, by URL: the gateway's own page (`/inputs?state=…`, where
 //! `state` is 256 random bits, good once), never in the MCP messages (the spec keeps secrets
-//! out of form elicitation). What the person types there is kept as theirs
-//! ([`switchboard::Hub::give_input`]) and their servers that waited start.
+//! out of form elicitation), and for that person alone. What the person types there is kept as
+//! theirs ([`switchboard::Hub::give_input`]) and their servers that waited start.
+//!
+//! On a team's store each page is recorded (`switchboard::store::pages`: the replica holding
+//! it, whose it is), so that a replica the browser reaches instead passes the request on.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
@@ -36,6 +42,8 @@ use switchboard::config::MissingInput;
 use switchboard::identity::Principal;
 use switchboard::status::{FailureKind, ServerStatus};
 
+use crate::replicas::Replicas;
+
 /// How long a sign-in waits for its browser to come back.
 pub const SIGN_IN_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -43,11 +51,12 @@ pub const SIGN_IN_TIMEOUT: Duration = Duration::from_secs(600);
 const URL_ELICITATION_REQUIRED: i32 = -32042;
 
 /// The sign-ins under way.
-#[derive(Default)]
 pub(crate) struct SignIns {
     /// The gateway's address as browsers reach it (`http://127.0.0.1:PORT`, or its public URL).
     base: Mutex<Option<String>>,
     pending: Mutex<HashMap<String, Pending>>,
+    /// Where each page is recorded for the other replicas.
+    replicas: Arc<Replicas>,
 }
 
 struct Pending {
@@ -57,6 +66,7 @@ struct Pending {
     /// Whose, and for which server (for inputs: the servers that wait, joined).
     person: String,
     server: String,
+    /// The page the person is sent to.
     url: String,
     elicitation_id: String,
     /// The sessions asked to open it, told when it is done.
@@ -83,6 +93,24 @@ pub struct InputAsked {
     pub password: bool,
     /// The servers that use it.
     pub servers: Vec<String>,
+}
+
+/// Why a page does not open for the person who opened it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PageRefusal {
+    /// No such page here: unknown, done already, or older than `SIGN_IN_TIMEOUT`.
+    #[error("this page is unknown or expired (over 10 minutes, or already used): ask your agent again")]
+    Unknown,
+    /// It was made for another person than the one signed in in this browser: it completes
+    /// nothing.
+    #[error(
+        "this page was made for another person, not for {you}: it completes nothing here. If it is yours, sign in as yourself; if someone sent it to you, tell them it was seen"
+    )]
+    NotYours {
+        /// Who is signed in in the browser.
+        you: String,
+    },
 }
 
 /// A sign-in started: where the person goes, and the elicitation that says so.
@@ -132,8 +160,35 @@ impl Started {
 }
 
 impl SignIns {
+    pub(crate) fn new(replicas: Arc<Replicas>) -> SignIns {
+        SignIns { base: Mutex::default(), pending: Mutex::default(), replicas }
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the page `state` is held here now.
+    pub(crate) fn holds(&self, state: &str) -> bool {
+        self.pending().get(state).is_some_and(|p| p.made.elapsed() < SIGN_IN_TIMEOUT)
+    }
+
+    /// Whether the page `state`, of a kind `kind` accepts, opens for `person`: the one it was
+    /// made for.
+    fn check(&self, state: &str, person: &Principal, kind: fn(&Task) -> bool) -> Result<(), PageRefusal> {
+        let pending = self.pending();
+        let Some(p) = pending.get(state).filter(|p| p.made.elapsed() < SIGN_IN_TIMEOUT && kind(&p.task)) else {
+            return Err(PageRefusal::Unknown);
+        };
+        if p.person != person.key() {
+            tracing::warn!(
+                server = %p.server,
+                signed_in = %person.shown(),
+                "a page made for another person was opened by someone signed in as another: refused"
+            );
+            return Err(PageRefusal::NotYours { you: person.shown().to_string() });
+        }
+        Ok(())
     }
 
     pub(crate) fn set_base(&self, base: &str) {
@@ -173,8 +228,11 @@ impl SignIns {
                 return None;
             }
         };
-        let url = login.authorization_url().to_string();
         let state = login.state()?;
+        // The person's own page first (signed in there as themselves), which sends the browser
+        // on to the upstream's authorization URL.
+        let base = redirect.strip_suffix("/oauth/callback").unwrap_or(&redirect).to_string();
+        let url = format!("{base}/sign-in?state={}", encode(&state));
         let started =
             Started { url: url.clone(), elicitation_id: state.clone(), server: server.to_string(), new: true };
         self.pending().insert(
@@ -183,14 +241,25 @@ impl SignIns {
                 hub: hub.clone(),
                 task: Task::Login(Box::new(login)),
                 made: Instant::now(),
-                person,
+                person: person.clone(),
                 server: server.to_string(),
                 url,
-                elicitation_id: state,
+                elicitation_id: state.clone(),
                 asked: Vec::new(),
             },
         );
+        self.replicas.record_page(&state, &person, SIGN_IN_TIMEOUT).await;
         Some(started)
+    }
+
+    /// Where the sign-in page `state` sends `person`'s browser: the upstream's authorization
+    /// URL, for the person it was made for alone.
+    pub(crate) fn authorization(&self, state: &str, person: &Principal) -> Result<String, PageRefusal> {
+        self.check(state, person, |t| matches!(t, Task::Login(_)))?;
+        match self.pending().get(state).map(|p| &p.task) {
+            Some(Task::Login(login)) => Ok(login.authorization_url().to_string()),
+            _ => Err(PageRefusal::Unknown),
+        }
     }
 
     /// Notes that a session was told of `started` (the error `-32042`): it is told when done.
@@ -214,22 +283,22 @@ impl SignIns {
         }
     }
 
-    /// Finishes the sign-in `state` belongs to with the URL the browser came back to. `None`:
-    /// no such sign-in (unknown, finished, or older than [`SIGN_IN_TIMEOUT`]).
-    pub(crate) async fn finish(&self, state: &str, callback_url: &str) -> Option<Result<String, String>> {
-        let pending = {
-            let mut all = self.pending();
-            match all.get(state) {
-                Some(p) if matches!(p.task, Task::Login(_)) => all.remove(state),
-                _ => None,
-            }
-        };
-        let pending = pending.filter(|p| p.made.elapsed() < SIGN_IN_TIMEOUT)?;
-        let Task::Login(login) = pending.task else { return None };
+    /// Finishes the sign-in `state` belongs to with the URL `person`'s browser came back to,
+    /// if it is theirs (else it waits on for its person).
+    pub(crate) async fn finish(
+        &self,
+        state: &str,
+        callback_url: &str,
+        person: &Principal,
+    ) -> Result<Result<String, String>, PageRefusal> {
+        self.check(state, person, |t| matches!(t, Task::Login(_)))?;
+        let pending = self.pending().remove(state).ok_or(PageRefusal::Unknown)?;
+        self.replicas.forget_page(state).await;
+        let Task::Login(login) = pending.task else { return Err(PageRefusal::Unknown) };
         let server = pending.server.clone();
         let outcome = pending.hub.finish_login(*login, callback_url).await;
         tell_done(&pending.asked, &pending.elicitation_id).await;
-        Some(match outcome {
+        Ok(match outcome {
             Ok(ServerStatus::Connected { .. }) => Ok(server),
             Ok(status) => Err(format!("signed in, but `{server}` did not connect: {}", status.summary())),
             Err(e) => Err(e.to_string()),
@@ -239,90 +308,114 @@ impl SignIns {
 
 impl SignIns {
     /// A request for `principal`'s values of `missing` (their hub's), or the one under way.
-    pub(crate) fn start_inputs(&self, hub: &Hub, principal: &Principal, missing: Vec<MissingInput>) -> Option<Started> {
+    pub(crate) async fn start_inputs(
+        &self,
+        hub: &Hub,
+        principal: &Principal,
+        missing: Vec<MissingInput>,
+    ) -> Option<Started> {
         let person = principal.key();
         let mut servers: Vec<String> = missing.iter().flat_map(|m| m.servers.iter().cloned()).collect();
         servers.sort();
         servers.dedup();
         let server = servers.join(", ");
-        let mut pending = self.pending();
-        pending.retain(|_, p| p.made.elapsed() < SIGN_IN_TIMEOUT);
-        if let Some(p) = pending.values().find(|p| p.person == person && matches!(p.task, Task::Inputs(_))) {
-            return Some(Started { url: p.url.clone(), elicitation_id: p.elicitation_id.clone(), server, new: false });
-        }
-        let base = self.base.lock().unwrap_or_else(PoisonError::into_inner).clone()?;
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).ok()?;
-        let state: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let url = format!("{base}/inputs?state={state}");
-        let started = Started { url: url.clone(), elicitation_id: state.clone(), server: server.clone(), new: true };
-        pending.insert(
-            state.clone(),
-            Pending {
-                hub: hub.clone(),
-                task: Task::Inputs(missing),
-                made: Instant::now(),
-                person,
-                server,
-                url,
-                elicitation_id: state,
-                asked: Vec::new(),
-            },
-        );
+        let started = {
+            let mut pending = self.pending();
+            pending.retain(|_, p| p.made.elapsed() < SIGN_IN_TIMEOUT);
+            if let Some(p) = pending.values().find(|p| p.person == person && matches!(p.task, Task::Inputs(_))) {
+                return Some(Started {
+                    url: p.url.clone(),
+                    elicitation_id: p.elicitation_id.clone(),
+                    server,
+                    new: false,
+                });
+            }
+            let base = self.base.lock().unwrap_or_else(PoisonError::into_inner).clone()?;
+            let mut bytes = [0u8; 32];
+            getrandom::fill(&mut bytes).ok()?;
+            let state: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let url = format!("{base}/inputs?state={state}");
+            let started =
+                Started { url: url.clone(), elicitation_id: state.clone(), server: server.clone(), new: true };
+            pending.insert(
+                state.clone(),
+                Pending {
+                    hub: hub.clone(),
+                    task: Task::Inputs(missing),
+                    made: Instant::now(),
+                    person: person.clone(),
+                    server,
+                    url,
+                    elicitation_id: state,
+                    asked: Vec::new(),
+                },
+            );
+            started
+        };
+        self.replicas.record_page(&started.elicitation_id, &person, SIGN_IN_TIMEOUT).await;
         Some(started)
     }
 
-    /// What the page of `state` asks for (`None`: no such request, or it expired).
-    pub(crate) fn inputs_asked(&self, state: &str) -> Option<Vec<InputAsked>> {
+    /// What the page of `state` asks `person` for.
+    pub(crate) fn inputs_asked(&self, state: &str, person: &Principal) -> Result<Vec<InputAsked>, PageRefusal> {
+        self.check(state, person, |t| matches!(t, Task::Inputs(_)))?;
         let pending = self.pending();
-        let p = pending.get(state).filter(|p| p.made.elapsed() < SIGN_IN_TIMEOUT)?;
-        let Task::Inputs(missing) = &p.task else { return None };
-        Some(
-            missing
-                .iter()
-                .enumerate()
-                .map(|(i, m)| InputAsked {
-                    field: format!("input{i}"),
-                    label: m.input.description.clone().unwrap_or_else(|| m.input.id.clone()),
-                    password: m.input.password,
-                    servers: m.servers.iter().cloned().collect(),
-                })
-                .collect(),
-        )
+        let Some(Task::Inputs(missing)) = pending.get(state).map(|p| &p.task) else {
+            return Err(PageRefusal::Unknown);
+        };
+        Ok(missing
+            .iter()
+            .enumerate()
+            .map(|(i, m)| InputAsked {
+                field: format!("input{i}"),
+                label: m.input.description.clone().unwrap_or_else(|| m.input.id.clone()),
+                password: m.input.password,
+                servers: m.servers.iter().cloned().collect(),
+            })
+            .collect())
     }
 
-    /// Keeps the values given on the page of `state` (by field) as the person's own; every
-    /// field must have one. `None`: no such request.
+    /// Keeps the values `person` gave on the page of `state` (by field) as their own; every
+    /// field must have one.
     pub(crate) async fn give_inputs(
         &self,
         state: &str,
+        person: &Principal,
         values: &std::collections::BTreeMap<String, String>,
-    ) -> Option<Result<String, String>> {
+    ) -> Result<Result<String, String>, PageRefusal> {
+        self.check(state, person, |t| matches!(t, Task::Inputs(_)))?;
         let pending = {
             let mut all = self.pending();
-            match all.get(state) {
-                Some(p) if matches!(p.task, Task::Inputs(_)) && p.made.elapsed() < SIGN_IN_TIMEOUT => {
-                    let Task::Inputs(missing) = &p.task else { return None };
-                    let complete =
-                        (0..missing.len()).all(|i| values.get(&format!("input{i}")).is_some_and(|v| !v.is_empty()));
-                    if !complete {
-                        return Some(Err("every value is needed".into()));
-                    }
-                    all.remove(state)?
-                }
-                _ => return None,
+            let Some(Task::Inputs(missing)) = all.get(state).map(|p| &p.task) else {
+                return Err(PageRefusal::Unknown);
+            };
+            let complete = (0..missing.len()).all(|i| values.get(&format!("input{i}")).is_some_and(|v| !v.is_empty()));
+            if !complete {
+                return Ok(Err("every value is needed".into()));
             }
+            all.remove(state).ok_or(PageRefusal::Unknown)?
         };
-        let Task::Inputs(missing) = &pending.task else { return None };
+        self.replicas.forget_page(state).await;
+        let Task::Inputs(missing) = &pending.task else { return Err(PageRefusal::Unknown) };
         for (i, m) in missing.iter().enumerate() {
             let value = values.get(&format!("input{i}")).map(String::as_str).unwrap_or_default();
             if let Err(e) = pending.hub.give_input(&m.file, &m.input.id, value).await {
-                return Some(Err(e.to_string()));
+                return Ok(Err(e.to_string()));
             }
         }
         tell_done(&pending.asked, &pending.elicitation_id).await;
-        Some(Ok(pending.server.clone()))
+        Ok(Ok(pending.server.clone()))
     }
+}
+
+/// `text` as a URL query value.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// The most sessions told of one sign-in (each request that met it tells its session: many

@@ -63,7 +63,12 @@ async fn a_teams_dashboard_is_one_across_replicas_behind_haproxy() {
     let proxy = HaProxy::start(&addrs);
     let public = proxy.url();
     let home = Home::team_on_store(&org.issuer, &pg.database("sb"), json!({"resource": format!("{public}/mcp")}));
-    home.edit(|config| config["policy"] = json!({"ask": ["mcp__fx__echo"]}));
+    home.edit(|config| {
+        config["policy"] = json!({"ask": ["mcp__fx__echo"]});
+        // Each person's own (so that each one who reaches `/mcp` is among the people).
+        config["servers"]["mine"] = json!({"command": switchboard_testkit::fixture(),
+            "args": ["--name", "mine", "--marker", home.marker], "sharing": "per_principal"});
+    });
     let name = public.trim_start_matches("http://").to_string();
     let replica = |addr: &str| {
         let port = addr.rsplit(':').next().unwrap();
@@ -81,6 +86,7 @@ async fn a_teams_dashboard_is_one_across_replicas_behind_haproxy() {
         c.arg(common::script("dashboard_replicas.mjs")).args([&public, start, finish, login, &a, &b, &public]);
         c
     };
+    let mut people = std::collections::BTreeMap::new();
     for (start, finish, login) in [(&a, &b, "alice"), (&b, &a, "bob")] {
         let c = sign_in(start, finish, login);
         let r = tokio::task::spawn_blocking(move || common::report(c)).await.unwrap();
@@ -89,6 +95,44 @@ async fn a_teams_dashboard_is_one_across_replicas_behind_haproxy() {
             assert_eq!(me["status"], 200, "{login}'s session at {}: {r}", me["at"]);
             assert_eq!(me["body"]["kind"], "person", "{r}");
             assert_eq!(me["body"]["principal"]["subject"], login, "{r}");
+        }
+        let key = r["me"][0]["body"]["key"].as_str().unwrap().to_string();
+        people.insert(login, (format!("switchboard_person={}", r["session"].as_str().unwrap()), key));
+    }
+    // Each one's part is theirs, at each replica and through the balancer (neither is an
+    // admin): the people are themselves alone, the other's calls and the logout of the other's
+    // server are 403, and the host's routes (approvals, servers) are not theirs.
+    let browser = reqwest::Client::new();
+    // Both have been at `/mcp` as themselves (so both are among the people).
+    for login in ["alice", "bob"] {
+        let token = common::person_token(&org.issuer, login, &format!("{public}/mcp")).await;
+        let listed = common::modern(&format!("{public}/mcp"), &token, "tools/list", json!({})).await;
+        assert!(listed["result"]["tools"].is_array(), "{login}: {listed}");
+    }
+    for (me, other) in [("alice", "bob"), ("bob", "alice")] {
+        let (cookie, _) = &people[me];
+        let (_, theirs) = &people[other];
+        for at in [&a, &b, &public] {
+            let get = |path: &str| browser.get(format!("{at}{path}")).header("cookie", cookie).send();
+            let r = get("/api/people").await.unwrap();
+            assert_eq!(r.status(), 200, "{me} at {at}");
+            let listed: Value = r.json().await.unwrap();
+            let subjects: Vec<&Value> =
+                listed["people"].as_array().unwrap().iter().map(|p| &p["principal"]["subject"]).collect();
+            assert_eq!(subjects, [me], "{me} sees themselves alone at {at}: {listed}");
+            let r = get(&format!("/api/audit?principal={other}")).await.unwrap();
+            assert_eq!(r.status(), 403, "{me} reading {other}'s calls at {at}");
+            let r = browser
+                .delete(format!("{at}/api/people/{theirs}/servers/fx/auth"))
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 403, "{me} logging {other} out at {at}");
+            for host_only in ["/api/approvals", "/api/servers"] {
+                let r = get(host_only).await.unwrap();
+                assert!(matches!(r.status().as_u16(), 401 | 403), "{me} at {at}{host_only}: {}", r.status());
+            }
         }
     }
     let rows = |sql: &str| pg.sql("sb", sql).trim().to_string();

@@ -11,11 +11,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use common::Home;
+use common::upstream::Upstream;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard::auth::TokenStore;
@@ -23,38 +23,6 @@ use switchboard::store::db::Database;
 use switchboard::store::seal::KeyRing;
 use switchboard_testkit::oidc::Provider;
 use switchboard_testkit::postgres::Postgres;
-
-/// The upstream each person signs in to, protected by `issuer`.
-struct Upstream {
-    url: String,
-    child: Child,
-}
-
-impl Upstream {
-    fn start(issuer: &str) -> Upstream {
-        let mut child = Command::new(switchboard_testkit::node22_bin().join("node"))
-            .arg(common::script("whoami_upstream.mjs"))
-            .arg(switchboard_testkit::node_peers())
-            .arg(issuer)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("node");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let said: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("the upstream did not start: {line}"));
-        Upstream { url: said["url"].as_str().unwrap().to_string(), child }
-    }
-}
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The SDK client of `login`, signed in to the gateway at `url`, making `calls` calls.
 fn person(url: &str, login: &str, calls: usize) -> Command {
@@ -65,27 +33,6 @@ fn person(url: &str, login: &str, calls: usize) -> Command {
         .arg(login)
         .arg(calls.to_string());
     c
-}
-
-/// A request of a 2026-07-28 client (no session), with `token`: the JSON-RPC answer.
-async fn modern(url: &str, token: &str, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "modern", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = params["name"].as_str() {
-        request = request.header("mcp-name", name);
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
-    answer(&request.body(body.to_string()).send().await.unwrap().text().await.unwrap())
 }
 
 /// The JSON-RPC answer in a response body (JSON, or the first event of a stream).
@@ -172,8 +119,12 @@ async fn signing_in(store: Option<(&Postgres, String)>) {
         // coming back to the gateway; told when it was done.
         let asked = r["elicited"].as_array().unwrap();
         assert_eq!(asked.len(), 1, "{r}");
-        let at = reqwest::Url::parse(asked[0]["url"].as_str().unwrap()).unwrap();
         assert_eq!(asked[0]["mode"], "url", "{r}");
+        // The gateway's own page, which sent the browser (signed in there as this person) on
+        // to the upstream's provider.
+        let page = asked[0]["url"].as_str().unwrap();
+        assert!(page.starts_with(&format!("{origin}/sign-in?state=")), "the gateway's sign-in page: {r}");
+        let at = reqwest::Url::parse(r["browser"][0]["authorization"].as_str().unwrap()).unwrap();
         assert!(at.as_str().starts_with(&theirs.issuer), "the upstream's provider, not the organisation's: {r}");
         let query: BTreeMap<_, _> = at.query_pairs().into_owned().collect();
         assert_eq!(query.get("redirect_uri"), Some(&format!("{origin}/oauth/callback")), "{r}");
@@ -241,18 +192,18 @@ async fn signing_in(store: Option<(&Postgres, String)>) {
     assert_eq!(said["error"]["code"], -32042, "{said}");
     let elicitation = &said["error"]["data"]["elicitations"][0];
     assert_eq!(elicitation["mode"], "url", "{said}");
-    assert!(elicitation["url"].as_str().unwrap().starts_with(&theirs.issuer), "{said}");
+    assert!(elicitation["url"].as_str().unwrap().starts_with(&format!("{origin}/sign-in?state=")), "{said}");
     assert!(said["error"]["message"].as_str().unwrap().contains("sign in"), "{said}");
 
     // A 2026-07-28 client (stateless: no session to be asked on) of the same person: its list
     // has `sign_in`, which gives the address of their own sign-in.
-    let list = modern(&url, &robot, "tools/list", json!({})).await;
+    let list = common::modern(&url, &robot, "tools/list", json!({})).await;
     let tools: Vec<&str> =
         list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(tools.contains(&"sign_in") && !tools.iter().any(|t| t.ends_with("whoami")), "{list}");
-    let said = modern(&url, &robot, "tools/call", json!({"name": "sign_in", "arguments": {}})).await;
+    let said = common::modern(&url, &robot, "tools/call", json!({"name": "sign_in", "arguments": {}})).await;
     let text = said["result"]["content"][0]["text"].as_str().unwrap_or_default();
-    assert!(text.contains(&format!("{}/auth?", theirs.issuer)) && text.contains("oauth%2Fcallback"), "{said}");
+    assert!(text.contains(&format!("{origin}/sign-in?state=")), "{said}");
     assert!(!alice["tools"].as_array().unwrap().iter().any(|t| t == "sign_in"), "signed in: no sign_in for alice");
 
     // Step-up: a tool of the upstream needs a scope Alice's login lacks (403
@@ -747,9 +698,9 @@ async fn timing_a_shared_server_beside() {
 async fn the_python_client_is_sent_to_sign_in_and_then_calls() {
     let Team { org, theirs: _theirs, upstream: _upstream, home } = team().await;
     let (_gateway, url) = common::http_gateway(&home, &[]);
-    let robot = common::client_token(&org.token_endpoint(), "robot", &url).await;
+    let bob = common::person_token(&org.issuer, "bob", &url).await;
     let mut c = Command::new(switchboard_testkit::python());
-    c.arg("-W").arg("ignore").arg(common::script("team_py.py")).args(["http", url.as_str(), robot.as_str()]);
+    c.arg("-W").arg("ignore").arg(common::script("team_py.py")).args(["http", url.as_str(), bob.as_str()]);
     c.arg(switchboard_testkit::node22_bin().join("node")).arg(common::script("signin_cli.mjs"));
     c.args(["bob", "up__whoami"]);
     let r = tokio::task::spawn_blocking(move || common::report(c)).await.unwrap();

@@ -1,5 +1,6 @@
-//! `switchboard gateway --http`: the gateway alone on HTTP (`/mcp`, its health routes, a
-//! person's sign-in callback and values page), and the part every HTTP front of a gateway
+//! `switchboard gateway --http`: the gateway alone on HTTP (`/mcp`, its health routes, and
+//! for callers who sign in their pages: values, sign-ins to their upstreams and the callback,
+//! and the organisation's sign-in those pages ask for), and the part every HTTP front of a gateway
 //! shares: joining the replicas of its store.
 
 use std::net::SocketAddr;
@@ -10,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
 use crate::{
-    Bound, ServeError, close_after_unread_body, error, health, inputs, listen, login, mcp_router, metrics,
+    Bound, ServeError, close_after_unread_body, error, health, listen, mcp_router, metrics, people_login, person_pages,
     protected_mcp, security, with_health,
 };
 
@@ -103,10 +104,15 @@ pub async fn bind_gateway(
         // The resource's host names it too (what clients reach it by).
         let access = Arc::new(security::Access::new(String::new(), addr, &options.hosts, &[&resource]));
         gateway.set_public_url(resource.strip_suffix("/mcp").unwrap_or(&resource));
-        let (router, _) = protected_mcp(gateway, stopping.child_token(), config.clone(), addr, &options.data_dir)?;
+        let (router, guard) = protected_mcp(gateway, stopping.child_token(), config.clone(), addr, &options.data_dir)?;
+        // The pages callers open are theirs alone: they sign in there with the organisation's
+        // provider (`/people/login`) as on `/mcp`.
+        let base = resource.strip_suffix("/mcp").unwrap_or(&resource).to_string();
+        let login = Arc::new(people_login::PeopleLogin::new(guard, Some(base), gateway.hub().store().cloned()));
+        let pages = person_pages::PersonPages::new(gateway.clone(), login.clone());
         let router = router
-            .route("/oauth/callback", axum::routing::get(login::sign_in_callback).with_state(gateway.clone()))
-            .merge(inputs::routes(gateway))
+            .merge(person_pages::routes(&pages, true))
+            .merge(people_login::routes(&login))
             .fallback(|| async {
                 error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "MCP is served at /mcp").into_response()
             })

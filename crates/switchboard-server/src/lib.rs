@@ -16,13 +16,13 @@ mod events;
 mod gateway_http;
 mod health;
 pub mod identity;
-mod inputs;
 pub mod listen;
 mod login;
 mod manage;
 mod metrics;
 mod people;
 mod people_login;
+mod person_pages;
 mod questions;
 mod queue;
 mod running;
@@ -239,7 +239,7 @@ fn state(hub: &Hub, access: Arc<security::Access>, options: &ServeOptions) -> st
         sampling,
         tokens: Arc::default(),
         public_url: options.public_url.clone(),
-        gateway: options.gateway.clone(),
+        pages: None,
     }
 }
 
@@ -343,10 +343,8 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
     if let Some(gateway) = &options.gateway {
         gateway.set_public_url(options.public_url.as_deref().unwrap_or(&format!("http://{host}")));
     }
-    let state = state(hub, access.clone(), options);
+    let mut state = state(hub, access.clone(), options);
     let stopping = state.events.stopping().clone();
-    let callback =
-        Router::new().route("/oauth/callback", axum::routing::get(login::callback)).with_state(state.clone());
     let mut people = None;
     let mcp = match (&options.gateway, &options.identity) {
         (Some(g), Some(config)) => {
@@ -361,11 +359,11 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
                 hub.store().cloned(),
             ));
             people = Some(viewer::People { guard, admins, login: login.clone() });
-            Some(
-                router
-                    .route("/people/login", axum::routing::get(people_login::start).with_state(login.clone()))
-                    .route("/people/callback", axum::routing::get(people_login::callback).with_state(login)),
-            )
+            // The pages its callers open (their values, their sign-ins to their own upstreams).
+            let pages = person_pages::PersonPages::new(g.clone(), login.clone());
+            let router = router.merge(person_pages::routes(&pages, false)).merge(people_login::routes(&login));
+            state.pages = Some(pages);
+            Some(router)
         }
         (Some(g), None) => Some(mcp_router(g, stopping.child_token(), access.clone(), true)),
         (None, _) => None,
@@ -387,8 +385,7 @@ pub async fn bind(hub: &Hub, options: &ServeOptions) -> Result<Bound, ServeError
         .merge(api_router)
         .merge(dashboard::routes())
         .route("/login", axum::routing::get(login::login_page).with_state(state.clone()))
-        .merge(callback)
-        .merge(options.gateway.as_ref().map(inputs::routes).unwrap_or_default())
+        .route("/oauth/callback", axum::routing::get(login::callback).with_state(state.clone()))
         .fallback(|| async {
             error::ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route").into_response()
         })

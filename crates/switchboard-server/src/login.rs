@@ -8,7 +8,7 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -58,7 +58,7 @@ pub async fn start(
     // `/oauth/callback` at the address the browser reached it by (its public URL, or the
     // scheme and host a TLS-terminating proxy says it forwarded), so the login works wherever
     // the dashboard is open.
-    let own = || format!("{}/oauth/callback", public_base(&headers, app.public_url.as_deref()));
+    let own = || format!("{}/oauth/callback", crate::security::public_base(&headers, app.public_url.as_deref()));
     let (redirect_uri, listener) = match app.hub.login_comeback(&name)? {
         switchboard::Comeback::Registered(uri) => {
             let listener = switchboard::auth::Callback::bind_redirect(&uri).await.map_err(callback_error)?;
@@ -99,29 +99,6 @@ fn callback_error(e: switchboard::auth::CallbackError) -> ApiError {
     ApiError::new(StatusCode::CONFLICT, "callback_unavailable", e.to_string())
 }
 
-/// The address a browser reaches this server by: `--public-url` when given, else the scheme
-/// and host a TLS-terminating proxy says it forwarded (`Forwarded: proto=https;host=...`, or
-/// `X-Forwarded-Proto` / `X-Forwarded-Host`), else `http://` and the `Host` (which the Host
-/// guard checked).
-pub(crate) fn public_base(headers: &HeaderMap, public_url: Option<&str>) -> String {
-    if let Some(url) = public_url {
-        return url.trim_end_matches('/').to_string();
-    }
-    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    // The first hop's (the proxy nearest the browser) of RFC 7239's list.
-    let forwarded = get("forwarded").and_then(|f| f.split(',').next()).unwrap_or_default();
-    let pair = |key: &str| {
-        forwarded.split(';').find_map(|kv| {
-            let (k, v) = kv.trim().split_once('=')?;
-            k.eq_ignore_ascii_case(key).then(|| v.trim_matches('"').to_string())
-        })
-    };
-    let first = |name: &str| get(name).and_then(|v| v.split(',').next()).map(|v| v.trim().to_string());
-    let proto = pair("proto").or_else(|| first("x-forwarded-proto")).filter(|p| p == "https" || p == "http");
-    let host = pair("host").or_else(|| first("x-forwarded-host")).or_else(|| get("host").map(str::to_string));
-    format!("{}://{}", proto.as_deref().unwrap_or("http"), host.unwrap_or_default())
-}
-
 fn conflict(e: switchboard::Error) -> ApiError {
     match e {
         switchboard::Error::Auth { message, .. } => ApiError::new(StatusCode::CONFLICT, "no_login", message),
@@ -148,19 +125,22 @@ pub async fn logout(State(app): State<AppState>, Path(name): Path<String>) -> Re
     Ok(Json(LoggedOut { had_tokens, server: find(&app.hub, &name)?.into() }))
 }
 
-/// `GET /oauth/callback`: finishes the login the `state` belongs to and shows how it went.
-pub async fn callback(State(app): State<AppState>, uri: Uri, headers: HeaderMap) -> Response {
+/// `GET /oauth/callback`: finishes the login the `state` belongs to and shows how it went: a
+/// login of the dashboard's, else a person's sign-in to their own upstream (a gateway whose
+/// callers sign in).
+pub async fn callback(State(app): State<AppState>, request: axum::extract::Request) -> Response {
+    let (parts, _) = request.into_parts();
+    let (uri, headers) = (&parts.uri, &parts.headers);
     let page = |status: StatusCode, outcome: Result<&str, &str>| {
         (status, Html(switchboard::auth::page(outcome).1)).into_response()
     };
+    let url = format!("{}{uri}", crate::security::public_base(headers, app.public_url.as_deref()));
     let query = uri.query().unwrap_or_default();
     let Some(login) = query.split('&').find_map(|kv| kv.strip_prefix("state=")).and_then(|s| app.logins.take(s)) else {
-        // A caller of `/mcp` signing in to their own upstream.
-        if let Some(gateway) = &app.gateway {
-            let url = format!("{}{uri}", public_base(&headers, app.public_url.as_deref()));
-            if let Some(outcome) = gateway.finish_sign_in(&url).await {
-                return sign_in_page(outcome);
-            }
+        if let Some(pages) = &app.pages
+            && let Some(answer) = pages.finish_callback(&parts, &url).await
+        {
+            return answer;
         }
         return page(
             StatusCode::BAD_REQUEST,
@@ -170,33 +150,9 @@ pub async fn callback(State(app): State<AppState>, uri: Uri, headers: HeaderMap)
         );
     };
     let server = login.server().to_string();
-    let url = format!("{}{uri}", public_base(&headers, app.public_url.as_deref()));
     match app.hub.finish_login(login, &url).await {
         Ok(_) => page(StatusCode::OK, Ok(&server)),
         Err(e) => page(StatusCode::BAD_REQUEST, Err(&e.to_string())),
-    }
-}
-
-/// How a person's sign-in to their own upstream went, as a page.
-fn sign_in_page(outcome: Result<String, String>) -> Response {
-    let status = if outcome.is_ok() { StatusCode::OK } else { StatusCode::BAD_REQUEST };
-    let outcome = outcome.as_ref().map(String::as_str).map_err(String::as_str);
-    (status, Html(switchboard::auth::page(outcome).1)).into_response()
-}
-
-/// `GET /oauth/callback` of `gateway --http` whose callers sign in: finishes the caller's
-/// sign-in to their own upstream that the `state` belongs to.
-pub async fn sign_in_callback(
-    State(gateway): State<switchboard_gateway::Gateway>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
-    let url = format!("{}{uri}", public_base(&headers, None));
-    match gateway.finish_sign_in(&url).await {
-        Some(outcome) => sign_in_page(outcome),
-        None => sign_in_page(Err(
-            "this sign-in is unknown or expired (over 10 minutes, or already finished): ask your agent again".into(),
-        )),
     }
 }
 
@@ -258,42 +214,9 @@ pub async fn new_link(State(app): State<AppState>, headers: HeaderMap) -> Result
     };
     // Where the asker reached this server (its public URL behind a proxy, else the host the
     // Host guard checked).
-    let base = public_base(&headers, app.public_url.as_deref());
+    let base = crate::security::public_base(&headers, app.public_url.as_deref());
     Ok(Json(LoginLink {
         login_url: format!("{base}/login?code={code}"),
         expires_in: crate::security::LINK_LIFETIME.as_secs(),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, axum::http::HeaderValue::from_static(v));
-        }
-        h
-    }
-
-    #[test]
-    fn the_public_address_follows_a_tls_proxy_or_the_configured_url() {
-        let plain = headers(&[("host", "127.0.0.1:7341")]);
-        assert_eq!(public_base(&plain, None), "http://127.0.0.1:7341");
-        let proxied = headers(&[
-            ("host", "sb.internal:7341"),
-            ("x-forwarded-proto", "https"),
-            ("x-forwarded-host", "sb.example"),
-        ]);
-        assert_eq!(public_base(&proxied, None), "https://sb.example");
-        let rfc = headers(&[
-            ("host", "sb.internal"),
-            ("forwarded", "for=1.2.3.4;proto=https;host=\"sb.example:8443\", proto=http"),
-        ]);
-        assert_eq!(public_base(&rfc, None), "https://sb.example:8443");
-        let odd = headers(&[("host", "h"), ("x-forwarded-proto", "gopher")]);
-        assert_eq!(public_base(&odd, None), "http://h", "only http and https");
-        assert_eq!(public_base(&proxied, Some("https://mcp.example/sb/")), "https://mcp.example/sb");
-    }
 }

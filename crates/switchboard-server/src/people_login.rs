@@ -61,6 +61,9 @@ struct Client {
 struct Pending {
     verifier: String,
     redirect: String,
+    /// Where the browser goes once signed in (a path of this server).
+    #[serde(default)]
+    next: Option<String>,
     #[serde(skip, default = "Instant::now")]
     at: Instant,
 }
@@ -307,7 +310,7 @@ impl PeopleLogin {
     }
 
     fn redirect(&self, headers: &HeaderMap) -> String {
-        format!("{}/people/callback", crate::login::public_base(headers, self.public_url.as_deref()))
+        format!("{}/people/callback", crate::security::public_base(headers, self.public_url.as_deref()))
     }
 }
 
@@ -336,8 +339,34 @@ fn failed(status: StatusCode, message: impl Into<String>) -> Response {
     ApiError::new(status, "sign_in_failed", message).into_response()
 }
 
-/// `GET /people/login`: to the issuer's sign-in.
-pub async fn start(State(login): State<Arc<PeopleLogin>>, headers: HeaderMap) -> Response {
+/// `?next=`: where to go once signed in.
+#[derive(serde::Deserialize)]
+pub struct Start {
+    next: Option<String>,
+}
+
+/// `next` if it is a path of this server (`/…`, not `//host` nor `/\host`, which browsers take
+/// for another site), else nothing: a sign-in never sends the browser elsewhere.
+fn own_path(next: Option<String>) -> Option<String> {
+    next.filter(|n| {
+        n.starts_with('/')
+            && !n.starts_with("//")
+            && !n.starts_with("/\\")
+            && !n.chars().any(|c| c.is_control() || c == '\\')
+    })
+}
+
+/// `/people/login` and `/people/callback`.
+pub(crate) fn routes(login: &Arc<PeopleLogin>) -> axum::Router {
+    axum::Router::new()
+        .route("/people/login", axum::routing::get(start))
+        .route("/people/callback", axum::routing::get(callback))
+        .with_state(login.clone())
+}
+
+/// `GET /people/login?next=…`: to the issuer's sign-in (and, once signed in, to `next`, a
+/// path of this server, else `/`).
+pub async fn start(State(login): State<Arc<PeopleLogin>>, headers: HeaderMap, Query(q): Query<Start>) -> Response {
     let redirect = login.redirect(&headers);
     let client = match login.client(&redirect).await {
         Ok(c) => c,
@@ -360,7 +389,7 @@ pub async fn start(State(login): State<Arc<PeopleLogin>>, headers: HeaderMap) ->
         .append_pair("code_challenge", &challenge)
         .append_pair("code_challenge_method", "S256")
         .append_pair("resource", login.guard.resource());
-    let pending = Pending { verifier, redirect: redirect.clone(), at: Instant::now() };
+    let pending = Pending { verifier, redirect: redirect.clone(), next: own_path(q.next), at: Instant::now() };
     if let Err(e) = login.keep_pending(&state, pending).await {
         return failed(StatusCode::SERVICE_UNAVAILABLE, format!("keeping the sign-in in the team's store: {e}"));
     }
@@ -468,11 +497,28 @@ pub async fn callback(
         secure(&pending.redirect)
     );
     let done = format!("{SIGN_IN_COOKIE}=; HttpOnly; SameSite=Lax; Path=/people; Max-Age=0");
-    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, "/".to_string())]).into_response();
+    let next = own_path(pending.next.clone()).unwrap_or_else(|| "/".to_string());
+    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, next)]).into_response();
     for value in [cookie, done] {
         if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
             response.headers_mut().append(header::SET_COOKIE, v);
         }
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_path;
+
+    #[test]
+    fn a_sign_in_goes_on_to_a_path_of_this_server_alone() {
+        let next = |n: &str| own_path(Some(n.to_string()));
+        assert_eq!(next("/inputs?state=ab").as_deref(), Some("/inputs?state=ab"));
+        assert_eq!(next("/").as_deref(), Some("/"));
+        for elsewhere in ["//evil.example/x", "/\\evil.example", "https://evil.example", "evil", "/a\nb", ""] {
+            assert_eq!(next(elsewhere), None, "{elsewhere:?}");
+        }
+        assert_eq!(own_path(None), None);
+    }
 }

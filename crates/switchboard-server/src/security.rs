@@ -283,6 +283,29 @@ pub(crate) fn digest(value: &str) -> String {
     sha2::Sha256::digest(value.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The address a browser reaches this server by: `--public-url` when given, else the scheme
+/// and host a TLS-terminating proxy says it forwarded (`Forwarded: proto=https;host=...`, or
+/// `X-Forwarded-Proto` / `X-Forwarded-Host`), else `http://` and the `Host` (which the Host
+/// guard checked).
+pub(crate) fn public_base(headers: &HeaderMap, public_url: Option<&str>) -> String {
+    if let Some(url) = public_url {
+        return url.trim_end_matches('/').to_string();
+    }
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // The first hop's (the proxy nearest the browser) of RFC 7239's list.
+    let forwarded = get("forwarded").and_then(|f| f.split(',').next()).unwrap_or_default();
+    let pair = |key: &str| {
+        forwarded.split(';').find_map(|kv| {
+            let (k, v) = kv.trim().split_once('=')?;
+            k.eq_ignore_ascii_case(key).then(|| v.trim_matches('"').to_string())
+        })
+    };
+    let first = |name: &str| get(name).and_then(|v| v.split(',').next()).map(|v| v.trim().to_string());
+    let proto = pair("proto").or_else(|| first("x-forwarded-proto")).filter(|p| p == "https" || p == "http");
+    let host = pair("host").or_else(|| first("x-forwarded-host")).or_else(|| get("host").map(str::to_string));
+    format!("{}://{}", proto.as_deref().unwrap_or("http"), host.unwrap_or_default())
+}
+
 pub(crate) fn with_port(name: &str, port: u16) -> String {
     if name.matches(':').count() > 1 && !name.starts_with('[') {
         return format!("[{name}]:{port}");
@@ -538,5 +561,25 @@ mod tests {
         let tls = [("host", "sb.example"), ("origin", "https://sb.example")];
         assert!(public.origin_ok(&headers(&tls)));
         assert!(!public.origin_ok(&headers(&[("host", "sb.example"), ("origin", "https://evil.example")])));
+    }
+
+    #[test]
+    fn the_public_address_follows_a_tls_proxy_or_the_configured_url() {
+        let plain = headers(&[("host", "127.0.0.1:7341")]);
+        assert_eq!(public_base(&plain, None), "http://127.0.0.1:7341");
+        let proxied = headers(&[
+            ("host", "sb.internal:7341"),
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-host", "sb.example"),
+        ]);
+        assert_eq!(public_base(&proxied, None), "https://sb.example");
+        let rfc = headers(&[
+            ("host", "sb.internal"),
+            ("forwarded", "for=1.2.3.4;proto=https;host=\"sb.example:8443\", proto=http"),
+        ]);
+        assert_eq!(public_base(&rfc, None), "https://sb.example:8443");
+        let odd = headers(&[("host", "h"), ("x-forwarded-proto", "gopher")]);
+        assert_eq!(public_base(&odd, None), "http://h", "only http and https");
+        assert_eq!(public_base(&proxied, Some("https://mcp.example/sb/")), "https://mcp.example/sb");
     }
 }

@@ -37,9 +37,9 @@ pub struct AppState {
     /// The address browsers reach this server by, when it is not the one they send in `Host`
     /// (`--public-url`, behind a proxy).
     pub public_url: Option<String>,
-    /// The gateway at `/mcp`, whose callers' sign-ins to their own upstreams come back to
-    /// `/oauth/callback` too.
-    pub gateway: Option<switchboard_gateway::Gateway>,
+    /// The pages of the gateway's callers at `/mcp` (when they sign in), whose sign-ins to
+    /// their own upstreams come back to `/oauth/callback` too.
+    pub(crate) pages: Option<crate::person_pages::PersonPages>,
 }
 
 /// What a handler returns: a value, or the API's error.

@@ -17,6 +17,8 @@ use serde_json::json;
 use switchboard_testkit::{fixture, node_peer};
 use tokio::sync::mpsc;
 
+pub mod upstream;
+
 /// What the client saw.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Seen {
@@ -390,6 +392,36 @@ pub async fn client_token(token_endpoint: &str, client: &str, resource: &str) ->
         .await
         .unwrap();
     r["access_token"].as_str().unwrap_or_else(|| panic!("no token for {client}: {r}")).to_string()
+}
+
+/// A request of a 2026-07-28 client (no session), with `token`: the JSON-RPC answer.
+pub async fn modern(url: &str, token: &str, method: &str, mut params: serde_json::Value) -> serde_json::Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "modern", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
+    answered(&request.body(body.to_string()).send().await.unwrap().text().await.unwrap())
+}
+
+/// A person's access token for `resource` from the organisation's provider at `issuer`, as
+/// their browser gets one (signed in as `login` on the provider's own pages).
+pub async fn person_token(issuer: &str, login: &str, resource: &str) -> String {
+    let mut c = std::process::Command::new(switchboard_testkit::node22_bin().join("node"));
+    c.arg(script("person_token.mjs")).args([issuer, login, resource]);
+    let said = tokio::task::spawn_blocking(move || report(c)).await.unwrap_or_default();
+    said["access_token"].as_str().unwrap_or_else(|| panic!("no token for {login}: {said}")).to_string()
 }
 
 /// The JSON-RPC message of an answer's body (a JSON body, or the first `data:` of an event

@@ -5,10 +5,11 @@
 //
 //   node dashboard_replicas.mjs <public> <start> <finish> <login> <me>...
 //
-// Prints one JSON line: {"callback": {"status", "body"}, "me": [{"at", "status", "body"}]}.
+// Prints one JSON line: {"callback": {"status", "body"}, "me": [{"at", "status", "body"}], "session"}.
 const [publicUrl, start, finish, login, ...mes] = process.argv.slice(2);
 const { Browser } = await import(new URL("./browser.mjs", import.meta.url).href);
-const browser = new Browser(login, `${publicUrl}/people/callback`);
+// The balancer and each replica are one site (what the browser reaches; the test goes round it).
+const browser = new Browser(login, `${publicUrl}/people/callback`, [publicUrl, start, finish, ...mes]);
 const back = await browser.signIn(`${start}/people/login`);
 const res = await browser.get(new URL(back.pathname + back.search, finish).href);
 const callback = { status: res.status, body: res.status === 303 ? "" : await res.text() };
@@ -24,4 +25,6 @@ for (const at of mes) {
   }
   me.push({ at, status: r.status, body });
 }
-process.stdout.write(JSON.stringify({ callback, me }) + "\n");
+// The session cookie's value, for the test to try the person's part as them.
+const session = browser.jar(publicUrl).get("switchboard_person");
+process.stdout.write(JSON.stringify({ callback, me, session }) + "\n");

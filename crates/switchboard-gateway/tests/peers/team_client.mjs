@@ -3,7 +3,8 @@
 // SDK 1.x client signs in to the gateway through its own OAuth support as <login>, declares
 // URL-mode elicitation, and when the gateway asks it to open the upstream's sign-in (an
 // `elicitation/create` with `mode: "url"`) accepts, and plays the browser: signs in to the
-// upstream's provider as <login>, consents, and lands on the gateway's `/oauth/callback`. Then
+// upstream's provider as <login>, consents, and lands on the gateway's `/oauth/callback` (the
+// gateway's `/sign-in` page it opens signs it in with the organisation's provider first). Then
 // it waits for the upstream's tool to be listed and calls it <calls> times, 25 in flight.
 //
 //   node team_client.mjs <sdk folder> <gateway /mcp URL> <login> <calls> [<tool suffix> [<step-up tool>]]
@@ -51,9 +52,11 @@ function client() {
     landed.push(
       (async () => {
         if (new URL(p.url).pathname === "/inputs") return fillIn(p.url);
-        const back = await new Browser(login, callback).signIn(p.url);
-        const res = await fetch(back.href);
-        return { status: res.status, at: back.origin + back.pathname, page: (await res.text()).slice(0, 300) };
+        const browser = new Browser(login, callback);
+        const back = await browser.signIn(p.url);
+        const res = await browser.land(back.href);
+        const authorization = browser.authorization;
+        return { status: res.status, at: back.origin + back.pathname, page: res.page.slice(0, 300), authorization };
       })().catch((e) => ({ error: String(e) })),
     );
     return { action: "accept" };
@@ -62,13 +65,22 @@ function client() {
   return c;
 }
 
-/** The gateway's page for this person's values: every field given `<login>-token`. */
+/**
+ * The gateway's page for this person's values, opened in a browser (signed in there first with
+ * the organisation's provider as <login>): every field given `<login>-token`.
+ */
 async function fillIn(url) {
-  const page = await (await fetch(url)).text();
-  const fields = [...page.matchAll(/<input name="([^"]+)" type="(text|password)"/g)].map((m) => m[1]);
+  const browser = new Browser(login);
+  const opened = await browser.open(url);
+  if (opened instanceof URL) return { error: `sent to ${opened}` };
+  const fields = [...opened.page.matchAll(/<input name="([^"]+)" type="(text|password)"/g)].map((m) => m[1]);
   const body = new URLSearchParams({ state: new URL(url).searchParams.get("state") });
   for (const f of fields) body.set(f, `${login}-token`);
-  const res = await fetch(new URL("/inputs", url), { method: "POST", body });
+  const res = await browser.get(new URL("/inputs", url), {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: body.toString(),
+  });
   return { status: res.status, at: "/inputs", fields, page: (await res.text()).slice(0, 300) };
 }
 
@@ -135,11 +147,15 @@ if (stepUpTool) {
     const elicitation = e.data?.elicitations?.[0] ?? e.elicitations?.[0];
     if (elicitation?.url) {
       try {
-        stepUp.scope = new URL(elicitation.url).searchParams.get("scope");
-        const back = await new Browser(login, callback).signIn(elicitation.url);
-        const res = await fetch(back.href);
+        const browser = new Browser(login, callback);
+        stepUp.opened = elicitation.url;
+        // The gateway's sign-in page sends the browser on to the upstream's authorization URL.
+        const back = await browser.signIn(elicitation.url);
+        stepUp.authorization = browser.authorization;
+        stepUp.scope = browser.authorization ? new URL(browser.authorization).searchParams.get("scope") : null;
+        const res = await browser.land(back.href);
         stepUp.landed = res.status;
-        stepUp.page = (await res.text()).slice(0, 300);
+        stepUp.page = res.page.slice(0, 300);
         const until = Date.now() + 15000;
         while (!completed.includes(elicitation.elicitationId) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
         stepUp.completed = completed.includes(elicitation.elicitationId);

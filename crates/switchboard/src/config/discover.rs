@@ -145,6 +145,7 @@ pub fn load(options: &LoadOptions) -> LoadedConfig {
         super::policy::parse_audit(&value, &mut loaded.audit, &mut ctx);
     }
     refuse_managed(&mut loaded);
+    persons_own_inputs(&mut loaded);
     // `Some(0)`: no `idle_shutdown_ms` of its own; the files' (or the default) applies.
     let idle = loaded.idle_shutdown.unwrap_or(super::DEFAULT_IDLE_SHUTDOWN);
     for entry in loaded.servers.values_mut() {
@@ -286,7 +287,12 @@ impl Loader<'_> {
                         options: Vec::new(),
                     });
                     let servers = users.get(&id).cloned().unwrap_or_default();
-                    loaded.inputs_missing.push(super::MissingInput { file: path.to_path_buf(), input, servers });
+                    loaded.inputs_missing.push(super::MissingInput {
+                        file: path.to_path_buf(),
+                        input,
+                        servers,
+                        each_persons: false,
+                    });
                 }
             }
         }
@@ -409,6 +415,44 @@ fn merge(loaded: &mut LoadedConfig, parsed: Vec<Parsed>, ctx: FileCtx<'_>) {
 }
 
 /// Servers the managed file does not let start become invalid entries that say why.
+/// In a team's config (`identity`), a server of each person's own that waits for an input
+/// waits for each person's value, not the host's: said so (a note, not an error, and never
+/// "`switchboard inputs set`", which would give the host a value meant to be each person's).
+fn persons_own_inputs(loaded: &mut LoadedConfig) {
+    if loaded.identity.is_none() {
+        return;
+    }
+    for missing in loaded.inputs_missing.iter_mut() {
+        missing.each_persons = !missing.servers.is_empty()
+            && missing.servers.iter().all(|server| match loaded.servers.get(server) {
+                Some(super::ServerEntry::Invalid(entry)) => entry.source == missing.file && entry.per_person(true),
+                _ => false,
+            });
+        if !missing.each_persons {
+            continue;
+        }
+        for server in &missing.servers {
+            let Some(super::ServerEntry::Invalid(entry)) = loaded.servers.get_mut(server) else { continue };
+            let said = format!(
+                "takes `{}` from each person who signs in (it is each person's own: `sharing`): each gives \
+                 their own on the gateway's values page when they first use it; the host keeps none",
+                missing.input.id
+            );
+            let old = std::mem::replace(&mut entry.message, said.clone());
+            for d in loaded.diagnostics.iter_mut() {
+                if d.severity == Severity::Error
+                    && d.file == missing.file
+                    && d.server.as_deref() == Some(server.as_str())
+                    && old.ends_with(&d.message)
+                {
+                    d.severity = Severity::Note;
+                    d.message = said.clone();
+                }
+            }
+        }
+    }
+}
+
 fn refuse_managed(loaded: &mut LoadedConfig) {
     let Some(managed) = &loaded.managed else { return };
     for entry in loaded.servers.values_mut() {

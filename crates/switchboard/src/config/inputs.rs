@@ -40,6 +40,10 @@ pub struct MissingInput {
     pub input: InputDecl,
     /// The servers of the file that use it.
     pub servers: BTreeSet<String>,
+    /// Each person's own to give, not the host's: in a team's config (`identity`) every server
+    /// that uses it is each signed-in person's own (`sharing`), so each person gives theirs
+    /// on the gateway's values page, and the host is not asked.
+    pub each_persons: bool,
 }
 
 /// The declarations in a file's `inputs` array (those without an id are skipped).

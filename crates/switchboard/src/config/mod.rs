@@ -415,6 +415,18 @@ pub struct InvalidServer {
     pub remote: bool,
 }
 
+impl InvalidServer {
+    /// Whether it is each signed-in person's own, as far as it says (a server that waits for a
+    /// person's input is theirs).
+    pub fn per_person(&self, team: bool) -> bool {
+        team && !self.denied
+            && match self.sharing {
+                Some(sharing) => sharing == Sharing::PerPrincipal,
+                None => self.remote,
+            }
+    }
+}
+
 /// A server as configured: valid, or invalid with the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -435,13 +447,7 @@ impl ServerEntry {
     pub fn per_person(&self, team: bool) -> bool {
         match self {
             ServerEntry::Valid(c) => c.per_person(team),
-            ServerEntry::Invalid(i) => {
-                team && !i.denied
-                    && match i.sharing {
-                        Some(sharing) => sharing == Sharing::PerPrincipal,
-                        None => i.remote,
-                    }
-            }
+            ServerEntry::Invalid(i) => i.per_person(team),
         }
     }
 
@@ -473,6 +479,9 @@ impl ServerEntry {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Severity {
+    /// Nothing is wrong: what a reader of the config should know (a server of each person's
+    /// own waits for each person's value, not the host's).
+    Note,
     /// Something was ignored (an unknown field); everything else still works.
     Warning,
     /// A file or a server could not be used.
@@ -502,6 +511,7 @@ pub struct Diagnostic {
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let sev = match self.severity {
+            Severity::Note => "note",
             Severity::Warning => "warning",
             Severity::Error => "error",
         };

@@ -38,6 +38,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "session memory", include_str!("migrations/0007_session_memory.sql")),
     (8, "dashboard", include_str!("migrations/0008_dashboard.sql")),
     (9, "login links", include_str!("migrations/0009_login_links.sql")),
+    (10, "pages", include_str!("migrations/0010_pages.sql")),
 ];
 
 /// Values given for inputs (`${input:ID}`): config file → input id → value.

@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod dashboard;
 pub mod db;
+pub mod pages;
 mod records;
 pub mod replicas;
 pub mod seal;

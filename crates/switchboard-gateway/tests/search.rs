@@ -209,3 +209,30 @@ fn the_python_sdk_client_searches_and_calls() {
     assert!(v["denied"]["text"].as_str().unwrap().contains("is denied by rule `deny: fx__crash`"), "{v}");
     assert!(!home.calls().iter().any(|l| l == "crash"), "{:?}", home.calls());
 }
+
+/// The gateway's instructions say the names it gives: `<server>__<tool>` by default,
+/// `mcp__<server>__<tool>` with `--names prefixed`, each server's own with `--names bare`; and
+/// the names listed are of that form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_instructions_say_the_names_the_gateway_gives() {
+    let home = home();
+    for (args, said, prefix) in [
+        (&[][..], "Tool names are <server>__<tool> (one longer than", "fx__"),
+        (&["--names", "prefixed"][..], "Tool names are mcp__<server>__<tool>.", "mcp__fx__"),
+        (&["--names", "bare"][..], "Tool names are each server's own", ""),
+    ] {
+        let client = connect(&home, args).await;
+        let instructions = client.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
+        assert!(instructions.contains(said), "{args:?}: {instructions}");
+        let listed: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+        // A tool of one server alone, as named.
+        assert!(listed.contains(&format!("{prefix}mutate")), "{args:?}: {listed:?}");
+        // `echo`, of two servers: bare, each is the hashed catalog name the instructions say.
+        let echoes: Vec<&String> = listed.iter().filter(|n| n.contains("echo")).collect();
+        assert_eq!(echoes.len(), 2, "{listed:?}");
+        if prefix.is_empty() {
+            assert!(echoes.iter().all(|n| n.starts_with("mcp__")), "{echoes:?}");
+        }
+        client.cancel().await.unwrap();
+    }
+}

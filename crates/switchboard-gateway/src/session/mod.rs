@@ -277,10 +277,17 @@ impl Session {
 
     fn instructions(&self) -> String {
         let filter = self.shared.filter(None).ok();
-        let mut out = String::from(
-            "switchboard: one MCP server in front of the servers below. Tool names are mcp__<server>__<tool> \
-             unless the gateway runs with --names bare.\n",
-        );
+        let names = match self.shared.names() {
+            crate::Names::Short(limit) => format!(
+                "Tool names are <server>__<tool> (one longer than {limit} characters is shortened and ends with a \
+                 hash)."
+            ),
+            crate::Names::Prefixed => "Tool names are mcp__<server>__<tool>.".to_string(),
+            _ => "Tool names are each server's own; two servers' tools of the same name are \
+                  mcp__<server>__<tool>, shortened with a hash."
+                .to_string(),
+        };
+        let mut out = format!("switchboard: one MCP server in front of the servers below. {names}\n");
         match self.shared.options.tool_search {
             crate::ToolSearch::Off => {}
             crate::ToolSearch::On => out.push_str(

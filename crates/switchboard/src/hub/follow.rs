@@ -128,9 +128,10 @@ impl Hub {
         let storage = |e: notify::Error| Error::storage(format!("watching the config files: {e}"), e);
         let watcher = Arc::new(Mutex::new(notify::recommended_watcher(handler).map_err(storage)?));
         let mut folders = BTreeSet::new();
-        if let Ok(now) = files.lock() {
-            watch_folders(&watcher, &mut folders, &now);
-        }
+        // A copy, the lock let go first: the handler takes it on notify's thread, and `watch`
+        // waits for that thread (an event in between would wait for this lock forever).
+        let now = files.lock().map(|f| f.clone()).unwrap_or_default();
+        watch_folders(&watcher, &mut folders, &now);
         let hub = self.clone();
         let (follow_files, follow_watcher) = (files.clone(), watcher.clone());
         // Another process on the team's store saw its config change ([`super::signals`]).

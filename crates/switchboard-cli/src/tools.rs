@@ -47,6 +47,9 @@ struct ListedTools<'a> {
     tools: Vec<Listed<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tokens: Option<Totals>,
+    /// No tool answered the search by a word or a near meaning: these are the closest.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    nearest_only: bool,
 }
 
 /// What the listed definitions cost, per server (most first) and in all (`--tokens`).
@@ -120,12 +123,13 @@ pub(crate) async fn run(ctx: &Ctx, asked: Asked, no_attach: bool) -> Result<u8> 
     with_hub(ctx, filter, |hub, _| async move {
         let catalog = hub.catalog();
         let keep = |t: &ToolEntry| asked.server.as_ref().is_none_or(|s| &t.server == s);
+        let mut nearest_only = false;
         let found: Vec<(&ToolEntry, Option<f64>)> = match asked.search.as_deref() {
-            Some(q) => catalog
-                .search_in(q, asked.limit.unwrap_or(SEARCH_LIMIT), keep)?
-                .into_iter()
-                .map(|hit| (hit.tool, Some(hit.shown_score())))
-                .collect(),
+            Some(q) => {
+                let hits = catalog.search_in(q, asked.limit.unwrap_or(SEARCH_LIMIT), keep)?;
+                nearest_only = !hits.is_empty() && hits.iter().all(|h| !h.close);
+                hits.into_iter().map(|hit| (hit.tool, Some(hit.shown_score()))).collect()
+            }
             None => catalog.tools().iter().filter(|t| keep(t)).map(|t| (t, None)).collect(),
         };
         // The table of tokens is parsed only now, when asked for.
@@ -168,7 +172,7 @@ pub(crate) async fn run(ctx: &Ctx, asked: Asked, no_attach: bool) -> Result<u8> 
                     tokens: *tokens,
                 })
                 .collect();
-            print_json(&ListedTools { tools, tokens: totals })?;
+            print_json(&ListedTools { tools, tokens: totals, nearest_only })?;
         } else {
             let rows = found.iter().zip(&tokens).map(|((t, score), tokens)| Row {
                 name: &t.name,
@@ -177,7 +181,7 @@ pub(crate) async fn run(ctx: &Ctx, asked: Asked, no_attach: bool) -> Result<u8> 
                 score: *score,
                 tokens: *tokens,
             });
-            show(rows, asked.search.is_some(), asked.tokens)?;
+            show(rows, asked.search.is_some(), asked.tokens, nearest_only)?;
             if let Some(totals) = &totals {
                 totals.show()?;
             }
@@ -212,7 +216,7 @@ struct Row<'a> {
     tokens: Option<usize>,
 }
 
-fn show<'a>(rows: impl Iterator<Item = Row<'a>>, searched: bool, tokens: bool) -> Result<()> {
+fn show<'a>(rows: impl Iterator<Item = Row<'a>>, searched: bool, tokens: bool, nearest_only: bool) -> Result<()> {
     let mut head = vec!["TOOL", "SERVER"];
     if searched {
         head.push("SCORE");
@@ -238,6 +242,9 @@ fn show<'a>(rows: impl Iterator<Item = Row<'a>>, searched: bool, tokens: bool) -
     if searched && !any {
         note!("no tool matches the search");
     } else {
+        if nearest_only {
+            note!("no tool matches the search by its words or a near meaning; the closest:");
+        }
         out!("{t}");
     }
     Ok(())
@@ -295,6 +302,9 @@ async fn remote_tools(remote: &Remote, asked: &Asked) -> Result<u8> {
             })
             .collect();
         let mut out = json!({"tools": listed});
+        if body["nearest_only"] == json!(true) {
+            out["nearest_only"] = json!(true);
+        }
         if asked.tokens {
             out["tokens"] = serde_json::to_value(totals_of(&tools))?;
         }
@@ -307,7 +317,7 @@ async fn remote_tools(remote: &Remote, asked: &Asked) -> Result<u8> {
             score: t["score"].as_f64(),
             tokens: t["tokens"].as_u64().map(|n| n as usize),
         });
-        show(rows, asked.search.is_some(), asked.tokens)?;
+        show(rows, asked.search.is_some(), asked.tokens, body["nearest_only"] == json!(true))?;
         if asked.tokens {
             totals_of(&tools).show()?;
         }

@@ -232,6 +232,11 @@ fn import_leaves_switchboard_itself_out() {
         &serde_json::to_string_pretty(&json!({"mcpServers": {
             "switchboard": {"type": "stdio", "command": "switchboard", "args": ["gateway"]},
             "switchboard-http": {"type": "http", "url": "http://localhost:7342/mcp"},
+            "sb-env": {"command": "env", "args": ["RUST_LOG=info", "switchboard", "gateway"]},
+            "sb-npx": {"command": "npx", "args": ["-y", "switchboard", "gateway"]},
+            "sb-uvx": {"command": "uvx", "args": ["switchboard", "gateway"]},
+            "sb-sh": {"command": "/bin/sh", "args": ["-c", "cd ~/work && exec /usr/local/bin/switchboard gateway 2>>/tmp/sb.log"]},
+            "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
             "docs": fx("docs"),
         }}))
         .unwrap(),
@@ -260,8 +265,12 @@ fn import_leaves_switchboard_itself_out() {
             .unwrap_or_else(|| panic!("{name}: {plan:#}"))
     };
     for (name, how) in [
-        ("switchboard", "its command is `switchboard`"),
-        ("switchboard-codex", "its command is `/opt/bin/switchboard`"),
+        ("switchboard", "`switchboard gateway`: its command"),
+        ("switchboard-codex", "`/opt/bin/switchboard gateway`: its command"),
+        ("sb-env", "run through `env`"),
+        ("sb-npx", "run through `npx`"),
+        ("sb-uvx", "run through `uvx`"),
+        ("sb-sh", "run through `sh -c`"),
         ("switchboard-http", "switchboard gateway --http 7342"),
         ("sb-serve", "the running `switchboard serve`"),
     ] {
@@ -271,6 +280,7 @@ fn import_leaves_switchboard_itself_out() {
         assert!(reason.contains("switchboard itself") && reason.contains(how), "{name}: {reason}");
     }
     assert_eq!(of("docs")["action"], "add");
+    assert_eq!(of("memory")["action"], "add", "a package runner of another package is no switchboard");
     let (out, _, _) = run(sb(&home, &home).args(["import", "--dry-run"]));
     assert!(out.contains("skipped switchboard: this is switchboard itself"), "{out}");
 }

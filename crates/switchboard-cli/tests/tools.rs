@@ -54,9 +54,17 @@ fn search_ranks_tools_and_says_what_it_cannot_take() {
     let v = json_of(&sb(home.path(), &["tools", "--search", "select:ev/echo,mcp__demo__echo", "--format", "openai"]));
     let names: Vec<&str> = v.as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
     assert_eq!(names, ["mcp__ev__echo", "mcp__demo__echo"]);
-    // Nothing found is said, and is no failure.
+    // Nothing close: the closest are given, said to be so, and it is no failure.
     let out = sb(home.path(), &["tools", "--search", "weather forecast for tomorrow"]);
-    assert!(out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no tool matches"), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.contains("no tool matches the search by its words or a near meaning"),
+        "{out:?}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mcp__"), "{out:?}");
+    let v = json_of(&sb(home.path(), &["tools", "--search", "weather forecast for tomorrow", "--json"]));
+    assert_eq!(v["nearest_only"], true, "{v}");
+    assert!(!v["tools"].as_array().unwrap().is_empty(), "{v}");
     // A pattern that is not one, and a limit without a search.
     let out = sb(home.path(), &["tools", "--search", "/(/"]);
     assert_eq!(out.status.code(), Some(2));

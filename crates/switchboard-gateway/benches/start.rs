@@ -1,13 +1,18 @@
 //! `cargo bench -p switchboard-gateway --bench start`: time to tools for an agent's session,
 //! with 10 real servers from npm (each `node` on its installed entry point; none needs an
-//! account), three ways, in interleaved rounds (medians, and the spread over rounds):
+//! account), one of them slow to start (server-memory behind a 3 s `sleep`, as a server that
+//! downloads or warms up), in interleaved rounds (medians, and the spread over rounds). For each
+//! way, from the spawn: the first `tools/list` answer and how many of the tools it held, and the
+//! first list that has every server's tools (listed again until it does):
 //!
+//! - cold: `switchboard gateway --no-attach` with nothing remembered (the data folder's
+//!   `lists/` removed before it);
+//! - warm: the same, each server's lists remembered from the run before;
 //! - attached: spawning `switchboard gateway` (stdio) in a workspace whose daemon (`switchboard
-//!   serve`) runs warm, to its complete `tools/list`;
-//! - own servers: `switchboard gateway --no-attach`, to the `tools/list` that has every
-//!   server's tools (listed again until it does);
+//!   serve`) runs warm;
 //! - the agent starting the 10 servers itself: the same client connecting to each directly,
-//!   all at once, to every `tools/list`.
+//!   all at once, to every `tools/list` (no first list before all are up: the agent lists each
+//!   server as it comes).
 //!
 //! The client is rmcp's on a current-thread runtime; the release build people install.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -53,7 +58,7 @@ fn servers(m: &Path) -> Vec<(&'static str, Vec<String>, Value)> {
     vec![
         ("everything", vec![at("@modelcontextprotocol/server-everything/dist/index.js"), "stdio".into()], json!({})),
         ("filesystem", vec![at("@modelcontextprotocol/server-filesystem/dist/index.js"), "/tmp".into()], json!({})),
-        ("memory", vec![at("@modelcontextprotocol/server-memory/dist/index.js")], json!({})),
+        ("memory", vec![at("@modelcontextprotocol/server-memory/dist/index.js")], json!({"SLOW_START": "3"})),
         ("thinking", vec![at("@modelcontextprotocol/server-sequential-thinking/dist/index.js")], json!({})),
         ("github", vec![at("@modelcontextprotocol/server-github/dist/index.js")], json!({})),
         (
@@ -92,33 +97,37 @@ fn sb(bin: &Path, home: &Path, args: &[&str]) -> Command {
     c
 }
 
-/// Tools of a `tools/list` through the gateway, listed again until there are `want`.
-async fn time_to_tools(mut cmd: Command, want: usize) -> Duration {
+/// What a client of the gateway saw from the spawn: its first `tools/list` answer and the
+/// tools on it, and the first list with `want` tools (listed again until it has them).
+struct Seen {
+    first: Duration,
+    first_tools: usize,
+    complete: Duration,
+}
+
+async fn time_to_tools(mut cmd: Command, want: usize) -> Seen {
     let start = Instant::now();
     cmd.stderr(Stdio::null());
     let client = ().serve(TokioChildProcess::new(tokio::process::Command::from(cmd)).unwrap()).await.unwrap();
-    loop {
-        let n = client.list_all_tools().await.unwrap().len();
-        if n >= want {
-            break;
-        }
+    let first_tools = client.list_all_tools().await.unwrap().len();
+    let first = start.elapsed();
+    let mut n = first_tools;
+    while n < want {
         assert!(start.elapsed() < Duration::from_secs(120), "{n} of {want} tools after 2 minutes");
         tokio::time::sleep(Duration::from_millis(10)).await;
+        n = client.list_all_tools().await.unwrap().len();
     }
-    let took = start.elapsed();
+    let complete = start.elapsed();
     client.cancel().await.unwrap();
-    took
+    Seen { first, first_tools, complete }
 }
 
 /// The agent starting every server itself: all at once, to every `tools/list`.
 async fn direct(list: &[(&'static str, Vec<String>, Value)]) -> (Duration, usize) {
     let start = Instant::now();
     let each = list.iter().map(|(_, args, env)| async move {
-        let mut c = tokio::process::Command::new("node");
-        c.args(args).stderr(Stdio::null());
-        for (k, v) in env.as_object().unwrap() {
-            c.env(k, v.as_str().unwrap());
-        }
+        let mut c = tokio::process::Command::new("sh");
+        c.arg("-c").arg(launch(args, env)).stderr(Stdio::null());
         let client = ().serve(TokioChildProcess::new(c).unwrap()).await.unwrap();
         let n = client.list_all_tools().await.unwrap().len();
         (client, n)
@@ -130,6 +139,23 @@ async fn direct(list: &[(&'static str, Vec<String>, Value)]) -> (Duration, usize
         c.cancel().await.unwrap();
     }
     (took, n)
+}
+
+/// The shell line that starts a server: `node` on its arguments, after a `sleep` of its
+/// `SLOW_START` seconds.
+fn launch(args: &[String], env: &Value) -> String {
+    let mut line = String::new();
+    if let Some(s) = env.get("SLOW_START").and_then(Value::as_str) {
+        line.push_str(&format!("sleep {s}; "));
+    }
+    for (k, v) in env.as_object().unwrap().iter().filter(|(k, _)| *k != "SLOW_START") {
+        line.push_str(&format!("{k}='{}' ", v.as_str().unwrap()));
+    }
+    line.push_str("exec node");
+    for a in args {
+        line.push_str(&format!(" '{a}'"));
+    }
+    line
 }
 
 fn median(v: &[Duration]) -> Duration {
@@ -146,7 +172,7 @@ fn main() {
     std::fs::create_dir_all(home.path().join("project/.git")).unwrap();
     let config: serde_json::Map<String, Value> = list
         .iter()
-        .map(|(name, args, env)| (name.to_string(), json!({"command": "node", "args": args, "env": env})))
+        .map(|(name, args, env)| (name.to_string(), json!({"command": "sh", "args": ["-c", launch(args, env)]})))
         .collect();
     std::fs::write(home.path().join("user.json"), json!({ "servers": config }).to_string()).unwrap();
 
@@ -168,33 +194,49 @@ fn main() {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         };
-        let (mut attached, mut own, mut agent) = (Vec::new(), Vec::new(), Vec::new());
+        let lists = home.path().join("data/lists");
+        let (mut cold, mut warm, mut attached, mut agent) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut direct_tools = 0;
         for _ in 0..ROUNDS {
+            let _ = std::fs::remove_dir_all(&lists);
+            cold.push(time_to_tools(sb(&bin, home.path(), &["gateway", "--no-attach"]), want).await);
+            warm.push(time_to_tools(sb(&bin, home.path(), &["gateway", "--no-attach"]), want).await);
             attached.push(time_to_tools(sb(&bin, home.path(), &["gateway"]), want).await);
-            own.push(time_to_tools(sb(&bin, home.path(), &["gateway", "--no-attach"]), want).await);
             // The count may differ from the hub's: a server can list more tools to a client
             // that declares more capabilities (the hub's declares roots, sampling and
             // elicitation; this bare client none), so it is printed, not asserted.
             let (took, n) = direct(&list).await;
             direct_tools = n;
-            agent.push(took);
+            agent.push(Seen { first: took, first_tools: n, complete: took });
         }
         drop(daemon);
         println!(
-            "\ntime to tools ({} servers from npm, {want} tools through switchboard, {direct_tools} to the bare client; {ROUNDS} rounds)",
+            "\ntime to tools ({} servers from npm, one starting 3 s late; {want} tools through switchboard, {direct_tools} to the bare client; {ROUNDS} rounds)",
             list.len()
         );
-        println!("| way | median | spread |");
-        println!("|---|--:|--:|");
+        println!("| way | first list | its tools | spread | every server's tools | spread |");
+        println!("|---|--:|--:|--:|--:|--:|");
         for (name, v) in [
+            ("switchboard gateway --no-attach, cold (nothing remembered)", &cold),
+            ("switchboard gateway --no-attach, warm (lists remembered)", &warm),
             ("switchboard gateway, attached to the workspace's warm daemon", &attached),
-            ("switchboard gateway --no-attach (its own servers)", &own),
             ("the agent starting the 10 servers itself", &agent),
         ] {
-            let lo = v.iter().min().unwrap();
-            let hi = v.iter().max().unwrap();
-            println!("| {name} | {:.1} ms | {:.1}-{:.1} ms |", ms(median(v)), ms(*lo), ms(*hi));
+            let first: Vec<Duration> = v.iter().map(|s| s.first).collect();
+            let complete: Vec<Duration> = v.iter().map(|s| s.complete).collect();
+            let mut tools: Vec<usize> = v.iter().map(|s| s.first_tools).collect();
+            tools.sort_unstable();
+            let spread = |d: &[Duration]| {
+                format!("{:.1}-{:.1} ms", ms(*d.iter().min().unwrap()), ms(*d.iter().max().unwrap()))
+            };
+            println!(
+                "| {name} | {:.1} ms | {} | {} | {:.1} ms | {} |",
+                ms(median(&first)),
+                tools[tools.len() / 2],
+                spread(&first),
+                ms(median(&complete)),
+                spread(&complete)
+            );
         }
     });
 }

@@ -53,7 +53,7 @@ pub use metrics::GatewayMetrics;
 pub use pages::{PageHeld, callback_state};
 pub use relay::Relay;
 pub use search::ToolSearch;
-pub use session::{START_WAIT, Session};
+pub use session::{FIRST_LIST_WAIT, START_WAIT, Session};
 pub use sessions::MAX_SESSIONS;
 pub use signin::{InputAsked, PageRefusal};
 pub use view::{Names, Scope};

@@ -181,8 +181,14 @@ pub(crate) fn search(view: &View, catalog: &switchboard::catalog::Catalog, args:
             Some(v)
         })
         .collect();
+    let nearest_only = !hits.is_empty() && hits.iter().all(|h| !h.close);
     let mut text = if found.is_empty() {
         format!("No tool matches `{}`. Try other words, or `/REGEX/`.", switchboard::text::excerpt(query, 100))
+    } else if nearest_only {
+        format!(
+            "No tool matches `{}` by its words or a near meaning; the closest:\n",
+            switchboard::text::excerpt(query, 100)
+        )
     } else {
         String::new()
     };
@@ -195,7 +201,11 @@ pub(crate) fn search(view: &View, catalog: &switchboard::catalog::Catalog, args:
         ));
     }
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(json!({"tools": found, "total": view.tools.len()}));
+    let mut structured = json!({"tools": found, "total": view.tools.len()});
+    if nearest_only {
+        structured["nearest_only"] = json!(true);
+    }
+    result.structured_content = Some(structured);
     result
 }
 

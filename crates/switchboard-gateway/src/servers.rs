@@ -39,7 +39,9 @@ pub(crate) fn error(e: switchboard::Error) -> McpError {
     use switchboard::Error as E;
     match &e {
         E::Cancelled => McpError::internal_error("the call was cancelled", None),
-        E::UnknownTool { .. } | E::UnknownServer { .. } => McpError::invalid_params(e.to_string(), None),
+        E::UnknownTool { .. } | E::ToolGone { .. } | E::UnknownServer { .. } => {
+            McpError::invalid_params(e.to_string(), None)
+        }
         // The upstream's own refusal keeps its code (the message names the server).
         E::Rejected { code, data, .. } => McpError::new(rmcp::model::ErrorCode(*code), e.to_string(), data.clone()),
         _ => McpError::internal_error(explained(&e), None),

@@ -99,6 +99,7 @@ fn agents(entry: &str, tools: &[String]) -> Vec<Agent> {
 async fn listed(home: &Home, args: &[&str]) -> Vec<String> {
     let transport = TokioChildProcess::new(home.gateway(args)).unwrap();
     let client = ().serve(transport).await.unwrap();
+    common::servers_up(client.peer()).await;
     let tools = client.list_all_tools().await.unwrap();
     client.cancel().await.unwrap();
     tools.iter().map(|t| t.name.to_string()).collect()

@@ -30,7 +30,9 @@ fn home() -> Home {
 }
 
 async fn connect(home: &Home, args: &[&str]) -> RunningService<RoleClient, ()> {
-    ().serve(TokioChildProcess::new(home.gateway(args)).unwrap()).await.unwrap()
+    let client = ().serve(TokioChildProcess::new(home.gateway(args)).unwrap()).await.unwrap();
+    common::servers_up(client.peer()).await;
+    client
 }
 
 async fn call(client: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {

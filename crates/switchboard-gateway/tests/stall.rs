@@ -65,9 +65,13 @@ async fn a_server_coming_back_after_a_crash_holds_up_only_its_own_calls() {
         json!({"servers": {"slow": {"command": fixture(), "args": ["--name", "slow", "--init-delay-ms", "3000", "--pid-file", pid_file]}}}),
     );
     let client = ().serve(TokioChildProcess::new(home.gateway(&[])).unwrap()).await.unwrap();
-    // Its first start (3 s) is within the first list's wait.
-    let tools = client.list_all_tools().await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "slow__echo"), "{tools:?}");
+    // Its first start (3 s) is longer than the first list waits for a server never seen: it
+    // is listed once it is up.
+    let up = Instant::now();
+    while !client.list_all_tools().await.unwrap().iter().any(|t| t.name == "slow__echo") {
+        assert!(up.elapsed() < Duration::from_secs(20), "slow never listed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     // SAFETY: a plain syscall on the fixture's pid.
     unsafe { libc::kill(pid, libc::SIGKILL) };

@@ -86,6 +86,7 @@ async fn a_clients_trace_reaches_a_stdio_and_an_http_server_through_the_gateway_
     );
     let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
     let (_gateway, url) = http_gateway_env(&home, &[], &env);
+    common::wait_ready(&url);
     let bearer = home.token();
     let token = Some(bearer.as_str());
 
@@ -404,6 +405,7 @@ async fn a_signed_in_callers_spans_name_them() {
     let endpoint = receiver.endpoint();
     let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
     let (_gateway, url) = http_gateway_env(&home, &[], &env);
+    common::wait_ready(&url);
     let token = key.sign(&issuer.claims(&url, "alice", &["devs"]));
     let started = post_mcp(&url, Some(&token), None, &initialize()).await;
     assert_eq!(started.status(), 200);

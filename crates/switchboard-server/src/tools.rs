@@ -77,6 +77,10 @@ pub struct ToolList {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     changed: Option<Vec<Changed>>,
+    /// A search no tool answered by a word or a near meaning: the tools given are the closest
+    /// by meaning (a search always answers with its best candidates).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    nearest_only: bool,
 }
 
 #[utoipa::path(get, path = "/api/tools", tag = "catalog", params(ToolsQuery),
@@ -90,17 +94,17 @@ pub async fn list_tools(
     let only = known_server(&app.hub, q.server)?;
     let catalog = app.hub.catalog();
     let keep = |t: &ToolEntry| only.as_deref().is_none_or(|s| t.server == s);
+    let mut nearest_only = false;
     let found: Vec<(&ToolEntry, Option<f64>)> = match q.search.as_deref() {
         Some(query) => {
             if q.limit == Some(0) {
                 return Err(ApiError::bad_request("`limit` must be at least 1"));
             }
-            catalog
+            let hits = catalog
                 .search_in(query, q.limit.unwrap_or(SEARCH_LIMIT), keep)
-                .map_err(|e| ApiError::bad_request(e.to_string()))?
-                .into_iter()
-                .map(|hit| (hit.tool, Some(hit.shown_score())))
-                .collect()
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            nearest_only = !hits.is_empty() && hits.iter().all(|h| !h.close);
+            hits.into_iter().map(|hit| (hit.tool, Some(hit.shown_score()))).collect()
         }
         None => catalog.tools().iter().filter(|t| keep(t)).map(|t| (t, None)).collect(),
     };
@@ -162,7 +166,7 @@ pub async fn list_tools(
             })
             .collect(),
     };
-    Ok(Json(ToolList { tools, skipped, changed }))
+    Ok(Json(ToolList { tools, skipped, changed, nearest_only }))
 }
 
 /// A tool as the API shows it: `{"name" (model-visible), "server", "tool" (its own name),

@@ -44,7 +44,7 @@ impl Error {
     /// `{"error": {"kind"}}` under `--json`).
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::UnknownTool { .. } => "unknown_tool",
+            Error::UnknownTool { .. } | Error::ToolGone { .. } => "unknown_tool",
             Error::UnknownServer { .. } => "unknown_server",
             Error::NotConnected { .. } => "not_connected",
             Error::AuthRequired { .. } => "needs_auth",
@@ -131,6 +131,18 @@ pub enum Error {
         name: String,
         /// A name close to it that is there.
         meant: Option<String>,
+    },
+    /// A tool listed from what its server offered when it last ran (its remembered lists,
+    /// [`crate::HubOptions::remember_lists`]) that it no longer offers now that it is up.
+    #[error(
+        "`{}` was listed from what `{server}` offered when it last ran; now that it is up it no longer offers it (list the tools again)",
+        crate::text::excerpt(name, 80)
+    )]
+    ToolGone {
+        /// The name asked for.
+        name: String,
+        /// Its server.
+        server: String,
     },
     /// No server of that name.
     #[error("no server named `{}`{}", crate::text::excerpt(name, 80), did_you_mean(meant))]

@@ -25,9 +25,9 @@ pub struct Session {
     shared: Arc<Shared>,
     id: u64,
     registered: AtomicBool,
-    /// Its first list has waited for the servers still starting (see [`START_WAIT`]).
+    /// Its first list has waited for the servers still starting (see [`FIRST_LIST_WAIT`]).
     listed: AtomicBool,
-    /// When it began: its `initialize` and first list wait together until [`START_WAIT`] after.
+    /// When it began: its first list waits at most until [`FIRST_LIST_WAIT`] after.
     born: tokio::time::Instant,
     /// How its client reaches it, for its spans.
     transport: Transport,
@@ -184,14 +184,16 @@ impl Session {
         Ok(view)
     }
 
-    /// The view for a list: the session's first list waits (within [`START_WAIT`]) for the
-    /// servers it can see that are still on their first start, so it is complete when they
-    /// start quickly; those that take longer are told with `list_changed` when they arrive.
-    /// What a session listed is what later changes are told against (a call made meanwhile,
-    /// whatever the catalog then, changes nothing the client saw).
+    /// The view for a list: the session's first list waits (within [`FIRST_LIST_WAIT`] of the
+    /// session's start) for the servers it can see that are on their first start with nothing
+    /// remembered to stand in for their lists ([`switchboard::Hub::listed`]), so it holds every
+    /// server's tools when they start quickly or were seen before; those that take longer are
+    /// told with `list_changed` when they arrive, and so is a server whose lists differ from
+    /// what was remembered of it. What a session listed is what later changes are told against
+    /// (a call made meanwhile, whatever the catalog then, changes nothing the client saw).
     async fn list_view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         if !self.listed.swap(true, Ordering::AcqRel) {
-            self.wait_started(ctx, self.first_deadline()).await;
+            self.wait_listed(ctx, self.born + FIRST_LIST_WAIT).await;
         }
         let view = self.view(ctx).await?;
         if let Some(s) = self.shared.sessions().get_mut(&self.id) {
@@ -214,9 +216,18 @@ impl Session {
         let _ = tokio::time::timeout_at(deadline, started).await;
     }
 
-    /// [`START_WAIT`] after the session began: `initialize` and its first list share it.
-    fn first_deadline(&self) -> tokio::time::Instant {
-        self.born + START_WAIT
+    /// Waits until `deadline` for the servers this client sees that are on their first start
+    /// with no lists remembered to stand in.
+    async fn wait_listed(&self, ctx: &RequestContext<RoleServer>, deadline: tokio::time::Instant) {
+        let Ok(filter) = self.shared.filter(self.profile_for(ctx).as_deref()) else { return };
+        let person = principal(ctx).and_then(|p| self.shared.hub.person(&p));
+        let listed = async {
+            self.shared.hub.listed(|name| filter.server(name)).await;
+            if let Some(person) = &person {
+                person.listed(|name| filter.server(name)).await;
+            }
+        };
+        let _ = tokio::time::timeout_at(deadline, listed).await;
     }
 
     /// Finds something in the client's view; when it is not there and a server the client sees
@@ -264,14 +275,16 @@ impl Session {
         }
     }
 
-    /// Waits for upstreams on their first start, so the first answer says what is there: a
-    /// transparent gateway for its one upstream (its answer is that server's), any other
-    /// within [`START_WAIT`].
+    /// Before the first answer: a transparent gateway waits for its one upstream (its answer
+    /// is that server's); any other waits, until [`FIRST_LIST_WAIT`] after the session began,
+    /// only for servers on their first start with nothing remembered of them (never for one
+    /// whose remembered lists stand in), so that its client's first list, asked for the moment
+    /// `initialize` is answered, holds them when they start quickly.
     async fn settle(&self, ctx: &RequestContext<RoleServer>) {
         if let Some(server) = self.shared.transparent_server() {
             self.shared.hub.started(|name| name == server).await;
         } else {
-            self.wait_started(ctx, self.first_deadline()).await;
+            self.wait_listed(ctx, self.born + FIRST_LIST_WAIT).await;
         }
     }
 
@@ -321,13 +334,21 @@ impl Session {
     }
 }
 
-/// How long a session's `initialize` and first list (together, from the session's start), and
-/// a request naming something not (yet) in its view, wait for the servers it sees that are
-/// still on their first start (a
-/// transparent gateway's `initialize` waits for its one upstream whatever it takes: its answer
-/// is that server's). Nothing waits for a server that is reconnecting: a call to it waits in
-/// the hub, a request to another server does not wait at all.
+/// How long a request naming something not (yet) in its session's view waits for the servers
+/// it sees that are still on their first start (the name may be one of theirs). Nothing waits
+/// for a server that is reconnecting: a call to it waits in the hub, a request to another
+/// server does not wait at all.
 pub const START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long, from a session's start, its `initialize` (and so its first list) waits for the
+/// servers it sees that are on their first start with nothing remembered of them; a server
+/// whose lists are remembered is never waited for. Measured with the agents (README, "An
+/// agent's first turn"): Codex sends its first model request about 1.4 s after it spawns its
+/// servers, with the tools listed by then; Claude Code waits for the connection (up to about
+/// 2.4 s) but sends its first request about 150 ms after it, whether or not its `tools/list`
+/// was answered. So the wait is spent before `initialize` is answered, short enough for both,
+/// long enough for a local server that starts at once.
+pub const FIRST_LIST_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The requests' work, each boxed by the `ServerHandler` methods in [`handler`]: rmcp runs every
 /// request as a task of its own sized by the largest of these futures (about 11 KB unboxed,

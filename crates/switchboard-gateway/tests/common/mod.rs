@@ -491,3 +491,39 @@ pub fn stdio(home: &Home) -> Vec<String> {
 pub fn served(c: std::process::Command) -> (Killed, String) {
     until_said(c, "switchboard is serving on ")
 }
+
+/// Waits (up to 30 s) until every server behind a gateway has finished its first start, as its
+/// `switchboard://servers` says (none `connecting`): for a test that needs them all, since a
+/// first list holds only the servers that started at once or were seen before.
+pub async fn servers_up(peer: &rmcp::Peer<rmcp::RoleClient>) {
+    let started = std::time::Instant::now();
+    loop {
+        let read = peer.read_resource(rmcp::model::ReadResourceRequestParams::new("switchboard://servers")).await;
+        let text = serde_json::to_string(&read.map(|r| r.contents).unwrap_or_default()).unwrap_or_default();
+        if !text.contains(r#"\"state\": \"connecting\""#) {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "servers still starting: {text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits (up to 30 s) until the HTTP gateway whose `/mcp` is `url` is ready (`/readyz`: every
+/// server's first start over).
+pub fn wait_ready(url: &str) {
+    let base = url.trim_end_matches("/mcp");
+    let port: u16 = base.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{url}"));
+    let started = std::time::Instant::now();
+    loop {
+        use std::io::{Read, Write};
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.write_all(b"GET /readyz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+            let mut head = [0u8; 12];
+            if s.read_exact(&mut head).is_ok() && head.ends_with(b"200") {
+                return;
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{base} never ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

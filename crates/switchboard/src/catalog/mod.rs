@@ -23,7 +23,7 @@ use crate::config::ToolFilter;
 use crate::glob::GlobList;
 
 /// What one server offers, as listed (all pages).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ServerLists {
     /// `tools/list`.

@@ -14,7 +14,8 @@
 //!   200 characters of its description), from WordLlama's token vectors (`embed`), so that
 //!   "capture an image of the website" finds `take_screenshot` with no word in common. A tool
 //!   is found by a word, or by a cosine of at least 0.3; its score is its words over the best
-//!   found tool's, plus three times its cosine.
+//!   found tool's, plus three times its cosine. When no tool is found so, the closest by
+//!   meaning are given, each `SearchHit::close` false: a search always has an answer.
 //!
 //! The BM25 weights (k1 1.2, b 0.75, the corpus's average length) are computed here, over
 //! stems numbered as the index is built, into flat postings (`docs/ARCHITECTURE.md` has the
@@ -59,6 +60,10 @@ pub struct SearchHit<'a> {
     /// For a word query, its words (0..1: its BM25 over the best tool's) plus three times the
     /// cosine of its meaning and the query's; 1 for `select:` and regex matches.
     pub score: f32,
+    /// It has a word of the query or a meaning near enough (see [`Catalog::search`]); false
+    /// when no tool does and it is among the closest by meaning, given so that a search
+    /// always answers with its best candidates.
+    pub close: bool,
 }
 
 impl SearchHit<'_> {
@@ -99,7 +104,7 @@ impl Catalog {
         Ok(index
             .rank(query, limit, |i| self.tools.get(i).is_some_and(&keep))
             .into_iter()
-            .filter_map(|(i, score)| Some(SearchHit { tool: self.tools.get(i)?, score }))
+            .filter_map(|(i, score, close)| Some(SearchHit { tool: self.tools.get(i)?, score, close }))
             .collect())
     }
 
@@ -112,7 +117,7 @@ impl Catalog {
             };
             for tool in found {
                 if keep(tool) && !out.iter().any(|h| h.tool.name == tool.name) {
-                    out.push(SearchHit { tool, score: 1.0 });
+                    out.push(SearchHit { tool, score: 1.0, close: true });
                 }
             }
         }
@@ -145,7 +150,7 @@ impl Catalog {
             .iter()
             .filter(|t| keep(t) && matches(t))
             .take(limit)
-            .map(|tool| SearchHit { tool, score: 1.0 })
+            .map(|tool| SearchHit { tool, score: 1.0, close: true })
             .collect())
     }
 }
@@ -477,7 +482,11 @@ impl Index {
     /// name). That square took top-1 from 64.5 to 67.7 % on the unseen requests of
     /// `tests/search` (67.9 % either way on the others) and top-3 from 86.4 to 87.1 % and 83.9
     /// to 85.5 %.
-    pub(crate) fn rank(&self, query: &str, limit: usize, keep: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
+    ///
+    /// When no tool is found either way and the meaning model is there, the closest tools by
+    /// meaning are given instead, marked as not close (the third field): a search always
+    /// answers with its best candidates.
+    pub(crate) fn rank(&self, query: &str, limit: usize, keep: impl Fn(usize) -> bool) -> Vec<(usize, f32, bool)> {
         let mut words: Vec<u32> = self.words.tokenize(query).iter().filter_map(|w| self.ids.get(w).copied()).collect();
         words.sort_unstable();
         words.dedup();
@@ -494,28 +503,39 @@ impl Index {
         }
         let asked = words.len().max(1) as f32;
         let query_meaning = embed::model().map(|m| Embedder::new(m).embed([query]));
-        // (position, BM25, cosine) of each tool found.
+        // (position, BM25, cosine) of each tool found, and of every tool kept (the fallback).
         let mut candidates: Vec<(usize, f32, f32)> = Vec::new();
+        let mut closest: Vec<(usize, f32)> = Vec::new();
         let mut top = 0f32;
         for (d, &(score, has)) in scores.iter().enumerate() {
             let covered = has as f32 / asked;
             let score = score * covered * covered;
             let meaning = match (&query_meaning, self.meanings.get(d)) {
-                (Some(q), Some(m)) => m.dot(q),
-                _ => 0.0,
+                (Some(q), Some(m)) => Some(m.dot(q)),
+                _ => None,
             };
-            if (score > 0.0 || meaning >= MIN_MEANING) && keep(d) {
+            if !keep(d) {
+                continue;
+            }
+            if score > 0.0 || meaning.is_some_and(|m| m >= MIN_MEANING) {
                 top = top.max(score);
-                candidates.push((d, score, meaning));
+                candidates.push((d, score, meaning.unwrap_or(0.0)));
+            } else if let Some(m) = meaning {
+                closest.push((d, MEANING_WEIGHT * m));
             }
         }
-        let mut found: Vec<(usize, f32)> = candidates
-            .into_iter()
-            .map(|(d, score, meaning)| {
-                let words = if top > 0.0 { score / top } else { 0.0 };
-                (d, words + MEANING_WEIGHT * meaning)
-            })
-            .collect();
+        let close = !candidates.is_empty();
+        let mut found: Vec<(usize, f32)> = if close {
+            candidates
+                .into_iter()
+                .map(|(d, score, meaning)| {
+                    let words = if top > 0.0 { score / top } else { 0.0 };
+                    (d, words + MEANING_WEIGHT * meaning)
+                })
+                .collect()
+        } else {
+            closest
+        };
         // Catalog positions follow model-visible names, so ties go by name.
         let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         if limit < found.len() {
@@ -526,7 +546,7 @@ impl Index {
             found.truncate(limit);
         }
         found.sort_unstable_by(order);
-        found
+        found.into_iter().map(|(d, score)| (d, score, close)).collect()
     }
 }
 

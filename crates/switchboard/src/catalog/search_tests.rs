@@ -77,9 +77,13 @@ fn words_rank_the_tool_named_for_them_first() {
     assert_eq!(names(&cat.search("destination", 5).unwrap_or_default()), ["mcp__fs__move_file"]);
     // Server names count.
     assert!(names(&cat.search("github", 10).unwrap_or_default()).len() == 4);
-    // No word in common: nothing, not everything.
-    assert!(cat.search("weather forecast", 5).unwrap_or_default().is_empty());
-    assert!(cat.search("the", 5).unwrap_or_default().is_empty());
+    // No word in common: the closest by meaning, marked as not close (none with the meaning
+    // model off).
+    let far = cat.search("weather forecast", 5).unwrap_or_default();
+    assert!(far.iter().all(|h| !h.close), "{far:?}");
+    assert_eq!(far.is_empty(), !cfg!(feature = "meaning"), "{far:?}");
+    assert!(cat.search("the", 5).unwrap_or_default().iter().all(|h| !h.close));
+    assert!(cat.search("create an issue", 3).unwrap_or_default().iter().all(|h| h.close));
 }
 
 #[test]
@@ -118,7 +122,11 @@ fn meaning_finds_tools_without_their_words() {
     assert!(words.rank("capture an image of the website", 5, |_| true).is_empty(), "no word in common");
     let hits = cat.search("capture an image of the website", 5).unwrap_or_default();
     assert_eq!(names(&hits), ["mcp__web__take_screenshot"]);
-    assert!(cat.search("qwertyuiop zxcvb", 5).unwrap_or_default().is_empty());
+    assert!(hits.iter().all(|h| h.close));
+    // Made-up words: still the best candidates, none of them close.
+    let made_up = cat.search("qwertyuiop zxcvb", 5).unwrap_or_default();
+    assert_eq!(made_up.len(), 3, "{made_up:?}");
+    assert!(made_up.iter().all(|h| !h.close), "{made_up:?}");
 }
 
 #[test]

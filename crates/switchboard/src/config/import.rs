@@ -114,12 +114,20 @@ pub fn scan(files: &[KnownFile], project_root: &Path, env: &HashMap<String, Stri
 fn check(name: &str, entry: &Value, path: &Path, env: &HashMap<String, String>) -> Option<String> {
     // switchboard itself (README's `claude mcp add switchboard -- switchboard gateway` followed
     // in that tool): imported, every gateway would start another.
-    if let Some(command) = entry.get("command").and_then(Value::as_str)
-        && crate::chain::runs_switchboard(command)
-    {
-        return Some(format!(
-            "this is switchboard itself (its command is `{command}`): imported, switchboard would start itself without end"
-        ));
+    if let Some(command) = entry.get("command").and_then(Value::as_str) {
+        let args: Vec<String> = entry
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        if let Some(how) = crate::chain::switchboard_in(command, &args) {
+            let mut line = vec![command.to_string()];
+            line.extend(args);
+            return Some(format!(
+                "this is switchboard itself (`{}`: {how}): imported, switchboard would start itself without end",
+                crate::text::excerpt(&line.join(" "), 120)
+            ));
+        }
     }
     let mut vars = env.clone();
     for var in variables(entry) {

@@ -74,10 +74,9 @@ pub(super) async fn start(
             let exit = if answered { None } else { tree.exited_within(Duration::from_millis(500)).await };
             match exit {
                 // A switchboard that refused to be its own upstream: the config is to change.
-                Some(info)
-                    if info.code == Some(crate::chain::REFUSED_EXIT)
-                        && crate::chain::is_refusal(&tree.stderr.lines()) =>
-                {
+                // (whatever code a wrapper such as `npx` or `sh -c` made of its exit: the
+                // refusal is the cause, not a sandbox's hints)
+                Some(_) if crate::chain::is_refusal(&tree.stderr.lines()) => {
                     let why = tree.stderr.lines().into_iter().find(|l| l.contains("switchboard refuses to"));
                     (FailureKind::ConfigInvalid, format!("`{}`: {}", stdio.command_shown(), why.unwrap_or_default()))
                 }

@@ -267,8 +267,20 @@ impl Hub {
         if catalog.tool(name).is_none() && self.wait_for(name, options.cancel.as_ref()).await {
             catalog = self.catalog();
         }
-        let entry = catalog.tool(name).ok_or_else(|| self.missing_tool(name))?;
+        let mut entry = catalog.tool(name).ok_or_else(|| self.missing_tool(name))?;
         let slot = self.inner.slot(&entry.server)?.clone();
+        // Listed from what the server offered when it last ran: it is waited for (within its
+        // start-up timeout), and the call goes on only if it still offers the tool, decided on
+        // by the definition it gives now.
+        if slot.state().remembered {
+            let wait = slot.config().map_or(Duration::from_secs(30), |c| c.startup_timeout) + Duration::from_secs(2);
+            super::pipeline::connected_unless_cancelled(&self.inner, &slot, wait, options.cancel.as_ref()).await?;
+            catalog = self.catalog();
+            entry = match catalog.tool(name) {
+                Some(e) if e.server == slot.name => e,
+                _ => return Err(Error::ToolGone { name: name.to_string(), server: slot.name.clone() }),
+            };
+        }
         self.gated(entry, &slot, arguments, options, |arguments, options| {
             self.send_call(entry, &slot, arguments, options)
         })

@@ -47,7 +47,11 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
     // Each person's own: the host makes no connection of it (its people's hubs do).
     if inner.person.is_none() && config.per_person(inner.options.team) {
         if !matches!(slot.state().status, ServerStatus::PerPerson) {
-            slot.state().lists = Arc::default();
+            {
+                let mut st = slot.state();
+                st.lists = Arc::default();
+                st.remembered = false;
+            }
             inner.rebuild_catalog();
             inner.set_status(slot, ServerStatus::PerPerson);
         }
@@ -100,6 +104,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
                 let mut st = slot.state();
                 st.conn = Some(conn.clone());
                 st.lists = Arc::new(lists);
+                st.remembered = false;
                 st.findings = Arc::new(findings);
                 let seq = slot.list_seq.load(Ordering::SeqCst);
                 st.applied = [ListChange::Tools, ListChange::Resources, ListChange::Prompts]
@@ -108,6 +113,7 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
                     .collect();
             }
             inner.rebuild_catalog();
+            inner.remember_lists(slot);
             retry::connected(slot);
             inner.set_status(slot, status);
             inner.publish_catalog(slot);
@@ -124,7 +130,11 @@ pub(super) async fn connect(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Result<Arc<
             Ok(conn)
         }
         Err(failure) => {
-            slot.state().lists = Arc::default();
+            {
+                let mut st = slot.state();
+                st.lists = Arc::default();
+                st.remembered = false;
+            }
             inner.rebuild_catalog();
             let status = ServerStatus::Failed {
                 kind: failure.kind,
@@ -315,6 +325,7 @@ pub(super) async fn refresh(inner: &Arc<Inner>, slot: &Arc<Slot>, conn: &Connect
         }
     };
     inner.rebuild_catalog();
+    inner.remember_lists(slot);
     if let Some(status) = status {
         inner.set_status(slot, status);
     }

@@ -23,6 +23,7 @@ mod options;
 mod people;
 mod pipeline;
 mod reload;
+mod remember;
 mod request;
 mod retry;
 mod scan;
@@ -239,6 +240,15 @@ impl Hub {
             id,
             calls: AtomicU64::new(0),
         });
+        // What each server listed last stands in for its lists while it starts.
+        if inner.options.remember_lists {
+            for slot in inner.all_slots() {
+                if let Some(place) = inner.lists_place(&slot) {
+                    slot.stand_in(&place);
+                }
+            }
+            inner.rebuild_catalog();
+        }
         // A long-running hub stops servers nobody uses (a short-lived one ends first).
         if inner.options.reconnect.background {
             lease::spawn(&inner);
@@ -283,6 +293,33 @@ impl Hub {
                 return;
             }
         }
+    }
+
+    /// Waits until every server `wanted` names has finished its first attempt to connect or
+    /// has its lists remembered from its last run standing in ([`HubOptions::remember_lists`]):
+    /// until a list of them holds every server's tools.
+    pub async fn listed(&self, wanted: impl Fn(&str) -> bool) {
+        let mut rx = self.inner.changed.subscribe();
+        loop {
+            if !self.unlisted(&wanted) {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Whether some server `wanted` names is on its first attempt to connect with nothing
+    /// remembered to stand in for its lists.
+    pub fn unlisted(&self, wanted: impl Fn(&str) -> bool) -> bool {
+        self.inner.all_slots().iter().any(|s| wanted(&s.name) && !s.started() && !s.state().remembered)
+    }
+
+    /// Whether `server`'s lists in the catalog are the ones remembered from its last run,
+    /// standing in while it starts ([`HubOptions::remember_lists`]).
+    pub fn remembered(&self, server: &str) -> bool {
+        self.inner.slot(server).is_ok_and(|s| s.state().remembered)
     }
 
     /// Whether some server `wanted` names is still in its first attempt to connect.
@@ -559,6 +596,26 @@ impl Inner {
             tool: tool.to_string(),
             call: self.calls.fetch_add(1, Ordering::Relaxed),
         })
+    }
+
+    /// Where `slot`'s lists are remembered ([`remember`]), when they are and it has a config.
+    fn lists_place(&self, slot: &Slot) -> Option<PathBuf> {
+        if !self.options.remember_lists {
+            return None;
+        }
+        let config = slot.config()?;
+        Some(remember::place(&self.options.paths.data_dir, &config, self.person.as_deref()))
+    }
+
+    /// `slot`'s lists, as they now are, remembered for its next start.
+    fn remember_lists(&self, slot: &Slot) {
+        if let Some(place) = self.lists_place(slot) {
+            let (lists, findings) = {
+                let st = slot.state();
+                (st.lists.clone(), st.findings.clone())
+            };
+            remember::keep(place, lists, findings);
+        }
     }
 
     fn rebuild_catalog(&self) {

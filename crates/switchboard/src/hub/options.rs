@@ -73,6 +73,11 @@ pub struct HubOptions {
     /// Where the hub counts what it does ([`crate::metrics`]); shared with the hubs made from
     /// it (each person's), so one registry shows them all.
     pub metrics: crate::metrics::Metrics,
+    /// Each server's lists are remembered in the data folder (`<data>/lists/`, keyed by what
+    /// its entry launches) and stand in for them while it starts again, so a host's first list
+    /// has every server's tools at once ([`Hub::remembered`](crate::Hub::remembered)); its own
+    /// lists replace them the moment it is up, and nothing of it stays if it fails. Default true.
+    pub remember_lists: bool,
 }
 
 /// Makes a person's hub's options from the host's ([`HubOptions::person_options`]).
@@ -121,6 +126,7 @@ impl HubOptions {
             person_config: None,
             store: None,
             metrics: crate::metrics::Metrics::new(),
+            remember_lists: true,
         }
     }
 
@@ -187,6 +193,13 @@ impl HubOptions {
     /// With a team's store for logins and people's records ([`HubOptions::store`]).
     pub fn store(mut self, db: crate::store::db::Database) -> Self {
         self.store = Some(db);
+        self
+    }
+
+    /// Whether servers' lists are remembered and stand in while they start
+    /// ([`HubOptions::remember_lists`]).
+    pub fn remember_lists(mut self, on: bool) -> Self {
+        self.remember_lists = on;
         self
     }
 

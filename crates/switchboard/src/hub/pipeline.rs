@@ -156,7 +156,7 @@ async fn next_round(
 
 /// [`ensure_connected`], given up when the caller cancels (a request waiting for its server to
 /// come back is cancelled like one in flight).
-async fn connected_unless_cancelled(
+pub(super) async fn connected_unless_cancelled(
     inner: &Arc<Inner>,
     slot: &Arc<Slot>,
     wait: Duration,

@@ -99,7 +99,11 @@ impl Hub {
         if let Some(conn) = conn {
             conn.close().await;
         }
-        slot.state().lists = Arc::default();
+        {
+            let mut st = slot.state();
+            st.lists = Arc::default();
+            st.remembered = false;
+        }
         self.inner.set_status(slot, ServerStatus::Disabled);
         Ok(())
     }
@@ -113,9 +117,18 @@ impl Hub {
             (_, Some(c)) if c.scope == Scope::Project && !self.is_trusted(&c) => ServerStatus::Untrusted,
             _ => ServerStatus::Connecting,
         };
-        slot.state().lists = Arc::default();
+        {
+            let mut st = slot.state();
+            st.lists = Arc::default();
+            st.remembered = false;
+        }
         let connecting = matches!(status, ServerStatus::Connecting);
         self.inner.set_status(slot, status);
+        // Its new entry's lists as last seen stand in while it starts.
+        if let Some(place) = self.inner.lists_place(slot) {
+            slot.stand_in(&place);
+            self.inner.rebuild_catalog();
+        }
         if connecting {
             let _ = connect(&self.inner, slot).await;
         }

@@ -16,6 +16,9 @@ pub(super) struct SlotState {
     pub(super) status: ServerStatus,
     pub(super) conn: Option<Arc<Connection>>,
     pub(super) lists: Arc<ServerLists>,
+    /// `lists` are the ones remembered from its last run ([`super::remember`]), standing in
+    /// until it is up.
+    pub(super) remembered: bool,
     pub(super) applied: HashMap<ListChange, u64>,
     /// The `WWW-Authenticate` challenge of the last request refused for want of a login or a
     /// scope: the next login starts from it (step-up asks for the scopes it names).
@@ -96,6 +99,7 @@ impl Slot {
                 status,
                 conn: None,
                 lists: Arc::default(),
+                remembered: false,
                 applied: HashMap::new(),
                 auth_challenge: None,
                 subscribed: BTreeSet::new(),
@@ -126,6 +130,20 @@ impl Slot {
     /// Whether its first attempt to connect is over (a reconnection later does not count).
     pub(super) fn started(&self) -> bool {
         self.started.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Its lists as remembered from its last run stand in for them while it starts (when it
+    /// is about to connect and any are kept at `place`).
+    pub(super) fn stand_in(&self, place: &std::path::Path) {
+        let mut st = self.state();
+        if !matches!(st.status, ServerStatus::Connecting) {
+            return;
+        }
+        if let Some(kept) = super::remember::recall(place) {
+            st.lists = Arc::new(kept.lists);
+            st.findings = Arc::new(kept.findings);
+            st.remembered = true;
+        }
     }
 
     /// Its first attempt to connect is over.

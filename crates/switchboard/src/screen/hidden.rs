@@ -13,24 +13,24 @@ use std::borrow::Cow;
 use serde::Serialize;
 
 /// What [`strip`] took out of one text.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Hidden {
     /// How many characters were removed.
     pub removed: usize,
     /// The text the Tags block (U+E0020–E007E) spelled, as ASCII; empty when none.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty", default)]
     pub tags: String,
     /// The bytes the variation selectors spelled (U+E0100–E01EF as bytes 16–255), as text
     /// (lossy UTF-8); empty when none.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty", default)]
     pub selectors: String,
     /// The kinds of characters removed, each once, in the order first met.
     pub kinds: Vec<HiddenKind>,
 }
 
 /// A kind of hidden character.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum HiddenKind {

@@ -63,7 +63,7 @@ pub enum Severity {
 }
 
 /// What a finding is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Rule {
@@ -83,7 +83,7 @@ pub enum Rule {
 }
 
 /// Where in a server's definitions a finding is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", content = "name", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Target {
@@ -100,7 +100,7 @@ pub enum Target {
 }
 
 /// One thing a check found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Finding {
     /// The check.

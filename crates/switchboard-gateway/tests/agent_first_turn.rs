@@ -1,5 +1,6 @@
 //! An agent's first turn, with the agents themselves (issue 50): Claude Code 2.1.332
-//! (`claude -p`) and Codex 0.171.0 (`codex exec`) from npm, each driven non-interactively
+//! (`claude -p`), Codex 0.171.0 (`codex exec`) and Qwen Code 0.24.4 (`qwen -p`, on Node 22 from
+//! npm) from npm, each driven non-interactively
 //! against a model API mocked on loopback (`tests/peers/model_api.mjs`, which records the
 //! tools each request carries and plays a model that calls `fx__echo`, then `mem__read_graph`),
 //! with `switchboard gateway` as their one MCP server in front of two upstreams: the fixture,
@@ -8,8 +9,13 @@
 //! Cold (nothing remembered), the agent's first model request carries the fixture's tools and
 //! its call reaches the model; warm (each server's lists remembered from an earlier run), it
 //! carries server-memory's too, and a call to each works (the one to server-memory waits for
-//! it). Before, the gateway held `initialize` up to 5 s for the slow server, and both agents
-//! sent their first request with none of its tools. When the agent ends, no server is left.
+//! it). Before, the gateway held `initialize` up to 5 s for the slow server, and Claude Code and
+//! Codex sent their first request with none of its tools. When the agent ends, no server is left.
+//!
+//! Qwen Code's `-p` with its defaults connects its MCP servers in the background, racing its
+//! first request (seen both with and without the gateway's tools on it, on a busy machine and
+//! an idle one); its own switch `QWEN_CODE_LEGACY_MCP_BLOCKING=1` makes it wait for them, and
+//! with it the cold and warm runs are as for the others.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -21,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use common::Home;
 use serde_json::{Value, json};
-use switchboard_testkit::{agent_runners, cli, data_dir, node_peer, pids_with_arg};
+use switchboard_testkit::{agent_clis, agent_runners, cli, data_dir, node_peer, node22_bin, pids_with_arg};
 
 /// The calls the mocked model makes, in order (a tool whose name ends with each).
 const CALLS: &str = "fx__echo,mem__read_graph";
@@ -86,6 +92,33 @@ fn results(turns: &[Value]) -> String {
 enum Agent {
     ClaudeCode,
     Codex,
+    /// Qwen Code, waiting for its MCP servers before its first turn (its own switch) or not
+    /// (its default).
+    QwenCode {
+        waits: bool,
+    },
+}
+
+/// Qwen Code 0.24.4 on Node 22: its command, with its settings (`servers`, its `mcpServers`)
+/// in `own`.
+fn qwen(own: &Path, api: &ModelApi, servers: Value, waits: bool) -> Command {
+    let settings = json!({"mcpServers": servers, "security": {"auth": {"selectedType": "openai"}}});
+    std::fs::create_dir_all(own.join(".qwen")).unwrap();
+    std::fs::write(own.join(".qwen/settings.json"), settings.to_string()).unwrap();
+    let node = node22_bin();
+    let path = format!("{}:{}", node.display(), std::env::var("PATH").unwrap_or_default());
+    let mut c = Command::new(node.join("node"));
+    c.arg(agent_clis().join("@qwen-code/qwen-code/cli-entry.js"))
+        .args(["-p", "use the tools", "--yolo"])
+        .env("PATH", path)
+        .env("OPENAI_API_KEY", "x")
+        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{}/v1", api.port))
+        .env("OPENAI_MODEL", "mock-model")
+        .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1");
+    if waits {
+        c.env("QWEN_CODE_LEGACY_MCP_BLOCKING", "1");
+    }
+    c
 }
 
 /// Runs `agent` once in `home` against `api` (its own settings in a folder of this run), and
@@ -98,13 +131,12 @@ fn run(agent: Agent, home: &Home, api: &ModelApi, run: &str) -> Duration {
         "SWITCHBOARD_DATA_DIR": data_dir(home.path()),
     });
     let gateway_args = json!(["--config", home.config, "gateway"]);
-    let bin = agent_runners();
     let mut c = match agent {
         Agent::ClaudeCode => {
             let mcp = own.join("mcp.json");
             let entry = json!({"command": cli(), "args": gateway_args, "env": gateway_env});
             std::fs::write(&mcp, json!({"mcpServers": {"switchboard": entry}}).to_string()).unwrap();
-            let mut c = Command::new(bin.join("claude"));
+            let mut c = Command::new(agent_runners().join("claude"));
             c.args(["-p", "use the tools", "--strict-mcp-config", "--allowedTools", "mcp__switchboard"])
                 .args(["--model", "claude-sonnet-4-5", "--mcp-config"])
                 .arg(&mcp)
@@ -129,9 +161,13 @@ fn run(agent: Agent, home: &Home, api: &ModelApi, run: &str) -> Duration {
                 env.join(", ")
             );
             std::fs::write(own.join("config.toml"), config).unwrap();
-            let mut c = Command::new(bin.join("codex"));
+            let mut c = Command::new(agent_runners().join("codex"));
             c.args(["exec", "--skip-git-repo-check", "use the tools"]).env("CODEX_HOME", &own).env("MOCK_API_KEY", "x");
             c
+        }
+        Agent::QwenCode { waits } => {
+            let entry = json!({"command": cli(), "args": gateway_args, "env": gateway_env});
+            qwen(&own, api, json!({ "switchboard": entry }), waits)
         }
     };
     c.current_dir(home.path()).env("HOME", &own).env_remove("RUST_LOG").stdin(Stdio::null());
@@ -194,4 +230,9 @@ fn claude_code_has_every_tool_on_its_first_turn() {
 #[test]
 fn codex_has_every_tool_on_its_first_turn() {
     first_turn(Agent::Codex);
+}
+
+#[test]
+fn qwen_code_has_every_tool_on_its_first_turn_when_it_waits_for_its_servers() {
+    first_turn(Agent::QwenCode { waits: true });
 }

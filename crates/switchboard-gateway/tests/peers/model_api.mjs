@@ -1,6 +1,7 @@
 // A model API mocked on loopback, for agents' command-line tools driven non-interactively:
-// Anthropic's Messages API (`POST /v1/messages`, Claude Code) and OpenAI's Responses API
-// (`POST /v1/responses`, Codex), streamed as each streams, or whole when not asked to stream.
+// Anthropic's Messages API (`POST /v1/messages`, Claude Code), OpenAI's Responses API
+// (`POST /v1/responses`, Codex) and Chat Completions (`POST /v1/chat/completions`, Qwen Code),
+// streamed as each streams, or whole when not asked to stream.
 //
 // Every request is recorded as one JSON line in the file named by argv[2]: when it came (ms
 // since this process began listening), the path, every tool name it carries (its `tools`, and
@@ -9,7 +10,9 @@
 //
 // The model it plays: a request that carries tools is a turn of the agent's loop. It calls, in
 // order, one tool for each pattern in argv[3] (comma-separated: a tool whose name ends with the
-// pattern), one per turn, with the arguments of argv[4] (a JSON object: pattern → arguments),
+// pattern; a tool the agent defers through its own search (Claude Code's ToolSearch) or its
+// own caller (Qwen Code's tool_call) through that), one per turn, with the arguments of argv[4]
+// (a JSON object: pattern → arguments),
 // and once every pattern was called (or no tool matches the next one), it answers with text
 // that quotes the results it was given. A request that carries no tools (a title, a summary)
 // gets a short text.
@@ -58,6 +61,10 @@ function toolNames(body) {
 function results(body) {
   const out = [];
   for (const m of body.messages || []) {
+    if (m.role === "tool") {
+      out.push(typeof m.content === "string" ? m.content : strings(m.content).join(" "));
+      continue;
+    }
     if (!Array.isArray(m.content)) continue;
     for (const block of m.content) {
       if (block.type === "tool_result") out.push(strings(block.content).join(" "));
@@ -90,7 +97,20 @@ function offered(body) {
 function called(body) {
   const out = [];
   for (const m of body.messages || []) {
-    if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
+    if (m.role !== "assistant") continue;
+    for (const call of m.tool_calls || []) {
+      // Qwen Code calls a deferred tool through its `tool_call`, naming it in the arguments.
+      if (call.function?.name === "tool_call") {
+        try {
+          out.push(JSON.parse(call.function.arguments).name);
+        } catch {
+          out.push("tool_call");
+        }
+      } else {
+        out.push(call.function?.name);
+      }
+    }
+    if (!Array.isArray(m.content)) continue;
     for (const block of m.content) if (block.type === "tool_use") out.push(block.name);
   }
   for (const item of Array.isArray(body.input) ? body.input : []) {
@@ -112,6 +132,9 @@ function decide(body) {
     const tool = tools.find((t) => t.name.endsWith(pattern) || `${t.namespace || ""}${t.name}`.endsWith(pattern));
     if (tool) return { call: tool, args: argsFor[pattern] || {} };
     const deferred = toolNames(body).find((name) => name.endsWith(pattern));
+    // Qwen Code: a deferred tool is called through `tool_call` with its name and arguments.
+    const through = tools.find((t) => t.name === "tool_call");
+    if (deferred && through) return { call: through, args: { name: deferred, arguments: argsFor[pattern] || {} } };
     const search = tools.find((t) => t.name === "ToolSearch");
     const searched = made.filter((name) => name === "ToolSearch").length;
     if (deferred && search && searched <= patterns.length) {
@@ -184,6 +207,28 @@ function openai(body, res) {
   ]);
 }
 
+function chat(body, res) {
+  const next = decide(body);
+  const id = `chatcmpl_${++seq}`;
+  const message = next.call
+    ? { role: "assistant", content: null, tool_calls: [{ index: 0, id: `call_${seq}`, type: "function", function: { name: next.call.name, arguments: JSON.stringify(next.args) } }] }
+    : { role: "assistant", content: next.text };
+  const finish = next.call ? "tool_calls" : "stop";
+  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+  if (!body.stream) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ id, object: "chat.completion", created: 0, model: body.model, choices: [{ index: 0, message, finish_reason: finish }], usage }));
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  const chunk = (delta, finish_reason, extra = {}) =>
+    res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [{ index: 0, delta, finish_reason }], ...extra })}\n\n`);
+  chunk(message, null);
+  chunk({}, finish, { usage });
+  res.write("data: [DONE]\n\n");
+  res.end();
+}
+
 const server = http.createServer((req, res) => {
   let raw = "";
   req.on("data", (c) => (raw += c));
@@ -195,7 +240,7 @@ const server = http.createServer((req, res) => {
       body = {};
     }
     const path = req.url.split("?")[0];
-    const main = path.endsWith("/messages") || path.endsWith("/responses");
+    const main = path.endsWith("/messages") || path.endsWith("/responses") || path.endsWith("/chat/completions");
     record({ path, method: req.method, tools: main ? toolNames(body) : [], results: main ? results(body) : [] });
     // Each request whole, for a person reading what an agent sent.
     if (process.env.MODEL_API_BODIES) fs.appendFileSync(process.env.MODEL_API_BODIES, raw + "\n");
@@ -206,6 +251,8 @@ const server = http.createServer((req, res) => {
       anthropic(body, res);
     } else if (path.endsWith("/responses") && req.method === "POST") {
       openai(body, res);
+    } else if (path.endsWith("/chat/completions") && req.method === "POST") {
+      chat(body, res);
     } else if (path.endsWith("/models")) {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ object: "list", data: [{ id: "mock-model", object: "model", created: 0, owned_by: "mock" }], models: [] }));

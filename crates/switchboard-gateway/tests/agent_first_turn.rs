@@ -1,5 +1,6 @@
 //! An agent's first turn, with the agents themselves (issue 50): Claude Code 2.1.332
-//! (`claude -p`), Codex 0.171.0 (`codex exec`) and Qwen Code 0.24.4 (`qwen -p`, on Node 22 from
+//! (`claude -p`), Codex 0.171.0 (`codex exec`), OpenCode 1.18.33 (`opencode run`), Gemini CLI
+//! 0.61.0 (`gemini -p --skip-trust`) and Qwen Code 0.24.4 (`qwen -p`; these two on Node 22 from
 //! npm) from npm, each driven non-interactively
 //! against a model API mocked on loopback (`tests/peers/model_api.mjs`, which records the
 //! tools each request carries and plays a model that calls `fx__echo`, then `mem__read_graph`),
@@ -92,11 +93,22 @@ fn results(turns: &[Value]) -> String {
 enum Agent {
     ClaudeCode,
     Codex,
+    GeminiCli,
+    OpenCode,
     /// Qwen Code, waiting for its MCP servers before its first turn (its own switch) or not
     /// (its default).
     QwenCode {
         waits: bool,
     },
+}
+
+/// Node 22's `node` on `script` of the agents' bundles, with Node 22 first in `PATH`.
+fn node22(script: &str) -> Command {
+    let node = node22_bin();
+    let path = format!("{}:{}", node.display(), std::env::var("PATH").unwrap_or_default());
+    let mut c = Command::new(node.join("node"));
+    c.arg(agent_clis().join(script)).env("PATH", path);
+    c
 }
 
 /// Qwen Code 0.24.4 on Node 22: its command, with its settings (`servers`, its `mcpServers`)
@@ -105,12 +117,8 @@ fn qwen(own: &Path, api: &ModelApi, servers: Value, waits: bool) -> Command {
     let settings = json!({"mcpServers": servers, "security": {"auth": {"selectedType": "openai"}}});
     std::fs::create_dir_all(own.join(".qwen")).unwrap();
     std::fs::write(own.join(".qwen/settings.json"), settings.to_string()).unwrap();
-    let node = node22_bin();
-    let path = format!("{}:{}", node.display(), std::env::var("PATH").unwrap_or_default());
-    let mut c = Command::new(node.join("node"));
-    c.arg(agent_clis().join("@qwen-code/qwen-code/cli-entry.js"))
-        .args(["-p", "use the tools", "--yolo"])
-        .env("PATH", path)
+    let mut c = node22("@qwen-code/qwen-code/cli-entry.js");
+    c.args(["-p", "use the tools", "--yolo"])
         .env("OPENAI_API_KEY", "x")
         .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{}/v1", api.port))
         .env("OPENAI_MODEL", "mock-model")
@@ -163,6 +171,37 @@ fn run(agent: Agent, home: &Home, api: &ModelApi, run: &str) -> Duration {
             std::fs::write(own.join("config.toml"), config).unwrap();
             let mut c = Command::new(agent_runners().join("codex"));
             c.args(["exec", "--skip-git-repo-check", "use the tools"]).env("CODEX_HOME", &own).env("MOCK_API_KEY", "x");
+            c
+        }
+        Agent::GeminiCli => {
+            let entry = json!({"command": cli(), "args": gateway_args, "env": gateway_env});
+            let settings =
+                json!({"mcpServers": {"switchboard": entry}, "security": {"auth": {"selectedType": "gemini-api-key"}}});
+            std::fs::create_dir_all(own.join(".gemini")).unwrap();
+            std::fs::write(own.join(".gemini/settings.json"), settings.to_string()).unwrap();
+            // `--skip-trust`: its headless runs need it in a folder not trusted before.
+            let mut c = node22("@google/gemini-cli/bundle/gemini.js");
+            c.args(["-p", "use the tools", "--yolo", "--skip-trust", "-m", "gemini-2.5-flash"])
+                .env("GEMINI_API_KEY", "x")
+                .env("GOOGLE_GEMINI_BASE_URL", format!("http://127.0.0.1:{}", api.port));
+            c
+        }
+        Agent::OpenCode => {
+            let mut command = vec![json!(cli())];
+            command.extend(gateway_args.as_array().unwrap().iter().cloned());
+            let provider = json!({"npm": "@ai-sdk/openai-compatible", "name": "mock",
+                "options": {"baseURL": format!("http://127.0.0.1:{}/v1", api.port), "apiKey": "x"},
+                "models": {"mock-model": {"name": "mock", "tool_call": true}}});
+            let config = json!({"provider": {"mock": provider}, "model": "mock/mock-model",
+                "mcp": {"switchboard": {"type": "local", "command": command, "environment": gateway_env, "enabled": true}}});
+            std::fs::create_dir_all(own.join(".config/opencode")).unwrap();
+            std::fs::write(own.join(".config/opencode/opencode.json"), config.to_string()).unwrap();
+            let mut c = Command::new(agent_runners().join("opencode"));
+            // Its provider package, fetched from npm once into a cache both runs share.
+            c.args(["run", "use the tools"])
+                .env("XDG_CONFIG_HOME", own.join(".config"))
+                .env("XDG_CACHE_HOME", home.path().join("opencode-cache"))
+                .env("OPENCODE_DISABLE_AUTOUPDATE", "1");
             c
         }
         Agent::QwenCode { waits } => {
@@ -230,6 +269,16 @@ fn claude_code_has_every_tool_on_its_first_turn() {
 #[test]
 fn codex_has_every_tool_on_its_first_turn() {
     first_turn(Agent::Codex);
+}
+
+#[test]
+fn opencode_has_every_tool_on_its_first_turn() {
+    first_turn(Agent::OpenCode);
+}
+
+#[test]
+fn gemini_cli_has_every_tool_on_its_first_turn() {
+    first_turn(Agent::GeminiCli);
 }
 
 #[test]

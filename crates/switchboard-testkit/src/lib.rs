@@ -108,10 +108,11 @@ pub fn agent_clis() -> PathBuf {
     .clone()
 }
 
-/// The agents' command-line tools that the first-turn tests run, pinned (Claude Code ships a
-/// native binary per platform, Codex a launcher and its binary): `<workspace>/.peers/agent-runners/node_modules/.bin`.
+/// The agents' command-line tools that the first-turn tests run, pinned (Claude Code and
+/// OpenCode ship a native binary per platform, Codex a launcher and its binary):
+/// `<workspace>/.peers/agent-runners/node_modules/.bin`.
 pub fn agent_runners() -> PathBuf {
-    const RUNNERS: &[&str] = &["@anthropic-ai/claude-code@2.1.332", "@openai/codex@0.171.0"];
+    const RUNNERS: &[&str] = &["@anthropic-ai/claude-code@2.1.332", "@openai/codex@0.171.0", "opencode-ai@1.18.33"];
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| npm_folder("agent-runners", RUNNERS).join("node_modules/.bin")).clone()
 }

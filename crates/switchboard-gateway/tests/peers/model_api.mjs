@@ -1,6 +1,7 @@
 // A model API mocked on loopback, for agents' command-line tools driven non-interactively:
 // Anthropic's Messages API (`POST /v1/messages`, Claude Code), OpenAI's Responses API
-// (`POST /v1/responses`, Codex) and Chat Completions (`POST /v1/chat/completions`, Qwen Code),
+// (`POST /v1/responses`, Codex), Chat Completions (`POST /v1/chat/completions`, Qwen Code) and
+// Gemini's `generateContent` (`POST /v1beta/models/M:streamGenerateContent`, Gemini CLI),
 // streamed as each streams, or whole when not asked to stream.
 //
 // Every request is recorded as one JSON line in the file named by argv[2]: when it came (ms
@@ -48,10 +49,11 @@ function toolNames(body) {
       const name = t.name || t.function?.name;
       if (name) names.add(name);
       if (Array.isArray(t.tools)) walk(t.tools);
+      if (Array.isArray(t.functionDeclarations)) walk(t.functionDeclarations);
     }
   };
   walk(body.tools);
-  const text = strings([body.system, body.messages, body.input, body.instructions]).join("\n");
+  const text = strings([body.system, body.messages, body.input, body.instructions, body.contents, body.systemInstruction]).join("\n");
   for (const m of text.matchAll(/mcp__[A-Za-z0-9_-]+/g)) names.add(m[0]);
   return [...names];
 }
@@ -70,6 +72,11 @@ function results(body) {
       if (block.type === "tool_result") out.push(strings(block.content).join(" "));
     }
   }
+  for (const c of body.contents || []) {
+    for (const part of c.parts || []) {
+      if (part.functionResponse) out.push(strings(part.functionResponse.response).join(" "));
+    }
+  }
   for (const item of Array.isArray(body.input) ? body.input : []) {
     if (item.type === "function_call_output" || item.type === "custom_tool_call_output") {
       out.push(typeof item.output === "string" ? item.output : strings(item.output).join(" "));
@@ -83,7 +90,9 @@ function results(body) {
 function offered(body) {
   const out = [];
   for (const t of body.tools || []) {
-    if (Array.isArray(t.tools)) {
+    if (Array.isArray(t.functionDeclarations)) {
+      for (const f of t.functionDeclarations) out.push({ name: f.name });
+    } else if (Array.isArray(t.tools)) {
       for (const inner of t.tools) out.push({ name: inner.name, namespace: t.name });
     } else {
       const name = t.name || t.function?.name;
@@ -115,6 +124,10 @@ function called(body) {
   }
   for (const item of Array.isArray(body.input) ? body.input : []) {
     if (item.type === "function_call") out.push(`${item.namespace || ""}${item.name}`);
+  }
+  for (const c of body.contents || []) {
+    if (c.role !== "model") continue;
+    for (const part of c.parts || []) if (part.functionCall) out.push(part.functionCall.name);
   }
   return out;
 }
@@ -229,6 +242,24 @@ function chat(body, res) {
   res.end();
 }
 
+function gemini(body, res, stream) {
+  const next = decide(body);
+  const part = next.call ? { functionCall: { name: next.call.name, args: next.args } } : { text: next.text };
+  const answer = {
+    candidates: [{ content: { role: "model", parts: [part] }, finishReason: "STOP", index: 0 }],
+    usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 },
+    modelVersion: "mock-model",
+  };
+  if (!stream) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify(answer));
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  res.write(`data: ${JSON.stringify(answer)}\n\n`);
+  res.end();
+}
+
 const server = http.createServer((req, res) => {
   let raw = "";
   req.on("data", (c) => (raw += c));
@@ -240,7 +271,8 @@ const server = http.createServer((req, res) => {
       body = {};
     }
     const path = req.url.split("?")[0];
-    const main = path.endsWith("/messages") || path.endsWith("/responses") || path.endsWith("/chat/completions");
+    const main =
+      path.endsWith("/messages") || path.endsWith("/responses") || path.endsWith("/chat/completions") || path.includes(":streamGenerateContent") || path.endsWith(":generateContent");
     record({ path, method: req.method, tools: main ? toolNames(body) : [], results: main ? results(body) : [] });
     // Each request whole, for a person reading what an agent sent.
     if (process.env.MODEL_API_BODIES) fs.appendFileSync(process.env.MODEL_API_BODIES, raw + "\n");
@@ -253,6 +285,13 @@ const server = http.createServer((req, res) => {
       openai(body, res);
     } else if (path.endsWith("/chat/completions") && req.method === "POST") {
       chat(body, res);
+    } else if (path.endsWith(":streamGenerateContent") && req.method === "POST") {
+      gemini(body, res, true);
+    } else if (path.endsWith(":generateContent") && req.method === "POST") {
+      gemini(body, res, false);
+    } else if (path.endsWith(":countTokens")) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ totalTokens: 10 }));
     } else if (path.endsWith("/models")) {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ object: "list", data: [{ id: "mock-model", object: "model", created: 0, owned_by: "mock" }], models: [] }));

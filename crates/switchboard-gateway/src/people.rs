@@ -76,7 +76,8 @@ impl Shared {
     pub(crate) async fn sign_in_call(&self, ctx: &RequestContext<RoleServer>) -> rmcp::model::CallToolResult {
         let Some(principal) = caller::principal(ctx) else { return signin::nothing_to_do() };
         // Their servers still starting (their hub made just now, at this replica) are waited
-        // for, within the bound a first list waits: whether one needs their login is known then.
+        // for, within the bound a request naming something not yet there waits (`START_WAIT`):
+        // whether one needs their login is known then.
         if let Some(person) = self.hub.person(&principal) {
             let _ = tokio::time::timeout(crate::START_WAIT, person.ready()).await;
         }

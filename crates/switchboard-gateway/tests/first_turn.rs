@@ -161,3 +161,42 @@ async fn every_servers_tools_are_there_on_the_first_list() {
     assert!(first.contains(&"fx__echo".to_string()) && first.contains(&"mem__read_graph".to_string()), "{first:?}");
     client.cancel().await.unwrap();
 }
+
+/// `serve`'s `/mcp` and a gateway attached to it, cold (nothing remembered, serve started a
+/// moment before): each first list comes at once with the fixture's tools, without mem's, and
+/// mem's arrive with `list_changed` when it is up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_and_an_attached_gateway_give_what_is_up_at_once_cold() {
+    let home = home();
+    let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
+    let token = home.token();
+    let started = Instant::now();
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
+            .auth_header(token),
+    );
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let http = Recorder { seen: tx, elicitation: false }.serve(transport).await.unwrap();
+    let listed = names(&http).await;
+    let took = started.elapsed();
+    println!("serve's /mcp, cold: first tools/list {took:?}");
+    assert!(took < PROMPT, "{took:?}");
+    assert!(listed.contains(&"fx__echo".to_string()), "{listed:?}");
+    assert!(!listed.iter().any(|n| n.starts_with("mem__")), "never seen, still starting: {listed:?}");
+
+    // Attached while mem still starts in serve's hub.
+    let served = switchboard_testkit::pids_with_arg(&home.marker);
+    let (client, mut attached_rx, initialized, took, first) = first_turn(home.gateway(&[])).await;
+    println!("attached, cold: initialize {initialized:?}, first tools/list {took:?}");
+    assert_eq!(switchboard_testkit::pids_with_arg(&home.marker), served, "not attached");
+    assert!(initialized < PROMPT && took < PROMPT, "attached: initialize {initialized:?}, list {took:?}");
+    assert!(first.contains(&"fx__echo".to_string()) && !first.iter().any(|n| n.starts_with("mem__")), "{first:?}");
+
+    // Both are told when mem is up, and list it then.
+    assert!(tools_changed(&mut rx, Duration::from_secs(30)).await, "serve's session: no list_changed");
+    assert!(names(&http).await.contains(&"mem__read_graph".to_string()));
+    assert!(tools_changed(&mut attached_rx, Duration::from_secs(30)).await, "attached: no list_changed");
+    assert!(names(&client).await.contains(&"mem__read_graph".to_string()));
+    client.cancel().await.unwrap();
+    http.cancel().await.unwrap();
+}

@@ -28,16 +28,15 @@ use std::time::{Duration, Instant};
 
 use common::Home;
 use serde_json::{Value, json};
-use switchboard_testkit::{agent_clis, agent_runners, cli, data_dir, node_peer, node22_bin, pids_with_arg};
+use switchboard_testkit::{agent_clis, agent_runners, cli, data_dir, node22_bin, pids_with_arg};
 
 /// The calls the mocked model makes, in order (a tool whose name ends with each).
 const CALLS: &str = "fx__echo,mem__read_graph";
 
-/// `fx` (the fixture) and `mem`, server-memory that starts 6 s late.
+/// `fx` (the fixture) and `mem`, server-memory that starts 6 s late, both with the home's marker.
 fn home() -> Home {
-    let slow = format!("sleep 6; exec node {}", node_peer("server-memory"));
-    let home = Home::with(false, json!({"servers": {"mem": {"command": "sh", "args": ["-c", slow]}}}));
-    home.edit(|c| c["servers"]["mem"]["env"] = json!({"MEMORY_FILE_PATH": home.path().join("memory.json")}));
+    let home = Home::new(false);
+    home.edit(|c| c["servers"]["mem"] = common::slow_memory(&home.marker, home.path()));
     home
 }
 
@@ -226,7 +225,7 @@ fn run(agent: Agent, home: &Home, api: &ModelApi, run: &str) -> Duration {
 fn none_left(home: &Home, agent: Agent) {
     let started = Instant::now();
     while !pids_with_arg(&home.marker).is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(10), "{agent:?} ended, the fixture runs on");
+        assert!(started.elapsed() < Duration::from_secs(10), "{agent:?} ended, a server of its gateway runs on");
         std::thread::sleep(Duration::from_millis(100));
     }
 }

@@ -18,23 +18,33 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
-use switchboard_testkit::node_peer;
 use tokio::sync::mpsc;
 
 /// The bound on an answer that must not wait for the slow server (it waited 5 s before).
 const PROMPT: Duration = Duration::from_secs(3);
 
-/// `fx` (the fixture) and `mem`, server-memory that starts 6 s late.
+/// `fx` (the fixture) and `mem`, server-memory that starts 6 s late, both with the home's
+/// marker.
 fn home() -> Home {
-    let dir = tempfile::tempdir().unwrap();
-    let slow = format!("sleep 6; exec node {}", node_peer("server-memory"));
-    let home = Home::with(
-        false,
-        json!({"servers": {"mem": {"command": "sh", "args": ["-c", slow], "env": {"MEMORY_FILE_PATH": dir.path().join("m.json")}}}}),
-    );
-    // The memory file lives in the home (the servers' folder), the temporary one goes.
-    home.edit(|c| c["servers"]["mem"]["env"]["MEMORY_FILE_PATH"] = json!(home.path().join("memory.json")));
+    let home = Home::new(false);
+    home.edit(|c| c["servers"]["mem"] = common::slow_memory(&home.marker, home.path()));
     home
+}
+
+/// Waits until no server of `home`'s is left (through `/proc`: the fixture, the slow server's
+/// shell or the server it became).
+fn none_left(home: &Home, after: &str) {
+    let left = switchboard_testkit::wait_gone(&home.marker, Duration::from_secs(10));
+    assert!(left.is_empty(), "{after}: servers left: {left:?}");
+}
+
+/// A client of `serve`'s `/mcp` at `base` with `token`.
+async fn serve_client(base: &str, token: String, seen: mpsc::UnboundedSender<Seen>) -> Client {
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
+            .auth_header(token),
+    );
+    Recorder { seen, elicitation: false }.serve(transport).await.unwrap()
 }
 
 type Client = RunningService<rmcp::RoleClient, Recorder>;
@@ -99,6 +109,7 @@ async fn every_servers_tools_are_there_on_the_first_list() {
     let later = names(&client).await;
     assert!(later.contains(&"mem__read_graph".to_string()), "{later:?}");
     client.cancel().await.unwrap();
+    none_left(&home, "the cold gateway ended (stdin closed)");
     let kept = remembered_mem(&home);
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&kept).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600, "{}", kept.display());
@@ -116,6 +127,7 @@ async fn every_servers_tools_are_there_on_the_first_list() {
     println!("a call to mem while it started: {:?}", t.elapsed());
     assert!(!tools_changed(&mut rx, Duration::from_millis(500)).await, "the same lists were told as changed");
     client.cancel().await.unwrap();
+    none_left(&home, "the warm gateway ended (stdin closed)");
 
     // A remembered tool the server no longer offers: listed while it starts, a call to it
     // says why once the server is up, and the list is told as changed.
@@ -133,17 +145,15 @@ async fn every_servers_tools_are_there_on_the_first_list() {
     let now = names(&client).await;
     assert!(!now.contains(&"mem__vanished".to_string()) && now.contains(&"mem__read_graph".to_string()), "{now:?}");
     client.cancel().await.unwrap();
+    none_left(&home, "the gateway with a tool gone ended (stdin closed)");
     assert!(!std::fs::read_to_string(&kept).unwrap().contains("vanished"), "the lists kept are the server's own again");
 
     // `serve`'s /mcp, started now: its first list has both at once.
-    let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
+    let (serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
     let token = home.token();
     let started = Instant::now();
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
-        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
-            .auth_header(token),
-    );
-    let http = ().serve(transport).await.unwrap();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let http = serve_client(&base, token, tx).await;
     let listed: Vec<String> = http.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
     let took = started.elapsed();
     println!("serve's /mcp, warm: first tools/list {took:?}");
@@ -160,6 +170,9 @@ async fn every_servers_tools_are_there_on_the_first_list() {
     assert!(initialized < PROMPT && listed < PROMPT, "attached: initialize {initialized:?}, list {listed:?}");
     assert!(first.contains(&"fx__echo".to_string()) && first.contains(&"mem__read_graph".to_string()), "{first:?}");
     client.cancel().await.unwrap();
+    // serve killed (SIGKILL) while mem may still be starting: its supervisors end them all.
+    drop(serve);
+    none_left(&home, "serve killed");
 }
 
 /// `serve`'s `/mcp` and a gateway attached to it, cold (nothing remembered, serve started a
@@ -168,15 +181,11 @@ async fn every_servers_tools_are_there_on_the_first_list() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_and_an_attached_gateway_give_what_is_up_at_once_cold() {
     let home = home();
-    let (_serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
+    let (serve, base) = common::served(home.switchboard(&["serve", "--port", "0"]));
     let token = home.token();
     let started = Instant::now();
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
-        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
-            .auth_header(token),
-    );
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let http = Recorder { seen: tx, elicitation: false }.serve(transport).await.unwrap();
+    let http = serve_client(&base, token, tx).await;
     let listed = names(&http).await;
     let took = started.elapsed();
     println!("serve's /mcp, cold: first tools/list {took:?}");
@@ -199,4 +208,6 @@ async fn serve_and_an_attached_gateway_give_what_is_up_at_once_cold() {
     assert!(names(&client).await.contains(&"mem__read_graph".to_string()));
     client.cancel().await.unwrap();
     http.cancel().await.unwrap();
+    drop(serve);
+    none_left(&home, "serve killed");
 }

@@ -193,7 +193,7 @@ impl Session {
     /// (a call made meanwhile, whatever the catalog then, changes nothing the client saw).
     async fn list_view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         if !self.listed.swap(true, Ordering::AcqRel) {
-            self.wait_listed(ctx, self.born + FIRST_LIST_WAIT).await;
+            self.wait_for(ctx, Until::Listed, self.born + FIRST_LIST_WAIT).await;
         }
         let view = self.view(ctx).await?;
         if let Some(s) = self.shared.sessions().get_mut(&self.id) {
@@ -203,31 +203,21 @@ impl Session {
         Ok(view)
     }
 
-    /// Waits for the servers this client sees to finish their first start, until `deadline`.
-    async fn wait_started(&self, ctx: &RequestContext<RoleServer>, deadline: tokio::time::Instant) {
-        let Ok(filter) = self.shared.filter(self.profile_for(ctx).as_deref()) else { return };
-        let person = principal(ctx).and_then(|p| self.shared.hub.person(&p));
-        let started = async {
-            self.shared.hub.started(|name| filter.server(name)).await;
-            if let Some(person) = &person {
-                person.started(|name| filter.server(name)).await;
-            }
-        };
-        let _ = tokio::time::timeout_at(deadline, started).await;
-    }
-
     /// Waits until `deadline` for the servers this client sees that are on their first start
-    /// with no lists remembered to stand in.
-    async fn wait_listed(&self, ctx: &RequestContext<RoleServer>, deadline: tokio::time::Instant) {
+    /// (`Until::Started`), or only those with no remembered lists standing in (`Until::Listed`).
+    async fn wait_for(&self, ctx: &RequestContext<RoleServer>, until: Until, deadline: tokio::time::Instant) {
         let Ok(filter) = self.shared.filter(self.profile_for(ctx).as_deref()) else { return };
         let person = principal(ctx).and_then(|p| self.shared.hub.person(&p));
-        let listed = async {
-            self.shared.hub.listed(|name| filter.server(name)).await;
-            if let Some(person) = &person {
-                person.listed(|name| filter.server(name)).await;
+        let wanted = |name: &str| filter.server(name);
+        let done = async {
+            for hub in std::iter::once(&self.shared.hub).chain(person.as_ref()) {
+                match until {
+                    Until::Started => hub.started(wanted).await,
+                    Until::Listed => hub.listed(wanted).await,
+                }
             }
         };
-        let _ = tokio::time::timeout_at(deadline, listed).await;
+        let _ = tokio::time::timeout_at(deadline, done).await;
     }
 
     /// Finds something in the client's view; when it is not there and a server the client sees
@@ -249,7 +239,7 @@ impl Session {
         {
             return Ok((view, None));
         }
-        self.wait_started(ctx, tokio::time::Instant::now() + START_WAIT).await;
+        self.wait_for(ctx, Until::Started, tokio::time::Instant::now() + START_WAIT).await;
         let view = self.view(ctx).await?;
         let found = find(&view);
         Ok((view, found))
@@ -284,7 +274,7 @@ impl Session {
         if let Some(server) = self.shared.transparent_server() {
             self.shared.hub.started(|name| name == server).await;
         } else {
-            self.wait_listed(ctx, self.born + FIRST_LIST_WAIT).await;
+            self.wait_for(ctx, Until::Listed, self.born + FIRST_LIST_WAIT).await;
         }
     }
 
@@ -332,6 +322,15 @@ impl Session {
             }),
         }
     }
+}
+
+/// What [`Session::wait_for`] waits for.
+#[derive(Clone, Copy)]
+enum Until {
+    /// Every server's first start over.
+    Started,
+    /// Every server's lists there: started, or remembered.
+    Listed,
 }
 
 /// How long a request naming something not (yet) in its session's view waits for the servers

@@ -527,3 +527,11 @@ pub fn wait_ready(url: &str) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A server-memory that starts 6 s late (`sh -c "sleep 6; exec node …"`), with `marker` in the
+/// command line of its shell and of the server, so that `/proc` finds it at every stage, and
+/// its memory file in `dir`.
+pub fn slow_memory(marker: &str, dir: &Path) -> serde_json::Value {
+    let script = format!("sleep 6; exec node {} \"$0\"", node_peer("server-memory"));
+    json!({"command": "sh", "args": ["-c", script, marker], "env": {"MEMORY_FILE_PATH": dir.join("memory.json")}})
+}

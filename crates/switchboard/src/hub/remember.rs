@@ -20,10 +20,17 @@ use crate::config::ServerConfig;
 use crate::screen::Finding;
 
 /// What is kept of a server.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub(super) struct Kept {
     pub(super) lists: ServerLists,
     pub(super) findings: Vec<Finding>,
+}
+
+/// [`Kept`] as it is written, borrowed from the slot's lists (no copy of them).
+#[derive(serde::Serialize)]
+struct Keeping<'a> {
+    lists: &'a ServerLists,
+    findings: &'a [Finding],
 }
 
 /// Where a server's lists are kept.
@@ -51,22 +58,22 @@ pub(super) fn recall(path: &Path) -> Option<Kept> {
 }
 
 /// Keeps `lists` at `path` (in the background: nothing waits for it), when they differ from
-/// what is kept there.
+/// what is kept there. Two writes close together may land in either order: the next start
+/// then stands in with the older lists, and the server's own replace them once it is up.
 pub(super) fn keep(path: PathBuf, lists: std::sync::Arc<ServerLists>, findings: std::sync::Arc<Vec<Finding>>) {
     let write = move || {
-        let kept = Kept { lists: (*lists).clone(), findings: (*findings).clone() };
-        let Ok(bytes) = serde_json::to_vec(&kept) else { return };
+        let Ok(bytes) = serde_json::to_vec(&Keeping { lists: &lists, findings: &findings }) else { return };
         if crate::fsutil::read_private(&path).ok().flatten().as_deref() == Some(bytes.as_slice()) {
             return;
         }
         if let Some(dir) = path.parent()
             && let Err(e) = crate::fsutil::create_private_dir(dir)
         {
-            tracing::debug!("{}: {e}", dir.display());
+            tracing::warn!("a server's lists were not remembered in {}: {e}", dir.display());
             return;
         }
         if let Err(e) = crate::fsutil::write_atomic_unsynced(&path, &bytes, 0o600) {
-            tracing::debug!("a server's lists were not remembered in {}: {e}", path.display());
+            tracing::warn!("a server's lists were not remembered in {}: {e}", path.display());
         }
     };
     match tokio::runtime::Handle::try_current() {

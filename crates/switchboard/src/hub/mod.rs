@@ -240,8 +240,10 @@ impl Hub {
             id,
             calls: AtomicU64::new(0),
         });
-        // What each server listed last stands in for its lists while it starts.
-        if inner.options.remember_lists {
+        // What each server listed last stands in for its lists while it starts: in a
+        // long-running host (a short-lived one, a command, waits for its servers anyway, and
+        // would only hold each list twice).
+        if inner.options.remember_lists && inner.options.reconnect.background {
             for slot in inner.all_slots() {
                 if let Some(place) = inner.lists_place(&slot) {
                     slot.stand_in(&place);

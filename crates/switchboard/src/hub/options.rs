@@ -76,7 +76,9 @@ pub struct HubOptions {
     /// Each server's lists are remembered in the data folder (`<data>/lists/`, keyed by what
     /// its entry launches) and stand in for them while it starts again, so a host's first list
     /// has every server's tools at once ([`Hub::remembered`](crate::Hub::remembered)); its own
-    /// lists replace them the moment it is up, and nothing of it stays if it fails. Default true.
+    /// lists replace them the moment it is up, and nothing of it stays if it fails. Default
+    /// true. A short-lived host ([`HubOptions::short_lived`]) keeps them but does not stand in
+    /// with them: it waits for its servers.
     pub remember_lists: bool,
 }
 

@@ -110,9 +110,8 @@ pub(crate) struct Inner {
     /// A person's hub: their current access token (the organisation's), which a server of
     /// `grant: token_exchange` exchanges; in memory only.
     subject: Mutex<Option<String>>,
-    /// The text checks of servers' definitions ([`crate::screen::Scanner`]).
-    /// The scanner's rules and the secret patterns, compiled in the background from the
-    /// start ([`crate::screen::compiled`]).
+    /// The scanner's rules and the secret patterns, each made when first needed
+    /// ([`crate::screen::compiled`]).
     checks: Arc<crate::screen::compiled::Compiled>,
     /// The catalog's tool names for the shadowing check, made once per catalog snapshot.
     tool_names: Mutex<(std::sync::Weak<Catalog>, Arc<crate::screen::ToolNames>)>,
@@ -198,7 +197,7 @@ impl Hub {
         let (gate, checks, credentials) = match part {
             Part::Host => (
                 Arc::new(crate::policy::gate::Gate::new(config, &options.paths.data_dir, options.store.as_ref())),
-                crate::screen::compiled::Compiled::warming(),
+                crate::screen::compiled::Compiled::new(),
                 options.paths.data_dir.clone(),
             ),
             Part::Person { gate, checks, credentials, .. } => (gate, checks, credentials),

@@ -1,8 +1,9 @@
-//! The compiled checks a hub screens with: the scanner's rules ([`Scanner`], about 9 ms of
-//! regex compilation in a release build, most of a cold start's own work) and the secret
-//! patterns ([`SecretFinder`], about 1 ms). A hub starts compiling both on a thread of their
-//! own as it starts, so the work overlaps its servers' start-up; whoever needs one first waits
-//! for it (or compiles it, if that thread has not begun).
+//! The checks a hub screens with: the scanner's rules ([`Scanner`]) and the secret patterns
+//! ([`SecretFinder`]), each made when first needed. Making them costs microseconds (their
+//! anchors, searched in one pass); a rule's regular expression is compiled the first time a
+//! text holds its anchors (all of them would take about 10 ms in a release build, most of what
+//! a cold start once cost; a hub whose servers' definitions and results hold no anchor never
+//! compiles one).
 
 use std::sync::{Arc, OnceLock};
 
@@ -17,26 +18,17 @@ pub(crate) struct Compiled {
 }
 
 impl Compiled {
-    /// The checks, compiling in the background from now on.
-    pub(crate) fn warming() -> Arc<Compiled> {
-        let compiled = Arc::new(Compiled::default());
-        let warm = compiled.clone();
-        let started = std::thread::Builder::new().name("switchboard-checks".into()).spawn(move || {
-            warm.scanner();
-            warm.secrets();
-        });
-        if let Err(e) = started {
-            tracing::debug!("the checks are compiled when first needed (no thread: {e})");
-        }
-        compiled
+    /// The checks, none made yet.
+    pub(crate) fn new() -> Arc<Compiled> {
+        Arc::new(Compiled::default())
     }
 
-    /// The scanner's rules (waited for, or compiled here).
+    /// The scanner's rules (made here the first time).
     pub(crate) fn scanner(&self) -> &Scanner {
         self.scanner.get_or_init(Scanner::new)
     }
 
-    /// The secret patterns (waited for, or compiled here).
+    /// The secret patterns (made here the first time).
     pub(crate) fn secrets(&self) -> &SecretFinder {
         self.secrets.get_or_init(SecretFinder::new)
     }
@@ -48,13 +40,13 @@ mod tests {
 
     #[test]
     fn the_checks_are_the_same_however_they_are_reached() {
-        let c = Compiled::warming();
-        // Asked at once: waited for, or compiled here; either way one of each.
+        let c = Compiled::new();
+        // Asked twice: one of each.
         let a: *const Scanner = c.scanner();
         let b: *const Scanner = c.scanner();
         assert_eq!(a, b);
         assert!(std::ptr::eq(c.secrets(), c.secrets()));
-        // Never warmed: compiled where first asked, with every rule.
+        // Made where first asked, with every rule.
         let cold = Compiled::default();
         assert_eq!(format!("{:?}", cold.scanner()), format!("{:?}", Scanner::new()));
     }

@@ -4,7 +4,10 @@
 //! (`policy.secrets`: `redact`, the default, `block`, `off`). Each kind and count is in the
 //! call's audit record, never the value.
 
-use regex::{Regex, RegexSet};
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex::Regex;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -77,25 +80,41 @@ pub struct Redaction {
     pub count: u32,
 }
 
-const PATTERNS: &[(SecretKind, &str)] = &[
-    (SecretKind::PrivateKey, r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)"),
-    (SecretKind::AwsAccessKey, r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"),
-    (SecretKind::GithubToken, r"\b(gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b"),
-    (SecretKind::GitlabToken, r"\bglpat-[A-Za-z0-9_-]{20,}"),
-    (SecretKind::SlackToken, r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    (SecretKind::ModelApiKey, r"\bsk-(ant-|proj-)?[A-Za-z0-9_-]{32,}"),
-    (SecretKind::GoogleApiKey, r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    (SecretKind::StripeKey, r"\b(sk|rk)_live_[0-9A-Za-z]{24,}"),
-    (SecretKind::NpmToken, r"\bnpm_[A-Za-z0-9]{36}\b"),
+/// The patterns: kind, regular expression, and the literals every match begins with (proved
+/// from the pattern by a test), searched for first so that a pattern is compiled and run only
+/// on a text that holds one of them.
+const PATTERNS: &[(SecretKind, &str, &[&str])] = &[
+    (
+        SecretKind::PrivateKey,
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+        &["-----BEGIN "],
+    ),
+    (SecretKind::AwsAccessKey, r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", &["AKIA", "ASIA"]),
+    (
+        SecretKind::GithubToken,
+        r"\b(gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b",
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+    ),
+    (SecretKind::GitlabToken, r"\bglpat-[A-Za-z0-9_-]{20,}", &["glpat-"]),
+    (SecretKind::SlackToken, r"\bxox[abposr]-[A-Za-z0-9-]{10,}", &["xox"]),
+    (SecretKind::ModelApiKey, r"\bsk-(ant-|proj-)?[A-Za-z0-9_-]{32,}", &["sk-"]),
+    (SecretKind::GoogleApiKey, r"\bAIza[0-9A-Za-z_-]{35}\b", &["AIza"]),
+    (SecretKind::StripeKey, r"\b(sk|rk)_live_[0-9A-Za-z]{24,}", &["sk_live_", "rk_live_"]),
+    (SecretKind::NpmToken, r"\bnpm_[A-Za-z0-9]{36}\b", &["npm_"]),
 ];
 
 /// The shortest value of the server's own secrets looked for (shorter ones are too common).
 pub(crate) const MIN_KNOWN: usize = 8;
 
-/// The compiled patterns (one per hub).
+/// The patterns (one set per hub). Made in microseconds: each result's text is searched once
+/// for every pattern's first literals, and a pattern is compiled (once) and run only on a text
+/// that holds one of its own.
 pub struct SecretFinder {
-    set: RegexSet,
-    each: Vec<(SecretKind, Regex)>,
+    /// Every pattern's first literals; `None` if they could not be built (every pattern runs).
+    starts: Option<AhoCorasick>,
+    /// Per literal (in the searcher's order): its pattern.
+    start_of: Vec<usize>,
+    each: Vec<OnceLock<Option<Regex>>>,
 }
 
 impl std::fmt::Debug for SecretFinder {
@@ -111,18 +130,45 @@ impl Default for SecretFinder {
 }
 
 impl SecretFinder {
-    /// Compiles the patterns.
+    /// The patterns, their first literals searchable (no regular expression compiled yet).
     pub fn new() -> SecretFinder {
-        let each: Vec<(SecretKind, Regex)> =
-            PATTERNS.iter().filter_map(|(k, p)| Some((*k, Regex::new(p).ok()?))).collect();
-        let set = RegexSet::new(each.iter().map(|(_, r)| r.as_str())).unwrap_or_else(|_| RegexSet::empty());
-        SecretFinder { set, each }
+        let mut words = Vec::new();
+        let mut start_of = Vec::new();
+        for (i, (_, _, starts)) in PATTERNS.iter().enumerate() {
+            for w in *starts {
+                words.push(*w);
+                start_of.push(i);
+            }
+        }
+        let starts = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(&words)
+            .map_err(|e| tracing::warn!("the secret patterns' literals could not be built ({e}); every pattern runs"))
+            .ok();
+        SecretFinder { starts, start_of, each: PATTERNS.iter().map(|_| OnceLock::new()).collect() }
+    }
+
+    /// The pattern `i`, compiled the first time it is needed.
+    fn regex(&self, i: usize) -> Option<&Regex> {
+        let (_, pattern, _) = PATTERNS.get(i)?;
+        self.each.get(i)?.get_or_init(|| Regex::new(pattern).ok()).as_ref()
+    }
+
+    /// The patterns that can match in `text`, in their order.
+    fn candidates(&self, text: &str) -> Vec<usize> {
+        let Some(starts) = &self.starts else { return (0..PATTERNS.len()).collect() };
+        let mut hit = vec![false; PATTERNS.len()];
+        for m in starts.find_overlapping_iter(text) {
+            hit[self.start_of[m.pattern().as_usize()]] = true;
+        }
+        hit.iter().enumerate().filter(|(_, h)| **h).map(|(i, _)| i).collect()
     }
 
     /// Takes the secrets out of `text` (`known`: the server's own secret values); what it took.
     pub fn redact_text(&self, text: &mut String, known: &[String], found: &mut Vec<Redaction>) {
         let hits_known = known.iter().any(|k| k.len() >= MIN_KNOWN && text.contains(k.as_str()));
-        if !hits_known && !self.set.is_match(text) {
+        let candidates = self.candidates(text);
+        if !hits_known && candidates.is_empty() {
             return;
         }
         for k in known.iter().filter(|k| k.len() >= MIN_KNOWN) {
@@ -132,8 +178,8 @@ impl SecretFinder {
                 add(found, SecretKind::ServerSecret, n);
             }
         }
-        for i in self.set.matches(text).into_iter().collect::<Vec<_>>() {
-            let (kind, re) = &self.each[i];
+        for i in candidates {
+            let (Some(re), Some((kind, _, _))) = (self.regex(i), PATTERNS.get(i)) else { continue };
             let n = re.find_iter(text).count();
             if n > 0 {
                 *text = re.replace_all(text, format!("[redacted: {}]", kind.as_str()).as_str()).into_owned();
@@ -205,6 +251,27 @@ pub fn withheld(found: &[Redaction]) -> CallToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every literal a match can begin with holds one of its pattern's first literals (so a
+    /// text without them cannot match): proved from the pattern (regex-syntax's extractor).
+    #[test]
+    fn the_first_literals_are_proved_from_the_patterns() {
+        use regex_syntax::hir::literal::Extractor;
+        for (_, pattern, starts) in PATTERNS {
+            let seq = Extractor::new().extract(&regex_syntax::parse(pattern).unwrap());
+            let literals = seq.literals().unwrap_or_else(|| panic!("{pattern}: no finite literals"));
+            assert!(!literals.is_empty());
+            for lit in literals {
+                let text = String::from_utf8_lossy(lit.as_bytes());
+                assert!(starts.iter().any(|s| text.contains(s)), "{pattern}: {text:?} holds none of {starts:?}");
+            }
+        }
+        // Plain text compiles nothing.
+        let f = SecretFinder::new();
+        let mut plain = "Returns its text.".to_string();
+        f.redact_text(&mut plain, &[], &mut Vec::new());
+        assert!(f.each.iter().all(|r| r.get().is_none()));
+    }
 
     #[test]
     fn keys_tokens_and_the_servers_own_secrets_are_redacted() {

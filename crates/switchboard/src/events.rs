@@ -132,41 +132,47 @@ const CAPACITY: usize = 1024;
 /// The hub's events, on two channels: every event, and the changes of state alone (no
 /// [per-call](Event::is_per_call) events). A subscriber that wants only changes (the gateway,
 /// which tells its clients of list changes and logs) then costs a tool call nothing: the hub
-/// builds a call's events only while someone takes every event.
-#[derive(Clone, Debug)]
+/// builds a call's events only while someone takes every event. Each channel is made by its
+/// first subscriber (its 1,024 slots are about a tenth of a millisecond of a hub's start, which
+/// a program that never listens does not pay); clones share them.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct EventBus {
-    all: tokio::sync::broadcast::Sender<Event>,
-    changes: tokio::sync::broadcast::Sender<Event>,
+    channels: std::sync::Arc<Channels>,
 }
 
-impl Default for EventBus {
-    fn default() -> Self {
-        Self { all: tokio::sync::broadcast::channel(CAPACITY).0, changes: tokio::sync::broadcast::channel(CAPACITY).0 }
-    }
+#[derive(Debug, Default)]
+struct Channels {
+    all: std::sync::OnceLock<tokio::sync::broadcast::Sender<Event>>,
+    changes: std::sync::OnceLock<tokio::sync::broadcast::Sender<Event>>,
 }
 
 impl EventBus {
     /// Publishes `event` to those it is for (none listening is not an error).
     pub(crate) fn send(&self, event: Event) {
-        if !event.is_per_call() && self.changes.receiver_count() > 0 {
-            let _ = self.changes.send(event.clone());
+        if !event.is_per_call()
+            && let Some(changes) = self.channels.changes.get()
+            && changes.receiver_count() > 0
+        {
+            let _ = changes.send(event.clone());
         }
-        let _ = self.all.send(event);
+        if let Some(all) = self.channels.all.get() {
+            let _ = all.send(event);
+        }
     }
 
     /// Whether anyone takes per-call events (else the hub does not build them).
     pub(crate) fn wants_calls(&self) -> bool {
-        self.all.receiver_count() > 0
+        self.channels.all.get().is_some_and(|all| all.receiver_count() > 0)
     }
 
     /// Every event from now on.
     pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
-        self.all.subscribe()
+        self.channels.all.get_or_init(|| tokio::sync::broadcast::channel(CAPACITY).0).subscribe()
     }
 
     /// The changes of state from now on (no per-call events).
     pub(crate) fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<Event> {
-        self.changes.subscribe()
+        self.channels.changes.get_or_init(|| tokio::sync::broadcast::channel(CAPACITY).0).subscribe()
     }
 }
 

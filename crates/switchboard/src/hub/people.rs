@@ -38,7 +38,9 @@ pub(super) struct People {
     /// The config their hubs start from (the host's, as last loaded).
     config: RwLock<Arc<LoadedConfig>>,
     hubs: Mutex<HashMap<String, Arc<Person>>>,
-    events: broadcast::Sender<PersonEvent>,
+    /// Made by the first subscriber or the first person's hub (a host with neither, the
+    /// default, does not pay for its slots).
+    events: std::sync::OnceLock<broadcast::Sender<PersonEvent>>,
 }
 
 struct Person {
@@ -59,14 +61,18 @@ struct Merged {
 impl People {
     /// Their hubs' events from now on.
     pub(super) fn subscribe(&self) -> broadcast::Receiver<PersonEvent> {
-        self.events.subscribe()
+        self.events().subscribe()
+    }
+
+    fn events(&self) -> &broadcast::Sender<PersonEvent> {
+        self.events.get_or_init(|| broadcast::channel(1024).0)
     }
 
     pub(super) fn new(config: &LoadedConfig) -> People {
         People {
             config: RwLock::new(Arc::new(config.clone())),
             hubs: Mutex::default(),
-            events: broadcast::channel(1024).0,
+            events: std::sync::OnceLock::new(),
         }
     }
 
@@ -183,7 +189,7 @@ impl Hub {
             options = make(principal, options);
         }
         let hub = Hub::start_part(&config, options, part);
-        forward(&hub, key.clone().into(), people.events.clone());
+        forward(&hub, key.clone().into(), people.events().clone());
         tracing::info!(person = %principal.shown(), "started the servers of a person's own");
         let person = Arc::new(Person { hub, merged: Mutex::default(), used: Mutex::new(std::time::Instant::now()) });
         hubs.insert(key, person.clone());

@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 use super::{Finding, Rule, Severity, Target};
@@ -289,7 +289,10 @@ impl Scanner {
                 }
             }
         }
+        // A contiguous NFA: built in microseconds (a DFA of these ~130 words takes about a
+        // third of a millisecond, paid by every hub's start).
         let anchors = AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             .build(&words)

@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex::Regex;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde::{Deserialize, Serialize};
@@ -141,6 +141,7 @@ impl SecretFinder {
             }
         }
         let starts = AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
             .match_kind(MatchKind::Standard)
             .build(&words)
             .map_err(|e| tracing::warn!("the secret patterns' literals could not be built ({e}); every pattern runs"))

@@ -153,6 +153,8 @@ enum Sink {
         writer: Arc<Mutex<Writer>>,
         stop: Arc<std::sync::atomic::AtomicBool>,
         worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+        /// Whether the thread was started (by the first record).
+        started: std::sync::atomic::AtomicBool,
     },
     /// A team's store: a task on the hub's runtime, which ends with a last flush when the log
     /// is dropped.
@@ -207,8 +209,22 @@ impl AuditLog {
         let shared = Arc::new(Mutex::new(Shared { pending: Vec::new(), spare: Vec::new(), health, pushed: 0 }));
         let writer = Arc::new(Mutex::new(first));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (shared2, writer2, stop2) = (shared.clone(), writer.clone(), stop.clone());
-        let worker = std::thread::Builder::new()
+        // The thread starts with the first record (a hub that makes no call, or not yet,
+        // does not pay for it at its start).
+        let sink =
+            Sink::Files { writer, stop, worker: Mutex::new(None), started: std::sync::atomic::AtomicBool::new(false) };
+        Some(AuditLog { config, shared, sink })
+    }
+
+    /// The day files' thread: opens the day's file, then writes what is pending every 100 ms
+    /// until told to stop.
+    fn start_worker(&self) {
+        let Sink::Files { writer, stop, worker, started } = &self.sink else { return };
+        if started.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        let (shared2, writer2, stop2) = (self.shared.clone(), writer.clone(), stop.clone());
+        let handle = std::thread::Builder::new()
             .name("switchboard-audit".into())
             .spawn(move || {
                 if let Ok(mut w) = writer2.lock() {
@@ -223,8 +239,11 @@ impl AuditLog {
                     }
                 }
             })
+            .map_err(|e| tracing::warn!("the audit log's thread: {e}; records are written at the end"))
             .ok();
-        Some(AuditLog { config, shared, sink: Sink::Files { writer, stop, worker: Mutex::new(worker) } })
+        if let Ok(mut w) = worker.lock() {
+            *w = handle;
+        }
     }
 
     fn in_store(runtime: &tokio::runtime::Handle, db: &Database, dir: PathBuf, config: AuditConfig) -> AuditLog {
@@ -274,10 +293,16 @@ impl AuditLog {
     }
 
     fn push(&self, record: AuditRecord) -> u64 {
-        let Ok(mut shared) = self.shared.lock() else { return 0 };
-        shared.pending.push(record);
-        shared.pushed += 1;
-        shared.pushed
+        let pushed = {
+            let Ok(mut shared) = self.shared.lock() else { return 0 };
+            shared.pending.push(record);
+            shared.pushed += 1;
+            shared.pushed
+        };
+        if pushed == 1 {
+            self.start_worker();
+        }
+        pushed
     }
 
     /// Adds a line and, in a team's store, waits until it is written there (or held, when
@@ -348,7 +373,7 @@ impl AuditLog {
 impl Drop for AuditLog {
     fn drop(&mut self) {
         match &self.sink {
-            Sink::Files { writer, stop, worker } => {
+            Sink::Files { writer, stop, worker, .. } => {
                 stop.store(true, std::sync::atomic::Ordering::Release);
                 if let Ok(mut w) = worker.lock()
                     && let Some(handle) = w.take()

@@ -25,13 +25,18 @@
 //!   every 1,000th a 1 MiB result (its model form made: cut and spilled), and the RSS after a
 //!   tenth of them against the end.
 //!
-//! `SWITCHBOARD_BENCH_PARTS=calls,cold,rss` picks parts. `SWITCHBOARD_BENCH_ONLY=NAME` (part of a row's name, e.g. `Hub, current`) measures one
+//! - Start to ready in process (`hub/start.rs`): a bare rmcp client against `Hub::start` and
+//!   `Hub::ready` with exactly `HubOptions::new` defaults, in the default sandbox and out of it.
+//!
+//! `SWITCHBOARD_BENCH_PARTS=calls,start,cold,rss` picks parts. `SWITCHBOARD_BENCH_ONLY=NAME` (part of a row's name, e.g. `Hub, current`) measures one
 //! client for a longer window, for `perf`; `SWITCHBOARD_BENCH_MEASURE=seq|conc|big` only one of
 //! its measures.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "hub/cold.rs"]
 mod cold;
+#[path = "hub/start.rs"]
+mod start;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -315,21 +320,28 @@ fn build_cli() -> PathBuf {
 }
 
 fn main() {
+    let parts = std::env::var("SWITCHBOARD_BENCH_PARTS").unwrap_or_else(|_| "calls,start,cold,rss".into());
     let echo = build_echo();
-    let cli = build_cli();
-    let programs = cold::build();
+    // The whole-process parts' programs (release builds of their own) only when asked.
+    let whole = parts.contains("cold") || parts.contains("rss");
+    let cli = if whole { build_cli() } else { PathBuf::new() };
+    let programs = whole.then(cold::build);
     pin(0);
     let dir = tempfile::tempdir().unwrap();
-    let parts = std::env::var("SWITCHBOARD_BENCH_PARTS").unwrap_or_else(|_| "calls,cold,rss".into());
     if parts.contains("calls") {
         calls(&echo, dir.path());
     }
-    if parts.contains("cold") {
-        cold::cold_rows(&programs, &echo, &cli, &dir.path().join("cold"), 15);
+    if parts.contains("start") {
+        start::start_rows(&echo, 15);
+    }
+    if let (true, Some(programs)) = (parts.contains("cold"), &programs) {
+        cold::cold_rows(programs, &echo, &cli, &dir.path().join("cold"), 15);
     }
     if parts.contains("rss") {
         let calls = std::env::var("SWITCHBOARD_BENCH_RSS_CALLS").ok().and_then(|c| c.parse().ok()).unwrap_or(100_000);
-        cold::rss_rows(&programs, &echo, &dir.path().join("rss"), calls);
+        if let Some(programs) = &programs {
+            cold::rss_rows(programs, &echo, &dir.path().join("rss"), calls);
+        }
     }
 }
 

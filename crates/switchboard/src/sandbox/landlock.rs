@@ -5,8 +5,8 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
 use landlock::{
-    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    Scope,
 };
 
 use super::{Network, Rules, SandboxError, carve};
@@ -86,12 +86,14 @@ pub(crate) fn prepare(rules: &Rules) -> Result<Prepared, SandboxError> {
 }
 
 /// A rule granting `access` beneath `path` (only the rights a file can have, for a file);
-/// `None` when the path went away meanwhile.
-fn rule(path: &PathBuf, access: BitFlags<AccessFs>) -> Option<PathBeneath<PathFd>> {
-    let meta = std::fs::metadata(path).ok()?;
+/// `None` when the path went away meanwhile. The path is resolved once: opened `O_PATH` (what
+/// Landlock takes), its kind read from that descriptor.
+fn rule(path: &PathBuf, access: BitFlags<AccessFs>) -> Option<PathBeneath<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path).ok()?;
+    let meta = file.metadata().ok()?;
     let access = if meta.is_dir() { access } else { access & AccessFs::from_file(ASKED) };
-    let fd = PathFd::new(path).ok()?;
-    Some(PathBeneath::new(fd, access))
+    Some(PathBeneath::new(file, access))
 }
 
 /// Receives the listening socket a server's process made in its namespace (waits at most

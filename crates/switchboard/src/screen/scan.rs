@@ -305,13 +305,11 @@ impl Scanner {
 
     /// The checks that can match in `text`: those whose anchors (both sides) it holds.
     fn candidates(&self, text: &str) -> Vec<bool> {
-        let all = vec![true; self.checks.len()];
         // The two characters outside ASCII that match an ASCII letter case-insensitively (the
         // long s and the Kelvin sign): the anchors are ASCII, so such a text runs every rule.
-        let Some(anchors) = &self.anchors else { return all };
-        if text.contains(['\u{17F}', '\u{212A}']) {
-            return all;
-        }
+        let Some(anchors) = self.anchors.as_ref().filter(|_| !text.contains(['\u{17F}', '\u{212A}'])) else {
+            return vec![true; self.checks.len()];
+        };
         let mut seen = vec![[false; 2]; self.checks.len()];
         for m in anchors.find_overlapping_iter(text) {
             let (check, last) = self.anchor_of[m.pattern().as_usize()];

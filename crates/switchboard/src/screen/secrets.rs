@@ -103,6 +103,9 @@ const PATTERNS: &[(SecretKind, &str, &[&str])] = &[
     (SecretKind::NpmToken, r"\bnpm_[A-Za-z0-9]{36}\b", &["npm_"]),
 ];
 
+// A pattern is a bit of `SecretFinder::candidates`.
+const _: () = assert!(PATTERNS.len() <= 32);
+
 /// The shortest value of the server's own secrets looked for (shorter ones are too common).
 pub(crate) const MIN_KNOWN: usize = 8;
 
@@ -155,21 +158,22 @@ impl SecretFinder {
         self.each.get(i)?.get_or_init(|| Regex::new(pattern).ok()).as_ref()
     }
 
-    /// The patterns that can match in `text`, in their order.
-    fn candidates(&self, text: &str) -> Vec<usize> {
-        let Some(starts) = &self.starts else { return (0..PATTERNS.len()).collect() };
-        let mut hit = vec![false; PATTERNS.len()];
+    /// The patterns that can match in `text`: bit `i` for pattern `i` (no allocation: this
+    /// runs on every string of every result).
+    fn candidates(&self, text: &str) -> u32 {
+        let Some(starts) = &self.starts else { return u32::MAX };
+        let mut hit = 0u32;
         for m in starts.find_overlapping_iter(text) {
-            hit[self.start_of[m.pattern().as_usize()]] = true;
+            hit |= 1 << self.start_of[m.pattern().as_usize()];
         }
-        hit.iter().enumerate().filter(|(_, h)| **h).map(|(i, _)| i).collect()
+        hit
     }
 
     /// Takes the secrets out of `text` (`known`: the server's own secret values); what it took.
     pub fn redact_text(&self, text: &mut String, known: &[String], found: &mut Vec<Redaction>) {
         let hits_known = known.iter().any(|k| k.len() >= MIN_KNOWN && text.contains(k.as_str()));
         let candidates = self.candidates(text);
-        if !hits_known && candidates.is_empty() {
+        if !hits_known && candidates == 0 {
             return;
         }
         for k in known.iter().filter(|k| k.len() >= MIN_KNOWN) {
@@ -179,7 +183,7 @@ impl SecretFinder {
                 add(found, SecretKind::ServerSecret, n);
             }
         }
-        for i in candidates {
+        for i in (0..PATTERNS.len()).filter(|i| candidates & (1 << i) != 0) {
             let (Some(re), Some((kind, _, _))) = (self.regex(i), PATTERNS.get(i)) else { continue };
             let n = re.find_iter(text).count();
             if n > 0 {

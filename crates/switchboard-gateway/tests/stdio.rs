@@ -30,12 +30,27 @@ async fn one_session_reaches_both_upstreams_with_everything_forwarded() {
     let client = Recorder { seen: tx, elicitation: true }.serve(transport).await.unwrap();
     let info = client.peer_info().unwrap();
     assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("switchboard"));
+    // Each server with its status. server-everything (node) takes 450-500 ms to answer its
+    // `initialize` on a slow day, about the 500 ms `initialize` waits for a server never seen
+    // (`FIRST_LIST_WAIT`): it may still be starting, and its tools then come with
+    // `list_changed`, as they do to an agent.
     let instructions = info.instructions.clone().unwrap_or_default();
-    assert!(instructions.contains("- fx: connected") && instructions.contains("- ev: connected"), "{instructions}");
+    assert!(
+        instructions.contains("- fx: connected")
+            && (instructions.contains("- ev: connected") || instructions.contains("- ev: connecting")),
+        "{instructions}"
+    );
     assert!(info.capabilities.tools.as_ref().and_then(|t| t.list_changed) == Some(true));
 
     // Both upstreams' tools, under prefixed names, schemas as the upstream wrote them.
-    let tools = client.list_all_tools().await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let tools = loop {
+        let tools = client.list_all_tools().await.unwrap();
+        if tools.iter().any(|t| t.name == "ev__echo") || std::time::Instant::now() > deadline {
+            break tools;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert!(names.contains(&"fx__echo") && names.contains(&"ev__echo"), "{names:?}");
     let add = tools.iter().find(|t| t.name == "fx__add").unwrap();

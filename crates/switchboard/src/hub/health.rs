@@ -12,8 +12,10 @@ impl Hub {
     /// Checks that a server's session is alive with a `ping` (on 2026-07-28, which has none,
     /// with `server/discover`), and reconnects it when the
     /// session is gone (closed transport, or a ping that fails or goes unanswered). A server
-    /// that is disabled, untrusted or failed for its configuration is left as it is. Returns
-    /// the status afterwards.
+    /// that is disabled, untrusted or failed for its configuration is left as it is. A server
+    /// being connected already (a retry of its own under way) is waited for, and tried again
+    /// if that attempt fails: the answer is a settled status, never `connecting`. Returns the
+    /// status afterwards.
     pub async fn revalidate(&self, name: &str) -> Result<ServerStatus, Error> {
         let slot = self.inner.slot(name)?.clone();
         let (conn, status) = {
@@ -22,7 +24,10 @@ impl Hub {
         };
         let reconnectable = matches!(
             status,
-            ServerStatus::Connected { .. } | ServerStatus::Disconnected { .. } | ServerStatus::Failed { .. }
+            ServerStatus::Connected { .. }
+                | ServerStatus::Connecting
+                | ServerStatus::Disconnected { .. }
+                | ServerStatus::Failed { .. }
         ) && slot.config().is_some();
         if let Some(conn) = conn.filter(|c| !c.is_closed()) {
             match tokio::time::timeout(PING_TIMEOUT, conn.check()).await {
@@ -34,7 +39,9 @@ impl Hub {
         } else if !reconnectable {
             return Ok(status);
         }
-        // Whatever the outcome, the slot's status now says it.
+        // An attempt under way holds the slot's connect lock: `connect` waits for it, and
+        // returns its connection or makes another. Whatever the outcome, the slot's status
+        // now says it.
         retry::reset(&slot);
         let _ = connect(&self.inner, &slot).await;
         Ok(slot.state().status.clone())

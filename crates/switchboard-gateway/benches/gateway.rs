@@ -19,12 +19,17 @@
 //!   issuer of the testkit's, checked on every request: what a team's caller costs beside the
 //!   single user's path); and the peer gateways that install from npm and PyPI in front of the
 //!   same echo over stdio: `mcp-proxy` (PyPI), `supergateway` and `mcp-hub` (npm).
+//! - A client of 2026-07-28 (`server/discover`, per-request metadata, no session) on both
+//!   fronts: the floor and the gateway again (on HTTP signed in too), each row's "of floor"
+//!   against the floor of its own client's era (over HTTP every such request is one of rmcp's
+//!   stateless requests, at the floor as at the gateway).
 //!
 //! Each row also gives the CPU time the process in the middle (proxy or gateway) spent per call,
 //! read from `/proc`: a figure the scheduler's noise does not move, for telling whether a change
 //! made the hop cheaper.
 //!
-//! Then the gateway's resident memory with 20 upstreams and 50 HTTP sessions open.
+//! Then the gateway's resident memory: each gateway row's after the rounds, one at rest (one
+//! upstream, a client that listed and called once), one with 20 upstreams and 50 HTTP sessions.
 //!
 //! `SWITCHBOARD_BENCH_FRONT=stdio` (or `http`) measures only that front's own rows (no peers,
 //! no memory row): for profiling the gateway while it runs. With `CARGO_TARGET_DIR` set, the
@@ -122,6 +127,9 @@ fn wait_port(port: u16) {
 struct Target {
     name: &'static str,
     front: &'static str,
+    /// The client's lifecycle: `initialize` and a session (2025-11-25), or `server/discover`
+    /// with every request standing alone (2026-07-28). A row's floor is its front's and era's.
+    modern: bool,
     client: Client,
     tool: String,
     _procs: Vec<Peer>,
@@ -133,22 +141,43 @@ struct Target {
     cpu: [(f64, f64); 2],
 }
 
-async fn stdio_client(cmd: Command) -> (Client, Option<u32>) {
+/// A bare rmcp client over `transport`: of 2025-11-25 (`initialize`), or with `modern` of
+/// 2026-07-28 (`server/discover`, then per-request metadata and no session).
+async fn connect<T, E, A>(transport: T, modern: bool) -> Client
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    if modern {
+        let lifecycle =
+            ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28] };
+        ().serve_with_lifecycle(transport, lifecycle).await.unwrap()
+    } else {
+        ().serve(transport).await.unwrap()
+    }
+}
+
+async fn stdio_client(cmd: Command, modern: bool) -> (Client, Option<u32>) {
     let cmd = tokio::process::Command::from(cmd);
     let child = TokioChildProcess::new(cmd).unwrap();
     let pid = child.id();
-    (().serve(child).await.unwrap(), pid)
+    (connect(child, modern).await, pid)
 }
 
 async fn http_client(url: &str) -> Client {
+    http_client_of(url, false).await
+}
+
+async fn http_client_of(url: &str, modern: bool) -> Client {
     let t = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url));
-    ().serve(t).await.unwrap()
+    connect(t, modern).await
 }
 
 /// A client of `url` sending `token` on every request.
-async fn signed_in_client(url: &str, token: String) -> Client {
+async fn signed_in_client(url: &str, token: String, modern: bool) -> Client {
     let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-    ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap()
+    connect(StreamableHttpClientTransport::from_config(config), modern).await
 }
 
 async fn echo_tool(client: &Client) -> String {
@@ -159,13 +188,36 @@ async fn echo_tool(client: &Client) -> String {
 async fn target(name: &'static str, front: &'static str, client: Client, procs: Vec<Peer>) -> Target {
     let tool = echo_tool(&client).await;
     let pid = procs.first().map(|p| p.id());
-    Target { name, front, client, tool, _procs: procs, pid, seq: Vec::new(), conc: Vec::new(), cpu: [(0.0, 0.0); 2] }
+    let modern = false;
+    Target {
+        name,
+        front,
+        modern,
+        client,
+        tool,
+        _procs: procs,
+        pid,
+        seq: Vec::new(),
+        conc: Vec::new(),
+        cpu: [(0.0, 0.0); 2],
+    }
+}
+
+/// A target whose client is of 2026-07-28.
+async fn modern_target(name: &'static str, front: &'static str, client: Client, procs: Vec<Peer>) -> Target {
+    Target { modern: true, ..target(name, front, client, procs).await }
 }
 
 /// A target over stdio: the client's child is the process in the middle.
 async fn stdio_target(name: &'static str, cmd: Command) -> Target {
-    let (client, pid) = stdio_client(cmd).await;
+    let (client, pid) = stdio_client(cmd, false).await;
     Target { pid, ..target(name, "stdio", client, vec![]).await }
+}
+
+/// The same with a client of 2026-07-28.
+async fn stdio_modern_target(name: &'static str, cmd: Command) -> Target {
+    let (client, pid) = stdio_client(cmd, true).await;
+    Target { pid, ..modern_target(name, "stdio", client, vec![]).await }
 }
 
 /// Calls/s over `window`, `in_flight` at a time (batches of that many; the last batch in the
@@ -306,8 +358,9 @@ async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
 }
 
 fn main() {
-    pin_self_to_cpu0();
+    // Built on every CPU (a child inherits its parent's CPUs), then pinned.
     let (bin, echo, bare_proxy, hub_proxy) = build();
+    pin_self_to_cpu0();
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let only = std::env::var("SWITCHBOARD_BENCH_FRONT").ok();
@@ -330,6 +383,13 @@ fn main() {
             targets.push(stdio_target("the hub alone (hub_proxy)", embedded(&hub_proxy, dir.path(), &one)).await);
             targets.push(stdio_target("switchboard gateway", switchboard(&bin, dir.path(), &one)).await);
             targets.push(stdio_target("switchboard gateway (A/A)", switchboard(&bin, dir.path(), &one)).await);
+            let mut proxy = on_cpu1(&bare_proxy);
+            proxy.arg(&echo).arg("stdio");
+            targets.push(stdio_modern_target("bare rmcp proxy (floor), 2026-07-28 client", proxy).await);
+            targets.push(
+                stdio_modern_target("switchboard gateway, 2026-07-28 client", switchboard(&bin, dir.path(), &one))
+                    .await,
+            );
         }
         if wants("http") {
             let port = free_port();
@@ -353,8 +413,27 @@ fn main() {
             wait_port(port);
             let url = format!("http://127.0.0.1:{port}/mcp");
             targets.push(target("bare rmcp proxy (floor)", "http", http_client(&url).await, vec![proxy]).await);
+            // The same floor with a 2026-07-28 client: every request stands alone, on rmcp's
+            // stateless path, as it does at the gateway.
+            let port = free_port();
+            let proxy = Peer::new(
+                on_cpu1(&bare_proxy)
+                    .args(["--http", &port.to_string()])
+                    .arg(&echo)
+                    .arg("stdio")
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+            wait_port(port);
+            let url = format!("http://127.0.0.1:{port}/mcp");
+            let client = http_client_of(&url, true).await;
+            targets.push(modern_target("bare rmcp proxy (floor), 2026-07-28 client", "http", client, vec![proxy]).await);
             let (gw, url) = http_gateway(&bin, dir.path(), &one);
             targets.push(target("switchboard gateway --http", "http", http_client(&url).await, vec![gw]).await);
+            let (gw, url) = http_gateway(&bin, dir.path(), &one);
+            let client = http_client_of(&url, true).await;
+            targets.push(modern_target("switchboard gateway --http, 2026-07-28 client", "http", client, vec![gw]).await);
             // A caller who signed in: the same config with `identity` (the issuer's keys are
             // fetched once; each request's JWT is checked: signature, issuer, audience, expiry).
             let key = Key::new("k1");
@@ -365,10 +444,13 @@ fn main() {
             std::fs::write(&signed_config, signed.to_string()).unwrap();
             let (gw, url) = http_gateway_with(&bin, dir.path(), &signed_config, &[]);
             let token = key.sign(&issuer.claims(&url, "alice", &["devs"]));
-            targets.push(
-                target("switchboard gateway --http, signed in (JWT)", "http", signed_in_client(&url, token).await, vec![gw])
-                    .await,
-            );
+            let client = signed_in_client(&url, token, false).await;
+            targets.push(target("switchboard gateway --http, signed in (JWT)", "http", client, vec![gw]).await);
+            let (gw, url) = http_gateway_with(&bin, dir.path(), &signed_config, &[]);
+            let token = key.sign(&issuer.claims(&url, "alice", &["devs"]));
+            let client = signed_in_client(&url, token, true).await;
+            targets
+                .push(modern_target("switchboard gateway --http, signed in, 2026-07-28 client", "http", client, vec![gw]).await);
             issuers.push(issuer);
             if only.is_none() {
                 targets.extend(peers(&echo, dir.path()).await);
@@ -403,12 +485,15 @@ fn main() {
         println!("|---|---|--:|--:|--:|--:|--:|--:|--:|");
         for front in ["stdio", "http"].into_iter().filter(|f| wants(f)) {
             let base = targets.iter().find(|t| t.front == front).map(|t| (median(&t.seq), median(&t.conc))).unwrap();
-            let floor = targets
-                .iter()
-                .find(|t| t.front == front && t.name.contains("floor"))
-                .map(|t| (median(&t.seq), median(&t.conc)))
-                .unwrap_or(base);
+            let floor_of = |modern: bool| {
+                targets
+                    .iter()
+                    .find(|t| t.front == front && t.modern == modern && t.name.contains("floor"))
+                    .map(|t| (median(&t.seq), median(&t.conc)))
+                    .unwrap_or(base)
+            };
             for t in targets.iter().filter(|t| t.front == front) {
+                let floor = floor_of(t.modern);
                 let (s, c) = (median(&t.seq), median(&t.conc));
                 println!(
                     "| {front} | {} | {s:.0} ({}) | {:.2} | {:.2} | {c:.0} ({}) | {:.2} | {:.2} | {} |",
@@ -423,11 +508,28 @@ fn main() {
                 );
             }
         }
+        // What each gateway holds after all those calls (its own memory; upstreams are apart).
+        for t in targets.iter().filter(|t| t.name.starts_with("switchboard")) {
+            if let Some(pid) = t.pid {
+                println!("RSS after the rounds, {} ({}): {:.1} MB", t.name, t.front, rss_kib(pid) as f64 / 1024.0);
+            }
+        }
         drop(targets);
         drop(issuers);
         if only.is_some() {
             return;
         }
+
+        // At rest: one upstream, one client that listed and called once.
+        let (gw, url) = http_gateway(&bin, dir.path(), &one);
+        let c = http_client(&url).await;
+        let tool = echo_tool(&c).await;
+        let args = serde_json::json!({"text": "x"}).as_object().cloned().unwrap();
+        c.call_tool(CallToolRequestParams::new(tool).with_arguments(args)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        println!("\ngateway RSS at rest (one upstream, one client that listed and called): {:.1} MB", rss_kib(gw.id()) as f64 / 1024.0);
+        drop(c);
+        drop(gw);
 
         // Memory: 20 upstreams, 50 HTTP sessions, each having listed and called once.
         let twenty = config(dir.path(), 20, &echo);

@@ -164,6 +164,8 @@ pub(crate) struct Shared {
     held: std::sync::atomic::AtomicUsize,
     /// People's sign-ins to their own upstreams under way ([`signin`]).
     signins: signin::SignIns,
+    /// What the gateway said of itself last, kept while the servers' statuses stay.
+    info: Mutex<Option<session::InfoCache>>,
 }
 
 /// The gateway: shared by every downstream session of one hub.
@@ -228,6 +230,7 @@ impl Gateway {
             aliases: Mutex::default(),
             held: std::sync::atomic::AtomicUsize::new(0),
             signins: signin::SignIns::new(replicas.clone()),
+            info: Mutex::default(),
         });
         pump::start(&shared);
         Gateway { shared }

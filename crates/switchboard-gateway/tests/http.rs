@@ -229,3 +229,53 @@ async fn serve_answers_mcp_with_its_own_token() {
     client.cancel().await.unwrap();
     drop(serve);
 }
+
+/// The instructions a client of 2026-07-28 gets from `server/discover` (asked for on every one
+/// of its requests, so the gateway keeps what it said) and a 2025-11-25 client from
+/// `initialize` follow the servers: a server disabled by a reload is said to be so at once,
+/// not as it was when the gateway last described itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_gateway_says_of_itself_follows_the_servers_for_both_eras() {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let home = Home::new(false);
+    let (_child, url) = common::http_gateway(&home, &[]);
+    let instructions = |modern: bool| {
+        let (url, token) = (url.clone(), home.token());
+        async move {
+            let transport = client_transport(&url, &token);
+            let client = if modern {
+                let lifecycle = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+                };
+                ().serve_with_lifecycle(transport, lifecycle).await.unwrap()
+            } else {
+                ().serve(transport).await.unwrap()
+            };
+            let said = client.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
+            // A request of its own after discovery: the gateway answers it with the same view.
+            assert!(client.list_all_tools().await.is_ok());
+            client.cancel().await.unwrap();
+            said
+        }
+    };
+    for modern in [true, false] {
+        let said = instructions(modern).await;
+        assert!(said.contains("- fx: connected"), "modern {modern}: {said}");
+    }
+    let mut config: serde_json::Value = serde_json::from_slice(&std::fs::read(&home.config).unwrap()).unwrap();
+    config["servers"]["fx"]["enabled"] = json!(false);
+    let tmp = home.config.with_extension("tmp");
+    std::fs::write(&tmp, config.to_string()).unwrap();
+    std::fs::rename(&tmp, &home.config).unwrap();
+    for modern in [true, false] {
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let said = instructions(modern).await;
+            if !said.contains("- fx: connected") && said.contains("- fx:") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "modern {modern}: still said after the reload: {said}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}

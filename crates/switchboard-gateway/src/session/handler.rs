@@ -15,6 +15,7 @@ use rmcp::model::{
     SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+use switchboard::status::ServerStatus;
 
 use super::Session;
 use crate::traced;
@@ -25,8 +26,25 @@ fn failed_call(r: &CallToolResponse) -> bool {
     matches!(r, CallToolResponse::Complete(r) if r.is_error == Some(true))
 }
 
-impl ServerHandler for Session {
-    fn get_info(&self) -> ServerConfig {
+/// What the gateway said of itself last ([`ServerHandler::get_info`]), and what it was made
+/// from: rmcp asks for it on every request of a 2026-07-28 client (each is served as one of its
+/// own), and making it reads every server's status and writes the instructions.
+pub(crate) struct InfoCache {
+    /// [`switchboard::Hub::status_epoch`] and the names when it was made.
+    made_from: (u64, crate::Names),
+    /// Until when it holds (a status that names a retry time says it relative to now).
+    until: Option<std::time::Instant>,
+    info: ServerConfig,
+}
+
+/// How long an answer that says when a server is tried again is kept.
+const TIMED_INFO: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl Session {
+    /// What the gateway says of itself now: its capabilities, and instructions that name each
+    /// server with its status and fix (or, in front of one server alone, what that says);
+    /// and whether it says when a server is tried again (relative to now: it ages).
+    fn make_info(&self) -> (ServerConfig, bool) {
         if let Some(server) = self.shared.transparent_server()
             && let Some(info) = self.shared.hub.server_peer_info(&server)
         {
@@ -35,7 +53,7 @@ impl ServerHandler for Session {
                 config = config.with_server_info(implementation);
             }
             config.instructions = info.instructions.clone();
-            return config;
+            return (config, false);
         }
         let capabilities = ServerCapabilities::builder()
             .enable_logging()
@@ -48,11 +66,40 @@ impl ServerHandler for Session {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        ServerConfig::new(capabilities)
+        let servers = self.shared.hub.servers();
+        let timed = servers.iter().any(|s| match &s.status {
+            ServerStatus::Failed { retry, .. } | ServerStatus::Disconnected { retry, .. } => {
+                retry.as_ref().is_some_and(|r| r.at_ms.is_some())
+            }
+            _ => false,
+        });
+        let config = ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("switchboard", env!("CARGO_PKG_VERSION")).with_title("switchboard gateway"),
             )
-            .with_instructions(self.instructions())
+            .with_instructions(self.instructions(&servers));
+        (config, timed)
+    }
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        let made_from = (self.shared.hub.status_epoch(), self.shared.names());
+        let now = std::time::Instant::now();
+        {
+            let cached = self.shared.info.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(c) = cached.as_ref()
+                && c.made_from == made_from
+                && c.until.is_none_or(|until| now < until)
+            {
+                return c.info.clone();
+            }
+        }
+        let (info, timed) = self.make_info();
+        let until = timed.then(|| now + TIMED_INFO);
+        *self.shared.info.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(InfoCache { made_from, until, info: info.clone() });
+        info
     }
 
     /// A session that starts is asked to sign in to each of its caller's own servers that

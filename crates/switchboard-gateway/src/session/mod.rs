@@ -1,6 +1,7 @@
 //! One downstream session: the rmcp `ServerHandler` the gateway serves.
 
 mod handler;
+pub(crate) use handler::InfoCache;
 mod memory;
 mod resources;
 
@@ -278,7 +279,9 @@ impl Session {
         }
     }
 
-    fn instructions(&self) -> String {
+    /// The instructions: how tools are named, how to find them, and a line per server
+    /// (`servers`: every server's now).
+    fn instructions(&self, servers: &[switchboard::ServerInfo]) -> String {
         let filter = self.shared.filter(None).ok();
         let names = match self.shared.names() {
             crate::Names::Short(limit) => format!(
@@ -303,8 +306,7 @@ impl Session {
                  call_tool.\n",
             ),
         }
-        let servers = self.shared.hub.servers();
-        out.push_str(&crate::servers::lines(&servers, |name| filter.as_ref().is_none_or(|f| f.server(name))));
+        out.push_str(&crate::servers::lines(servers, |name| filter.as_ref().is_none_or(|f| f.server(name))));
         out
     }
 

@@ -267,6 +267,13 @@ impl Hub {
         Hub { inner }
     }
 
+    /// A count that grows whenever a server's status changes or servers are added or
+    /// removed: what was made from [`Hub::servers`] is current while it stays the same (a
+    /// status that names a retry time, said relative to now, ages all the same).
+    pub fn status_epoch(&self) -> u64 {
+        *self.inner.changed.borrow()
+    }
+
     /// Waits until no server is `connecting`.
     pub async fn ready(&self) {
         let mut rx = self.inner.changed.subscribe();

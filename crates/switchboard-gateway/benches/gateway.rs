@@ -308,6 +308,23 @@ fn http_gateway_with(bin: &Path, home: &Path, config: &Path, flags: &[&str]) -> 
     (Peer::new(child), format!("http://127.0.0.1:{port}/mcp"))
 }
 
+/// `examples/bare_proxy.rs` serving Streamable HTTP on a free port in front of `echo` over
+/// stdio (the floor of the HTTP front), and its `/mcp` URL.
+fn http_floor(bare_proxy: &Path, echo: &Path) -> (Peer, String) {
+    let port = free_port();
+    let proxy = Peer::new(
+        on_cpu1(bare_proxy)
+            .args(["--http", &port.to_string()])
+            .arg(echo)
+            .arg("stdio")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(port);
+    (proxy, format!("http://127.0.0.1:{port}/mcp"))
+}
+
 async fn peers(echo: &Path, dir: &Path) -> Vec<Target> {
     let mut out = Vec::new();
     let py = switchboard_testkit::python_venv("bench-mcp-proxy", &["mcp-proxy==0.13.0"]);
@@ -400,33 +417,11 @@ fn main() {
                 target("direct", "http", http_client(&format!("http://127.0.0.1:{port}/mcp")).await, vec![direct_http])
                     .await,
             );
-            let port = free_port();
-            let proxy = Peer::new(
-                on_cpu1(&bare_proxy)
-                    .args(["--http", &port.to_string()])
-                    .arg(&echo)
-                    .arg("stdio")
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .unwrap(),
-            );
-            wait_port(port);
-            let url = format!("http://127.0.0.1:{port}/mcp");
+            let (proxy, url) = http_floor(&bare_proxy, &echo);
             targets.push(target("bare rmcp proxy (floor)", "http", http_client(&url).await, vec![proxy]).await);
             // The same floor with a 2026-07-28 client: every request stands alone, on rmcp's
             // stateless path, as it does at the gateway.
-            let port = free_port();
-            let proxy = Peer::new(
-                on_cpu1(&bare_proxy)
-                    .args(["--http", &port.to_string()])
-                    .arg(&echo)
-                    .arg("stdio")
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .unwrap(),
-            );
-            wait_port(port);
-            let url = format!("http://127.0.0.1:{port}/mcp");
+            let (proxy, url) = http_floor(&bare_proxy, &echo);
             let client = http_client_of(&url, true).await;
             targets.push(modern_target("bare rmcp proxy (floor), 2026-07-28 client", "http", client, vec![proxy]).await);
             let (gw, url) = http_gateway(&bin, dir.path(), &one);

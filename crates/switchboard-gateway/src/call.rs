@@ -432,11 +432,12 @@ async fn drive(shared: &Arc<Shared>, mut running: Call, ctx: &RequestContext<Rol
             // Progress first: what the upstream sent before its result reaches the client
             // before the result.
             biased;
-            p = next_progress(&mut running.queue) => forward(&running.progress, p).await,
+            // Boxed: a notification's future is larger than the rest of this one.
+            p = next_progress(&mut running.queue) => Box::pin(forward(&running.progress, p)).await,
             done = running.call.wait() => {
                 if let Some(q) = &mut running.queue {
                     while let Ok(p) = q.try_recv() {
-                        forward(&running.progress, p).await;
+                        Box::pin(forward(&running.progress, p)).await;
                     }
                 }
                 if let Some(e) = Box::pin(sign_in_needed(shared, &done, ctx)).await {

@@ -578,8 +578,15 @@ pub fn http_service(
     };
     let plain = service(config.clone().with_sse_retry(None));
     let replicas = gateway.shared.replicas.clone();
-    let mut front =
-        http::HttpFront::new(service(config), plain, sessions, max_body, gateway.hub().config_id(), store, replicas);
-    front.metrics = gateway.shared.metrics.clone();
-    front
+    let metrics = gateway.shared.metrics.clone();
+    http::HttpFront::new(
+        service(config),
+        plain,
+        sessions,
+        max_body,
+        gateway.hub().config_id(),
+        store,
+        replicas,
+        metrics,
+    )
 }

@@ -38,21 +38,27 @@ pub(crate) fn span(op: &Operation<'_>, transport: Transport, ctx: &RequestContex
 
 /// `work` in `span`, its end recorded: a JSON-RPC error by its code; a result that is a
 /// failure all the same (`failed_result`: a tool call's `isError`) as `tool_error`.
-pub(crate) async fn within<T>(
+///
+/// A combinator, not an `async fn`: an `async fn` keeps its argument beside the future it
+/// awaits, so the request's future (about 10 KB) was held, and copied, twice over.
+pub(crate) fn within<T>(
     span: tracing::Span,
     work: impl Future<Output = Result<T, McpError>>,
     failed_result: fn(&T) -> bool,
-) -> Result<T, McpError> {
-    if span.is_disabled() {
-        return work.await;
-    }
-    let result = work.instrument(span.clone()).await;
-    match &result {
-        Ok(r) if failed_result(r) => telemetry::tool_error(&span),
-        Ok(_) => {}
-        Err(e) => telemetry::failed(&span, &e.code.0.to_string(), Some(e.code.0)),
-    }
-    result
+) -> impl Future<Output = Result<T, McpError>> {
+    use futures::FutureExt;
+    // A disabled span is entered for nothing (a check of its id on each poll).
+    let record = (!span.is_disabled()).then(|| span.clone());
+    work.instrument(span).map(move |result| {
+        if let Some(span) = record {
+            match &result {
+                Ok(r) if failed_result(r) => telemetry::tool_error(&span),
+                Ok(_) => {}
+                Err(e) => telemetry::failed(&span, &e.code.0.to_string(), Some(e.code.0)),
+            }
+        }
+        result
+    })
 }
 
 /// A result that is never a failure of its own.

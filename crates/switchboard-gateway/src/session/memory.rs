@@ -83,14 +83,29 @@ impl Session {
 
     /// On the first request of a session resumed here: its subscriptions made again, and
     /// `list_changed` for each list that differs from what its client was sent.
-    pub(super) async fn catch_up(&self, ctx: &RequestContext<RoleServer>, view: &Arc<crate::view::View>) {
+    /// Where the session's memory is, when this request is the first of a session resumed here
+    /// (it is then marked caught up: [`Session::catch_up`] is its one turn).
+    pub(super) fn to_catch_up(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Option<(switchboard::store::db::Database, String)> {
         if self.memory.caught_up.load(Ordering::Acquire) {
-            return;
+            return None;
         }
-        let Some((db, id)) = self.memory_place(ctx) else { return };
+        let (db, id) = self.memory_place(ctx)?;
         if !self.shared.replicas.catches_up(&id) || self.memory.caught_up.swap(true, Ordering::AcqRel) {
-            return;
+            return None;
         }
+        Some((db, id))
+    }
+
+    /// Catches up the session at `place` ([`Session::to_catch_up`]).
+    pub(super) async fn catch_up(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        view: &Arc<crate::view::View>,
+        (db, id): (switchboard::store::db::Database, String),
+    ) {
         let memory = match db.session(&id).await {
             Ok(Some(kept)) => kept.memory,
             Ok(None) => return,

@@ -181,7 +181,10 @@ impl Session {
     async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<crate::view::View>, McpError> {
         let (profile, names) = self.register(ctx)?;
         let view = self.shared.view(profile.as_deref(), names, principal(ctx).as_ref()).map_err(profile_error)?;
-        self.catch_up(ctx, &view).await;
+        // Once in a session's life at most (resumed here): its own future, boxed.
+        if let Some(place) = self.to_catch_up(ctx) {
+            Box::pin(self.catch_up(ctx, &view, place)).await;
+        }
         Ok(view)
     }
 
@@ -240,8 +243,8 @@ impl Session {
         {
             return Ok((view, None));
         }
-        self.wait_for(ctx, Until::Started, tokio::time::Instant::now() + START_WAIT).await;
-        let view = self.view(ctx).await?;
+        Box::pin(self.wait_for(ctx, Until::Started, tokio::time::Instant::now() + START_WAIT)).await;
+        let view = Box::pin(self.view(ctx)).await?;
         let found = find(&view);
         Ok((view, found))
     }
@@ -320,7 +323,7 @@ impl Session {
                 switchboard::Error::UnknownTool { .. } => {
                     McpError::invalid_params(format!("unknown tool `{name}`"), None)
                 }
-                other => self.shared.said_error(other, ctx).await,
+                other => Box::pin(self.shared.said_error(other, ctx)).await,
             }),
         }
     }
@@ -352,8 +355,10 @@ pub const START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 pub const FIRST_LIST_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The requests' work, each boxed by the `ServerHandler` methods in [`handler`]: rmcp runs every
-/// request as a task of its own sized by the largest of these futures (about 11 KB unboxed,
-/// moved and copied several times per request); boxed, the task holds a pointer.
+/// request as a task of its own sized by the largest of these futures (a tool call's was about
+/// 10 KB, 20 KB in its span; 4.7 KB since the rarer branches are boxed and the hub's call
+/// borrows what it passes down), moved and copied several times per request; boxed, the task
+/// holds a pointer.
 impl Session {
     async fn handle_initialize(
         &self,
@@ -413,15 +418,17 @@ impl Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let (mut name, mut arguments) = (request.name.to_string(), request.arguments.take());
+        // The rarer paths' futures are boxed, here and below: what is awaited inline makes the
+        // size of every call's future (and what is copied as it is made and moved).
         if name == crate::signin::SIGN_IN && request.request_state.is_none() {
-            let view = self.view(&ctx).await?;
+            let view = Box::pin(self.view(&ctx)).await?;
             if view.tool(&name).is_none() {
-                return Ok(CallToolResponse::Complete(self.shared.sign_in_call(&ctx).await));
+                return Ok(CallToolResponse::Complete(Box::pin(self.shared.sign_in_call(&ctx)).await));
             }
         }
         // Off (the default), a call's path is as it was: no second look at the view.
         if request.request_state.is_none() && self.shared.options.tool_search != crate::ToolSearch::Off {
-            let view = self.view(&ctx).await?;
+            let view = Box::pin(self.view(&ctx)).await?;
             if self.shared.defers(&view) {
                 let args = arguments.clone().unwrap_or_default();
                 match name.as_str() {

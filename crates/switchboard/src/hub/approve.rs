@@ -154,20 +154,20 @@ impl Hub {
     }
 
     /// Runs a call through the gate, then `call`, and writes the audit line.
-    pub(super) async fn gated<F, Fut>(
+    pub(super) async fn gated<'o, F, Fut>(
         &self,
         entry: &ToolEntry,
         slot: &Arc<Slot>,
         mut arguments: Option<JsonObject>,
-        mut options: CallOptions,
+        options: &'o mut CallOptions,
         call: F,
     ) -> Result<ToolOutput, Error>
     where
-        F: FnOnce(Option<JsonObject>, CallOptions) -> Fut,
+        F: FnOnce(Option<JsonObject>, &'o mut CallOptions) -> Fut,
         Fut: std::future::Future<Output = Result<ToolOutput, Error>>,
     {
         let (time, started) = (SystemTime::now(), Instant::now());
-        let passed = self.admit(entry, slot, &mut arguments, &options).await;
+        let passed = self.admit(entry, slot, &mut arguments, options).await;
         // Past the gate the call no longer needs to know who made it: the audit line takes the
         // caller as it is (no copy of its strings per call).
         let caller = std::mem::take(&mut options.caller);

@@ -238,7 +238,7 @@ impl Hub {
         &self,
         name: &str,
         arguments: Option<JsonObject>,
-        options: CallOptions,
+        mut options: CallOptions,
     ) -> Result<ToolOutput, Error> {
         // A signed-in caller's tools include their own servers' (see `people`).
         if let Some(person) = options.caller.principal().and_then(|p| self.person(p)) {
@@ -281,20 +281,21 @@ impl Hub {
                 _ => return Err(Error::ToolGone { name: name.to_string(), server: slot.name.clone() }),
             };
         }
-        self.gated(entry, &slot, arguments, options, |arguments, options| {
+        self.gated(entry, &slot, arguments, &mut options, |arguments, options| {
             self.send_call(entry, &slot, arguments, options)
         })
         .await
     }
 
     /// A call the gate let through, on the one request path ([`Hub::exchange`]): its timeout
-    /// reset by progress, under a hard maximum.
+    /// reset by progress, under a hard maximum. It takes what it needs out of `options`
+    /// (borrowed, as the request is: see [`Hub::exchange`]).
     async fn send_call(
         &self,
         entry: &crate::catalog::ToolEntry,
         slot: &Arc<Slot>,
         arguments: Option<JsonObject>,
-        options: CallOptions,
+        options: &mut CallOptions,
     ) -> Result<ToolOutput, Error> {
         let format = (!options.raw_only)
             .then(|| Format { budget: self.inner.options.budget, spill_dir: self.inner.spill_dir.clone() });
@@ -306,7 +307,11 @@ impl Hub {
             slot,
             ClientRequest::CallToolRequest(CallToolRequest::new(params)),
             format!("tools/call {}", entry.tool.name),
-            RequestOptions { timeout: options.timeout, cancel: options.cancel, progress: options.progress },
+            RequestOptions {
+                timeout: options.timeout,
+                cancel: options.cancel.take(),
+                progress: options.progress.take(),
+            },
         );
         // A call's timeout is reset by progress, under a hard maximum.
         request.limits.total = options
@@ -315,15 +320,14 @@ impl Hub {
             .max(request.limits.idle)
             .min(crate::config::MAX_TIMEOUT);
         request.progress.publish = self.inner.publish_progress(&entry.server, &entry.name);
-        request.capabilities = options.client_capabilities;
-        request.answers = options.input_responses;
-        let what = request.what.clone();
-        let mut raw = match self.exchange(slot, request).await? {
+        request.capabilities = options.client_capabilities.take();
+        request.answers = options.input_responses.take();
+        let mut raw = match self.exchange(slot, &mut request).await? {
             ServerResult::CallToolResult(r) => r,
             _ => {
                 return Err(Error::Protocol {
                     server: slot.name.clone(),
-                    message: format!("{what}: the server's answer is not a tool result"),
+                    message: format!("{}: the server's answer is not a tool result", request.what),
                 });
             }
         };
@@ -386,8 +390,8 @@ impl Hub {
     ) -> Result<ReadResourceResult, Error> {
         let slot = self.inner.slot(server)?.clone();
         let body = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
-        let request = Request::new(&slot, body, format!("resources/read {uri}"), options);
-        match self.exchange(&slot, request).await? {
+        let mut request = Request::new(&slot, body, format!("resources/read {uri}"), options);
+        match self.exchange(&slot, &mut request).await? {
             ServerResult::ReadResourceResult(mut r) => {
                 let screening = self.inner.options.screening;
                 if let Some(h) = screening.apply(&mut r, crate::screen::read) {
@@ -424,8 +428,8 @@ impl Hub {
             params = params.with_arguments(args);
         }
         let body = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        let request = Request::new(&slot, body, format!("prompts/get {name}"), options);
-        match self.exchange(&slot, request).await? {
+        let mut request = Request::new(&slot, body, format!("prompts/get {name}"), options);
+        match self.exchange(&slot, &mut request).await? {
             ServerResult::GetPromptResult(mut r) => {
                 let screening = self.inner.options.screening;
                 if let Some(h) = screening.apply(&mut r, crate::screen::prompt) {

@@ -38,8 +38,8 @@ impl Hub {
     ) -> Result<CompleteResult, Error> {
         let slot = self.inner.slot(server)?.clone();
         let body = ClientRequest::CompleteRequest(CompleteRequest::new(params));
-        let request = Request::new(&slot, body, "completion/complete".into(), options);
-        match self.exchange(&slot, request).await? {
+        let mut request = Request::new(&slot, body, "completion/complete".into(), options);
+        match self.exchange(&slot, &mut request).await? {
             ServerResult::CompleteResult(r) => Ok(r),
             _ => Err(super::calls::unexpected(&slot, "completion/complete".into())),
         }

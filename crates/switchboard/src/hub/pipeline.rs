@@ -26,7 +26,11 @@ impl Hub {
     /// request takes (see the module's doc). A request in flight when the server goes away
     /// fails with [`Error::ServerExited`] and is not sent again (it may have been acted on).
     /// Timed in the hub's metrics (`mcp_client_operation_duration_seconds`).
-    pub(super) async fn exchange(&self, slot: &Arc<Slot>, request: Request) -> Result<ServerResult, Error> {
+    ///
+    /// `request` is borrowed, not moved: an `async fn` keeps an argument it was given by value
+    /// beside its own copy of it, in every future above the one that uses it (a request is
+    /// about 850 bytes).
+    pub(super) async fn exchange(&self, slot: &Arc<Slot>, request: &mut Request) -> Result<ServerResult, Error> {
         let started = std::time::Instant::now();
         let method = request.body.method().to_string();
         let result = self.exchange_timed(slot, request).await;
@@ -35,7 +39,7 @@ impl Hub {
         result
     }
 
-    async fn exchange_timed(&self, slot: &Arc<Slot>, mut request: Request) -> Result<ServerResult, Error> {
+    async fn exchange_timed(&self, slot: &Arc<Slot>, request: &mut Request) -> Result<ServerResult, Error> {
         let _in_use = slot.begin_use();
         let cancel = request.cancel.clone();
         let wait = request.limits.idle;
@@ -54,7 +58,7 @@ impl Hub {
             };
             // Boxed: the request's future (6.8 KB, most of it rmcp's) would otherwise be part of
             // every future above it, each copied whole when made (about 27 KB of copying a call).
-            let sent = Box::pin(send(&self.inner, slot, &conn, &request, meta)).await;
+            let sent = Box::pin(send(&self.inner, slot, &conn, request, meta)).await;
             if sent.is_err() && conn.tree.is_none() && conn.is_closed() {
                 // A remote server's transport closed under this request: the status says so at
                 // once.
@@ -75,7 +79,7 @@ impl Hub {
                     if let Error::AuthRequired { challenge: Some(c), .. } = &error
                         && c.contains("insufficient_scope")
                     {
-                        self.remember_refusal(&slot.name, c).await;
+                        Box::pin(self.remember_refusal(&slot.name, c)).await;
                         self.inner.events.send(Event::AuthNeeded {
                             server: slot.name.clone(),
                             reason: format!("the server refused `{}` for want of a scope", request.what),
